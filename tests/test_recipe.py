@@ -1,0 +1,218 @@
+"""Recipes, overrides, the manifest and resume (with test-only stages)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from vibethinker.cli import main
+from vibethinker.config import ConfigError
+from vibethinker.recipe import Manifest, execute, load_recipe, plan
+
+STAGE_MODULE = '''
+"""Test-only stages: `write` writes a file; `slow` counts to n, checkpointing each step."""
+import json, os, time
+from dataclasses import dataclass
+from pathlib import Path
+from vibethinker.stages import register
+
+CALLS = []
+
+@dataclass
+class WriteConfig:
+    out: str = "runs/w"
+    """where"""
+    text: str = "hi"
+    """what to write"""
+    fail: bool = False
+    """raise instead"""
+
+@register("t_write", WriteConfig)
+def run_write(cfg):
+    """Write a file."""
+    CALLS.append(cfg.text)
+    Path(cfg.out).mkdir(parents=True, exist_ok=True)
+    (Path(cfg.out) / "partial").write_text("x")
+    if cfg.fail:
+        raise KeyboardInterrupt
+    (Path(cfg.out) / "file.txt").write_text(cfg.text)
+    return {"file": str(Path(cfg.out) / "file.txt")}
+
+@dataclass
+class SlowConfig:
+    out: str = "runs/s"
+    """where"""
+    n: int = 5
+    """steps"""
+    sleep: float = 0.0
+    """seconds per step"""
+
+@register("t_slow", SlowConfig, resumable=True)
+def run_slow(cfg):
+    """Count with checkpoints."""
+    ck = Path(cfg.out) / "ckpt.json"
+    Path(cfg.out).mkdir(parents=True, exist_ok=True)
+    start = json.loads(ck.read_text())["step"] if ck.exists() else 0
+    with open(Path(cfg.out) / "starts.txt", "a") as f:
+        f.write(f"{start}\\n")
+    for step in range(start, cfg.n):
+        time.sleep(cfg.sleep)
+        ck.write_text(json.dumps({"step": step + 1}))
+    return {"ckpt": str(ck)}
+'''
+
+RECIPE = """\
+# Run: vibethinker run recipe.yaml
+run_dir: {run_dir}
+model: ${{run_dir}}/m
+stages:
+  - stage: t_write
+    text: hello
+  - stage: t_slow
+    n: 5
+  - stage: t_write
+    name: second
+    text: ${{t_write.text}}-again
+    out: ${{model}}-second
+"""
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    mod = tmp_path / "mods" / "vt_test_stages.py"
+    mod.parent.mkdir()
+    mod.write_text(STAGE_MODULE)
+    monkeypatch.syspath_prepend(str(mod.parent))
+    monkeypatch.setenv("VIBETHINKER_STAGE_MODULES", "vt_test_stages")
+    import vibethinker.stages as reg
+
+    reg.load_all()
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(RECIPE.format(run_dir=tmp_path / "run"))
+    return tmp_path, recipe
+
+
+def test_load_resolves_refs_and_overrides(env):
+    tmp, recipe = env
+    r = load_recipe(str(recipe), {"t_write.text": "yo", "t_slow.n": "7"})
+    names = [s.name for s in r.stages]
+    assert names == ["t_write", "t_slow", "second"]
+    assert r.stages[0].config.text == "yo" and r.stages[1].config.n == 7
+    assert r.stages[2].config.text == "yo-again"
+    assert r.stages[2].config.out == f"{tmp}/run/m-second"
+    assert r.stages[0].config.out == f"{tmp}/run/t_write"
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        ({"t_slow.n": "many"}, "t_slow.n: expected int"),
+        ({"t_slow.bogus": "1"}, "unknown key"),
+        ({"nostage.x": "1"}, "expected run_dir="),
+    ],
+)
+def test_bad_overrides(env, overrides, match):
+    with pytest.raises(ConfigError, match=match):
+        load_recipe(str(env[1]), overrides)
+
+
+def test_bad_reference(env):
+    tmp, recipe = env
+    recipe.write_text(RECIPE.format(run_dir=tmp / "run").replace("${t_write.text}", "${nope.x}"))
+    with pytest.raises(ConfigError, match=r"unknown reference \$\{nope.x\}"):
+        load_recipe(str(recipe))
+
+
+def test_run_resume_and_config_change(env):
+    tmp, recipe = env
+    import vt_test_stages as ts
+
+    r = load_recipe(str(recipe), {"t_write.fail": "true"})
+    with pytest.raises(KeyboardInterrupt):
+        execute(r, quiet=True)
+    m = Manifest(r.run_dir).data["stages"]
+    assert m["t_write"]["status"] == "interrupted" and "t_slow" not in m
+    # resume: the interrupted stage re-runs from a clean folder, then the rest
+    r = load_recipe(str(recipe))
+    execute(r, quiet=True)
+    m = Manifest(r.run_dir).data["stages"]
+    assert [m[n]["status"] for n in ("t_write", "t_slow", "second")] == ["done"] * 3
+    assert (tmp / "run/t_write/file.txt").read_text() == "hello"
+    assert (tmp / "run/m-second/file.txt").read_text() == "hello-again"
+    # everything done: nothing runs again
+    ts.CALLS.clear()
+    assert [a for _, a in plan(r)] == ["skip"] * 3
+    execute(r, quiet=True)
+    assert ts.CALLS == []
+    # a changed config re-runs that stage and everything after it
+    r2 = load_recipe(str(recipe), {"t_slow.n": "6"})
+    assert [a for _, a in plan(r2)] == ["skip", "run", "run"]
+    execute(r2, quiet=True)
+    assert ts.CALLS == ["hello-again"]
+
+
+def test_dry_run_cli(env, capsys):
+    tmp, recipe = env
+    assert main(["run", str(recipe), "--dry-run", "t_slow.n=3"]) == 0
+    out = capsys.readouterr().out
+    assert "[run   ] t_slow (t_slow)" in out and "n=3" in out
+    assert not (tmp / "run" / "manifest.json").exists()
+
+
+def test_single_stage_cli(env, tmp_path, capsys):
+    out = tmp_path / "alone"
+    assert main(["t_write", f"out={out}", "text=solo"]) == 0
+    assert (out / "file.txt").read_text() == "solo"
+    assert main(["t_write", "txt=solo"]) == 2
+    assert "unknown key(s) txt" in capsys.readouterr().err
+
+
+def test_sigint_mid_stage_then_resume(env):
+    """A real process interrupted mid-stage leaves a consistent manifest and resumes."""
+    tmp, recipe = env
+    envv = {**os.environ, "PYTHONPATH": f"{tmp / 'mods'}:{os.environ.get('PYTHONPATH', '')}"}
+    cmd = [sys.executable, "-m", "vibethinker.cli", "run", str(recipe), "--quiet"]
+    proc = subprocess.Popen([*cmd, "t_slow.sleep=0.3", "t_slow.n=40"], env=envv)
+    ck = tmp / "run" / "t_slow" / "ckpt.json"
+    deadline = time.time() + 60
+    while time.time() < deadline and not (ck.exists() and json.loads(ck.read_text())["step"] >= 2):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 130
+    m = json.loads((tmp / "run" / "manifest.json").read_text())["stages"]
+    assert m["t_write"]["status"] == "done"
+    assert m["t_slow"]["status"] == "interrupted"
+    assert "second" not in m
+    done_steps = json.loads(ck.read_text())["step"]
+    assert 2 <= done_steps < 40
+    subprocess.run([*cmd, "t_slow.sleep=0.0", "t_slow.n=40"], env=envv, check=True, timeout=120)
+    m = json.loads((tmp / "run" / "manifest.json").read_text())["stages"]
+    assert all(m[n]["status"] == "done" for n in ("t_write", "t_slow", "second"))
+    # sleep changed -> config differs -> re-run from scratch is also acceptable; the stage must
+    # have either resumed from its checkpoint or restarted cleanly, and finished at 40.
+    assert json.loads(ck.read_text())["step"] == 40
+    report = Path(tmp / "run" / "report.md").read_text()
+    assert "| t_slow | t_slow | done |" in report
+
+
+def test_resumable_stage_continues_from_checkpoint(env):
+    tmp, recipe = env
+    r = load_recipe(str(recipe))
+    out = Path(r.stages[1].config.out)
+    out.mkdir(parents=True)
+    (out / "ckpt.json").write_text(json.dumps({"step": 3}))
+    man = Manifest(r.run_dir)
+    from vibethinker.recipe import _config_dict
+
+    man.stage("t_write").update(status="done", config=_config_dict(r.stages[0].config))
+    man.stage("t_slow").update(status="running", config=_config_dict(r.stages[1].config))
+    man.save()
+    assert [a for _, a in plan(r)] == ["skip", "resume", "run"]
+    execute(r, quiet=True)
+    assert (out / "starts.txt").read_text().split() == ["3"]

@@ -1,0 +1,155 @@
+"""Flat dataclass configs: build them from YAML values and `key=value` overrides, with clear errors.
+
+Every stage config is a flat dataclass whose fields carry a docstring (a string literal right under
+the field). `field_docs` reads those for `vibethinker <stage> --help`.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import textwrap
+import types
+import typing
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A bad config key or value; the message says where and what was expected."""
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Map field name -> the docstring literal written under it in the class body."""
+    try:
+        src = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return {}
+    body = ast.parse(src).body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, nxt in zip(body, body[1:]):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def _strip_optional(hint: Any) -> tuple[Any, bool]:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return hint, False
+
+
+def coerce(value: Any, hint: Any, where: str) -> Any:
+    """Convert a YAML/CLI value to the field type; strings from the CLI are parsed as YAML."""
+    hint, optional = _strip_optional(hint)
+    if value is None or (optional and value in ("null", "None", "none", "~")):
+        if optional or hint is Any:
+            return None
+        raise ConfigError(f"{where}: expected {getattr(hint, '__name__', hint)}, got null")
+    origin = typing.get_origin(hint)
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        if isinstance(value, str):
+            parsed = yaml.safe_load(value) if value.strip().startswith("[") else None
+            value = parsed if isinstance(parsed, list) else [v for v in value.split(",") if v]
+        if not isinstance(value, (list, tuple)):
+            value = [value]
+        return [coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if isinstance(value, str):
+            value = yaml.safe_load(value)
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        return dict(value)
+    if hint is str:
+        return value if isinstance(value, str) else str(value)
+    if hint is bool:
+        if isinstance(value, str):
+            low = value.lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{where}: expected true/false, got {value!r}")
+    if hint in (int, float):
+        if isinstance(value, str):
+            try:
+                value = yaml.safe_load(value)
+            except yaml.YAMLError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")
+        if hint is int and isinstance(value, float):
+            if not value.is_integer():
+                raise ConfigError(f"{where}: expected an integer, got {value!r}")
+            value = int(value)
+        return hint(value)
+    if isinstance(value, str) and hint is Any:
+        return yaml.safe_load(value)
+    return value
+
+
+def make_config(cls: type, values: dict[str, Any], where: str = "") -> Any:
+    """Build `cls` from `values`; unknown keys and ill-typed values raise ConfigError."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"{where or cls.__name__}: unknown key(s) {', '.join(unknown)}; "
+            f"valid keys: {', '.join(fields)}"
+        )
+    kwargs = {k: coerce(v, hints[k], f"{where or cls.__name__}.{k}") for k, v in values.items()}
+    missing = [
+        n
+        for n, f in fields.items()
+        if n not in kwargs
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
+    ]
+    if missing:
+        raise ConfigError(f"{where or cls.__name__}: missing required key(s) {', '.join(missing)}")
+    return cls(**kwargs)
+
+
+def parse_overrides(args: list[str]) -> dict[str, str]:
+    """`["a=1", "sft.lr=2e-5"]` -> {"a": "1", "sft.lr": "2e-5"} (values stay strings)."""
+    out: dict[str, str] = {}
+    for a in args:
+        if "=" not in a:
+            raise ConfigError(f"override {a!r}: expected key=value")
+        k, v = a.split("=", 1)
+        if not k:
+            raise ConfigError(f"override {a!r}: empty key")
+        out[k.strip()] = v
+    return out
+
+
+def config_help(cls: type) -> str:
+    """One line per field: name, type, default, docstring."""
+    docs = field_docs(cls)
+    hints = typing.get_type_hints(cls)
+    lines = []
+    for f in dataclasses.fields(cls):
+        default = (
+            f.default
+            if f.default is not dataclasses.MISSING
+            else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else "REQUIRED"
+            )  # type: ignore[misc]
+        )
+        t = getattr(hints[f.name], "__name__", str(hints[f.name]).replace("typing.", ""))
+        lines.append(f"  {f.name}={default!r}  ({t})\n      {docs.get(f.name, '')}")
+    return "\n".join(lines)

@@ -1,0 +1,258 @@
+"""Recipes and runs: YAML + overrides -> typed stage configs; a run dir with a manifest; resume.
+
+A recipe is a short YAML file:
+
+    # Run: vibethinker run recipes/tiny.yaml
+    run_dir: runs/tiny
+    model: ${run_dir}/model          # the model the recipe trains (a folder or hub id)
+    stages:
+      - stage: data                  # stage type (vibethinker/stages/<type>.py)
+        seed: 0                      # the stage config's keys
+      - stage: model
+        name: tiny_model             # optional; defaults to the stage type, must be unique
+        data: ${data.out}            # ${run_dir}, ${model}, ${<name>.<key>} of an earlier stage
+
+Overrides: `run_dir=...`, `model=...`, and `<name>.<key>=...` for a stage's key.
+
+The manifest (`<run_dir>/manifest.json`, rewritten atomically) records per stage its status
+(pending, running, done, failed, interrupted), resolved config, start/finish times and outputs.
+Running again skips stages that are done with an unchanged config; a stage whose config changed
+re-runs, and so does everything after it. A stage that did not finish (crash, Ctrl-C, kill -9)
+is never marked done; a non-resumable stage gets a clean output folder when it re-runs, a
+resumable one (it checkpoints inside its folder) continues from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vibethinker import stages as stage_registry
+from vibethinker.config import ConfigError, make_config
+from vibethinker.log import get_logger, setup_logging
+
+log = get_logger("recipe")
+_REF = re.compile(r"\$\{([A-Za-z0-9_.\-]+)\}")
+TOP_LEVEL = ("run_dir", "model")
+
+
+@dataclass
+class PlannedStage:
+    name: str  # unique within the recipe
+    stage: str  # stage type
+    config: Any  # the stage's config dataclass, fully resolved
+
+
+@dataclass
+class Recipe:
+    path: str
+    run_dir: str
+    model: str | None
+    stages: list[PlannedStage] = field(default_factory=list)
+
+
+def _substitute(value: Any, scope: dict[str, Any], where: str) -> Any:
+    if isinstance(value, list):
+        return [_substitute(v, scope, where) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def repl(m: re.Match) -> str:
+        key = m.group(1)
+        if key not in scope:
+            raise ConfigError(
+                f"{where}: unknown reference ${{{key}}}; available: {', '.join(sorted(scope))}"
+            )
+        return str(scope[key])
+
+    return _REF.sub(repl, value)
+
+
+def load_recipe(path: str, overrides: dict[str, str] | None = None) -> Recipe:
+    """Parse a recipe, apply overrides, resolve references; every error names the recipe."""
+    overrides = dict(overrides or {})
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"recipe {path}: no such file") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"recipe {path}: invalid YAML: {e}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("stages"), list):
+        raise ConfigError(f"recipe {path}: expected a mapping with a `stages` list")
+    unknown = set(raw) - {*TOP_LEVEL, "stages"}
+    if unknown:
+        raise ConfigError(f"recipe {path}: unknown top-level key(s) {sorted(unknown)}")
+    top = {k: raw.get(k) for k in TOP_LEVEL}
+    for k in TOP_LEVEL:
+        if k in overrides:
+            top[k] = overrides.pop(k)
+    if not top["run_dir"]:
+        raise ConfigError(f"recipe {path}: `run_dir` is required")
+    scope: dict[str, Any] = {"run_dir": top["run_dir"]}
+    top["model"] = _substitute(top["model"], scope, f"{path}: model") if top["model"] else None
+    if top["model"]:
+        scope["model"] = top["model"]
+
+    entries: list[tuple[str, str, dict[str, Any]]] = []
+    for i, entry in enumerate(raw["stages"]):
+        if not isinstance(entry, dict) or "stage" not in entry:
+            raise ConfigError(f"recipe {path}: stages[{i}] needs a `stage:` key")
+        values = dict(entry)
+        stype, name = values.pop("stage"), values.pop("name", None) or entry["stage"]
+        if any(name == n for n, _, _ in entries):
+            raise ConfigError(f"recipe {path}: duplicate stage name {name!r}; add `name:`")
+        entries.append((name, stype, values))
+    names = {n for n, _, _ in entries}
+    for key, val in overrides.items():
+        sname, _, k = key.partition(".")
+        if sname not in names or not k:
+            raise ConfigError(
+                f"override {key}={val}: expected run_dir=, model= or <stage>.<key>= with a stage "
+                f"in {sorted(names)}"
+            )
+        next(v for n, _, v in entries if n == sname)[k] = val
+
+    recipe = Recipe(path=str(path), run_dir=top["run_dir"], model=top["model"])
+    for name, stype, values in entries:
+        spec = stage_registry.get(stype)
+        values.setdefault("out", f"{top['run_dir']}/{name}")
+        values = {k: _substitute(v, scope, f"{path}: {name}.{k}") for k, v in values.items()}
+        cfg = make_config(spec.config_cls, values, f"{path}: {name}")
+        for f in dataclasses.fields(cfg):
+            scope[f"{name}.{f.name}"] = getattr(cfg, f.name)
+        recipe.stages.append(PlannedStage(name, stype, cfg))
+    return recipe
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+class Manifest:
+    """`<run_dir>/manifest.json`, rewritten atomically after every change."""
+
+    def __init__(self, run_dir: str):
+        self.path = Path(run_dir) / "manifest.json"
+        self.data: dict[str, Any] = {"stages": {}}
+        if self.path.exists():
+            self.data = json.loads(self.path.read_text())
+
+    def stage(self, name: str) -> dict[str, Any]:
+        return self.data["stages"].setdefault(name, {"status": "pending"})
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(".manifest.json.tmp")
+        tmp.write_text(json.dumps(self.data, indent=2, default=str))
+        os.replace(tmp, self.path)
+
+
+def _config_dict(cfg: Any) -> dict[str, Any]:
+    return json.loads(json.dumps(dataclasses.asdict(cfg), default=str))
+
+
+def plan(recipe: Recipe) -> list[tuple[PlannedStage, str]]:
+    """Each stage with what a run would do: 'skip' (done, same config) or 'run'/'resume'."""
+    manifest = Manifest(recipe.run_dir)
+    out, dirty = [], False
+    for ps in recipe.stages:
+        rec = manifest.data["stages"].get(ps.name, {})
+        same = rec.get("config") == _config_dict(ps.config)
+        if not dirty and rec.get("status") == "done" and same:
+            out.append((ps, "skip"))
+            continue
+        dirty = True
+        resumable = stage_registry.get(ps.stage).resumable
+        partial = rec.get("status") in ("running", "failed", "interrupted") and same
+        out.append((ps, "resume" if resumable and partial else "run"))
+    return out
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    try:
+        child.resolve().relative_to(parent.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _clean_out(out: str, run_dir: str) -> None:
+    """Remove a stale partial output folder, but only inside the run dir (never user data)."""
+    p = Path(out)
+    if p.exists() and _inside(p, Path(run_dir)) and p.resolve() != Path(run_dir).resolve():
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def execute(recipe: Recipe, quiet: bool = False) -> dict[str, Any]:
+    """Run the recipe's stages in order into its run dir; resume after the last completed one."""
+    run_dir = Path(recipe.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    setup_logging(quiet=quiet, log_file=str(run_dir / "run.log"))
+    lock = open(run_dir / ".lock", "w")  # noqa: SIM115 - held for the whole run
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise ConfigError(f"{run_dir} is in use by another vibethinker run") from None
+    old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    manifest = Manifest(recipe.run_dir)
+    manifest.data.update(recipe=recipe.path, model=recipe.model, order=[])
+    manifest.data["order"] = [s.name for s in recipe.stages]
+    try:
+        for ps, action in plan(recipe):
+            rec = manifest.stage(ps.name)
+            if action == "skip":
+                log.info("stage %s: done, skipping", ps.name)
+                continue
+            if action == "run":
+                _clean_out(ps.config.out, recipe.run_dir)
+            log.info("stage %s (%s): %s", ps.name, ps.stage, action)
+            rec.update(
+                stage=ps.stage,
+                status="running",
+                config=_config_dict(ps.config),
+                started=_now(),
+                finished=None,
+                outputs={},
+                error=None,
+            )
+            manifest.save()
+            t0 = time.time()
+            try:
+                outputs = stage_registry.get(ps.stage).fn(ps.config) or {}
+            except KeyboardInterrupt:
+                rec.update(status="interrupted", error="interrupted")
+                manifest.save()
+                log.warning("stage %s interrupted; run again to resume", ps.name)
+                raise
+            except Exception as e:
+                rec.update(status="failed", error=f"{type(e).__name__}: {e}")
+                manifest.save()
+                log.error("stage %s failed: %s", ps.name, rec["error"])
+                raise
+            rec.update(
+                status="done",
+                finished=_now(),
+                seconds=round(time.time() - t0, 2),
+                outputs={k: str(v) for k, v in outputs.items()},
+            )
+            manifest.save()
+            log.info("stage %s done in %.1f s", ps.name, time.time() - t0)
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        lock.close()
+    return manifest.data

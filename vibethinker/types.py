@@ -1,0 +1,77 @@
+"""The records that flow through every stage (DESIGN.md, Contracts).
+
+One typed record per concept, no string-keyed bags: a `Problem` is what the data stages write and
+every other stage reads; a `Completion` is what a Sampler returns; a `Score` is what a verifier
+returns; a `Group` is one prompt's G completions with their scores (the unit of RL advantages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+DOMAINS = ("math", "code", "stem", "instruct")
+
+
+@dataclass
+class Problem:
+    """One task with exact verification data (one JSONL line)."""
+
+    id: str
+    domain: str  # one of DOMAINS
+    prompt: str  # the user turn, without the chat template
+    subdomain: str | None = None  # e.g. "arithmetic", "algebra"; probing is per subdomain
+    difficulty: int | None = None  # world generators: number of reasoning steps
+    answer: str | None = None  # math: final answer (LaTeX ok); stem: gold letter "A".."D"
+    choices: list[str] | None = None  # stem: option texts in display order (A, B, C, D)
+    tests: list[dict[str, str]] | None = None  # code, stdin/stdout: [{"input", "output"}]
+    test_code: str | None = None  # code, function-style: defines check(candidate)
+    entry_point: str | None = None  # code, function-style: name of the function under test
+    instructions: list[dict[str, Any]] | None = None  # instruct: [{"id", "kwargs"}] (IFEval ids)
+    traces: list[str] | None = None  # SFT data: full correct assistant responses
+    wrong_traces: list[str] | None = None  # labelled incorrect responses (for filter tests)
+    # math (world teacher): per trace, its intermediate claims [{"text", "true"}]; corrupted
+    # claims carry true=False (CLR training data).
+    claims: list[list[dict[str, Any]]] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # free-form provenance (source, seed, ...)
+
+
+@dataclass
+class Completion:
+    """One sampled response."""
+
+    text: str  # decoded response (assistant turn only, no prompt)
+    token_ids: list[int] = field(default_factory=list)  # [T] sampled token ids
+    logprobs: list[float] | None = None  # [T] log pi(y_t | ...) of the sampled tokens, if known
+    finish_reason: str = "stop"  # "stop" (EOS / stop string) or "length" (hit max tokens)
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
+@dataclass
+class Score:
+    """A verifier's verdict on one response."""
+
+    value: float  # reward in [0, 1] (instruct: fraction of instructions satisfied)
+    correct: bool  # the binary verdict (value == 1 for binary verifiers)
+    reason: str  # short machine-readable reason, e.g. "ok", "no_boxed_answer", "timeout"
+
+
+@dataclass
+class Group:
+    """One prompt and its G sampled completions with their scores (the unit of GRPO/MGPO)."""
+
+    problem: Problem
+    completions: list[Completion]  # [G]
+    scores: list[Score] = field(default_factory=list)  # [G], filled by verification
+
+    @property
+    def rewards(self) -> list[float]:
+        return [s.value for s in self.scores]
+
+    @property
+    def accuracy(self) -> float:
+        """p(q): fraction of correct completions (PAPER.md, MGPO)."""
+        return sum(s.correct for s in self.scores) / max(len(self.scores), 1)
