@@ -93,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{n:14s} {s.help}")
             return 0
         return cmd_stage(args[0], args[1:], flags)
-    except (ConfigError, DataError, FileNotFoundError) as e:
+    except (ConfigError, DataError, FileNotFoundError, ValueError) as e:
+        # Bad input, not a bug: the message is the whole story (the traceback goes to the log).
+        log.debug("error", exc_info=True)
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
