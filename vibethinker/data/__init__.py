@@ -1,0 +1,1 @@
+"""Data: Problem records on disk (io), the embedded procedural world (world/)."""

@@ -1,0 +1,114 @@
+"""STEM world: 4-option multiple choice on one-formula physics and unit conversion.
+
+A question gives two quantities x, y and asks for r = x*y or r = x/y (values chosen so that r is
+an integer). Distractors are the results of typical mistakes (the other operation, x+y, x-y, a
+power of ten off), each remembered with its mistake, so the teacher can solve by three different
+routes: compute directly, back-substitute each option, or eliminate the mistakes. Options are
+shuffled by the generator's rng; `choices` holds the texts in A-D order, `answer` the letter.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from vibethinker.types import Problem
+
+LETTERS = "ABCD"
+SUFFIX = "Answer with the letter in \\boxed{}."
+
+
+@dataclass(frozen=True)
+class Formula:
+    subdomain: str
+    question: str  # .format(x=, y=)
+    sx: str  # symbol of x
+    sy: str  # symbol of y
+    op: str  # "*" or "/"
+    sr: str  # symbol of the result
+    unit: str  # unit of the result
+    fixed_y: int | None = None  # unit conversions: y is the factor
+
+
+FORMULAS = (
+    Formula("kinematics", "A cart moves {x} m in {y} s. What is its speed?", "d", "t", "/", "v", "m/s"),
+    Formula("kinematics", "A bike rides at {x} m/s for {y} s. How far does it go?", "v", "t", "*", "d", "m"),
+    Formula("dynamics", "A {x} kg box accelerates at {y} m/s^2. What net force acts on it?", "m", "a", "*", "F", "N"),
+    Formula("dynamics", "A net force of {x} N pushes a {y} kg cart. What is its acceleration?", "F", "m", "/", "a", "m/s^2"),
+    Formula("matter", "A {x} g stone has a volume of {y} cm^3. What is its density?", "m", "V", "/", "rho", "g/cm^3"),
+    Formula("matter", "A liquid has density {x} g/cm^3. What is the mass of {y} cm^3 of it?", "rho", "V", "*", "m", "g"),
+    Formula("electricity", "A current of {x} A flows through a {y} ohm resistor. What is the voltage?", "I", "R", "*", "V", "V"),
+    Formula("electricity", "A {x} V battery drives a {y} ohm resistor. What current flows?", "V", "R", "/", "I", "A"),
+    Formula("energy", "A motor does {x} J of work in {y} s. What is its power?", "W", "t", "/", "P", "W"),
+    Formula("energy", "A {x} N force pushes a box {y} m. How much work is done?", "F", "d", "*", "W", "J"),
+    Formula("units", "How many meters are in {x} km?", "km", "m/km", "*", "m", "m", 1000),
+    Formula("units", "How many minutes are in {x} h?", "h", "min/h", "*", "min", "min", 60),
+    Formula("units", "How many centimeters are in {x} m?", "m", "cm/m", "*", "cm", "cm", 100),
+    Formula("units", "How many grams are in {x} kg?", "kg", "g/kg", "*", "g", "g", 1000),
+)  # fmt: skip
+SUBDOMAINS = tuple(dict.fromkeys(f.subdomain for f in FORMULAS))
+
+
+def _values(f: Formula, rng: random.Random) -> tuple[int, int, int]:
+    """(x, y, r) with r = x op y an integer."""
+    y = f.fixed_y or rng.randint(2, 9)
+    if f.op == "/":
+        r = rng.randint(2, 12)
+        return r * y, y, r
+    x = rng.randint(2, 99 if f.fixed_y else 12)
+    return x, y, x * y
+
+
+def _mistakes(x: int, y: int, r: int, op: str) -> list[tuple[int, str]]:
+    """Wrong values with the slip that produces them, most plausible first."""
+    cands = [(x * y, f"{x}*{y}") if op == "/" else (x + y, f"{x}+{y}")]
+    if op == "*" and x % y == 0:
+        cands.append((x // y, f"{x}/{y}"))
+    cands += [(x + y, f"{x}+{y}"), (abs(x - y), f"{max(x, y)}-{min(x, y)}"), (r * 10, f"{r}*10")]
+    cands += [(r + d, f"{r}{d:+d}") for d in (1, 2, -1)]
+    seen, out = {r}, []
+    for v, why in cands:
+        if v > 0 and v not in seen:
+            seen.add(v)
+            out.append((v, why))
+    return out
+
+
+def make_stem(rng: random.Random, idx: int, subdomain: str | None = None) -> Problem:
+    """One 4-option question (subdomain cycles with idx unless given) with teacher traces."""
+    sub = subdomain or SUBDOMAINS[idx % len(SUBDOMAINS)]
+    f = rng.choice([f for f in FORMULAS if f.subdomain == sub])
+    x, y, r = _values(f, rng)
+    wrong = _mistakes(x, y, r, f.op)[:3]
+    opts = [(r, "correct")] + wrong
+    rng.shuffle(opts)
+    choices = [f"{v} {f.unit}" for v, _ in opts]
+    gold = LETTERS[[v for v, _ in opts].index(r)]
+    shown = f.question.format(x=x, y=y)
+    listing = "\n".join(f"{L}) {c}" for L, c in zip(LETTERS, choices))
+    calc = f"{x}{f.op}{y}={r}"
+    formula = f"{f.sr}={f.sx}{f.op}{f.sy}"
+    # The reverse of r = x op y, to back-substitute an option.
+    back = f"{r}/{y}={x}" if f.op == "*" else f"{r}*{y}={x}"
+    elim = "; ".join(f"{L}) {v} is {why}" for L, (v, why) in zip(LETTERS, opts) if v != r)
+    traces = [
+        f"<think>{formula}={calc} {f.unit}, so {gold}</think>\\boxed{{{gold}}}",
+        f"<think>try {gold}) {r}: {back} matches the given {f.sx}, so {gold}</think>"
+        f"\\boxed{{{gold}}}",
+        f"<think>{elim}: all slips. {calc}, so {gold}</think>\\boxed{{{gold}}}",
+    ]
+    wrong_traces = []
+    for L, (v, why) in zip(LETTERS, opts):
+        if v != r and len(wrong_traces) < 2:
+            wrong_traces.append(f"<think>{f.sr}={why}={v} {f.unit}, so {L}</think>\\boxed{{{L}}}")
+    return Problem(
+        id="",
+        domain="stem",
+        subdomain=sub,
+        difficulty=1,
+        prompt=f"{shown}\n{listing}\n{SUFFIX}",
+        answer=gold,
+        choices=choices,
+        traces=traces,
+        wrong_traces=wrong_traces,
+    )
