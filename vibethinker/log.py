@@ -28,6 +28,9 @@ def setup_logging(quiet: bool = False, log_file: str | None = None) -> None:
 
     Calling it again replaces the handlers it installed before (one run dir at a time)."""
     _state["quiet"] = quiet or _state["quiet"]
+    if _state["quiet"]:  # libraries' own bars too (transformers' save/load, hub, tqdm users)
+        os.environ["TQDM_DISABLE"] = "1"
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     root = logging.getLogger(LOGGER_NAME)
     root.setLevel(logging.INFO)
     root.propagate = False
