@@ -1,0 +1,232 @@
+"""The hf sampler on a tiny random Qwen2 with a character-level tokenizer built here (no hub)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vibethinker.engines import SamplingParams, make_sampler, truncate_at_stop
+from vibethinker.engines.hf import HFSampler, plan_batches, sample_next
+
+CHARS = list("0123456789+-*=;{}\\abcdefghijklmnopqrstuvwxyz .,?':")
+SPECIAL = ["<pad>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "\\boxed{"]
+TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}:{{ m['content'] }}<|im_end|>{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant:{% endif %}"
+)
+
+
+def tiny_qwen2(seed: int = 0, hidden: int = 64, layers: int = 2):
+    """A random 2-layer Qwen2 and a char-level tokenizer with a chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    vocab = {t: i for i, t in enumerate(SPECIAL + CHARS)}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
+    tk.add_special_tokens(SPECIAL[:3])
+    tk.add_tokens(SPECIAL[3:])
+    tk.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    tk.decoder = decoders.Fuse()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<|im_end|>")
+    tok.chat_template = TEMPLATE
+    torch.manual_seed(seed)
+    cfg = Qwen2Config(
+        vocab_size=len(vocab),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    return Qwen2ForCausalLM(cfg).eval(), tok
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.set_num_threads(1)
+    return tiny_qwen2()
+
+
+PROMPTS = ["1+2=", "what is 3*4? answer with a number", [{"role": "user", "content": "9-5"}]]
+
+
+def test_plan_batches_respects_budget_and_counts():
+    lengths = [5, 30, 12, 7]
+    batches = plan_batches(lengths, n=4, max_new_tokens=10, token_budget=130, max_batch_size=64)
+    counts = {}
+    for b in batches:
+        rows = sum(c for _, c in b)
+        widest = max(lengths[i] for i, _ in b)
+        assert rows * (widest + 10) <= 130 or rows == 1
+        for i, c in b:
+            counts[i] = counts.get(i, 0) + c
+    assert counts == {0: 4, 1: 4, 2: 4, 3: 4}
+    assert batches[0][0][0] == 1  # longest prompt first
+    # budget smaller than one row still makes progress, one row per batch
+    assert all(sum(c for _, c in b) == 1 for b in plan_batches([50], 3, 10, 1, 8))
+
+
+def test_shapes_n_and_logprobs(tiny):
+    model, tok = tiny
+    s = make_sampler("hf", model=model, tokenizer=tok)
+    out = s.generate(PROMPTS, n=3, params=SamplingParams(max_new_tokens=12, seed=1))
+    assert len(out) == 3 and all(len(o) == 3 for o in out)
+    for group in out:
+        for c in group:
+            assert 1 <= len(c.token_ids) <= 12
+            assert len(c.logprobs) == len(c.token_ids)
+            assert all(lp <= 0 for lp in c.logprobs)
+            assert c.finish_reason in ("stop", "length")
+            if c.finish_reason == "length":
+                assert len(c.token_ids) == 12 and c.truncated
+            else:
+                assert c.token_ids[-1] in s.eos_ids
+
+
+def test_logprobs_match_teacher_forcing(tiny):
+    """Logprobs are the raw policy's (temperature 1): a full forward over prompt+completion,
+    without padding or cache, gives the same numbers."""
+    model, tok = tiny
+    s = HFSampler(model, tok, token_budget=10_000)
+    params = SamplingParams(max_new_tokens=16, seed=3, temperature=0.7, top_p=0.9)
+    out = s.generate(PROMPTS, n=2, params=params)
+    for prompt, group in zip(PROMPTS, out):
+        p_ids = s.encode(prompt)
+        for c in group:
+            ids = torch.tensor([p_ids + c.token_ids])
+            with torch.no_grad():
+                logits = model(ids).logits[0].float()
+            logp = torch.log_softmax(logits, -1)
+            pos = torch.arange(len(p_ids) - 1, ids.shape[1] - 1)
+            ref = logp[pos, torch.tensor(c.token_ids)]
+            assert torch.allclose(torch.tensor(c.logprobs), ref, atol=1e-4), (c.logprobs, ref)
+
+
+def test_seed_determinism_and_variation(tiny):
+    model, tok = tiny
+    s = HFSampler(model, tok)
+    p = SamplingParams(max_new_tokens=10, seed=7)
+    a = s.generate(PROMPTS, 2, p)
+    b = s.generate(PROMPTS, 2, p)
+    c = s.generate(PROMPTS, 2, SamplingParams(max_new_tokens=10, seed=8))
+    ids = lambda out: [[x.token_ids for x in g] for g in out]  # noqa: E731
+    assert ids(a) == ids(b)
+    assert ids(a) != ids(c)
+
+
+def test_batching_does_not_change_greedy(tiny):
+    """Left padding, prefix sharing and row compaction must not change what a row computes."""
+    model, tok = tiny
+    greedy = SamplingParams(max_new_tokens=10, temperature=0.0)
+    big = HFSampler(model, tok).generate(PROMPTS, 2, greedy)
+    one = HFSampler(model, tok, token_budget=1).generate(PROMPTS, 2, greedy)
+    assert [[c.token_ids for c in g] for g in big] == [[c.token_ids for c in g] for g in one]
+    # and greedy agrees with HF generate (which sees one unpadded prompt at a time)
+    for prompt, group in zip(PROMPTS, big):
+        p = torch.tensor([HFSampler(model, tok).encode(prompt)])
+        ref = model.generate(p, attention_mask=torch.ones_like(p), do_sample=False,
+                             max_new_tokens=10, pad_token_id=tok.pad_token_id)  # fmt: skip
+        assert ref[0, p.shape[1] :].tolist() == group[0].token_ids
+
+
+def _one(s, seed, max_new, stop):
+    return s.generate(["1+2="], 1, SamplingParams(max_new_tokens=max_new, seed=seed, stop=stop))[0][
+        0
+    ]
+
+
+def test_stop_strings_cut_text_and_tokens(tiny):
+    model, tok = tiny
+    s = HFSampler(model, tok)
+    # one row, so the random stream is the same with and without the stop string
+    seed = next(i for i in range(50) if len(_one(s, i, 30, []).text) >= 6)
+    base = _one(s, seed, 30, [])
+    text0 = base.text
+    stop = text0[2:4]  # a stop string that occurs in the free-running sample
+    c = _one(s, seed, 30, [stop])
+    assert c.finish_reason == "stop"
+    assert stop not in c.text and c.text == text0[: text0.find(stop)]
+    # the tokens end with the token that completed the stop string
+    assert stop in s.decode(c.token_ids) and stop not in s.decode(c.token_ids[:-1])
+    assert c.token_ids == base.token_ids[: len(c.token_ids)]
+    assert len(c.logprobs) == len(c.token_ids)
+
+
+def test_finish_reason_length_and_top_k_off(tiny):
+    model, tok = tiny
+    s = HFSampler(model, tok)
+    out = s.generate(["abc"], 8, SamplingParams(max_new_tokens=3, seed=0))[0]
+    assert all(len(c.token_ids) <= 3 for c in out)
+    assert any(c.finish_reason == "length" for c in out)
+    # top_k=0 means no truncation: with temperature 1 and top_p 1 every token stays possible
+    logits = torch.tensor([[0.0, 0.0, 0.0, 5.0]])
+    g = torch.Generator().manual_seed(0)
+    seen = {
+        sample_next(logits, SamplingParams(top_p=1.0, top_k=0), g)[0].item() for _ in range(400)
+    }
+    assert seen == {0, 1, 2, 3}
+    seen_k1 = {sample_next(logits, SamplingParams(top_k=1), g)[0].item() for _ in range(50)}
+    assert seen_k1 == {3}
+
+
+def test_top_p_keeps_nucleus():
+    # probs 0.5, 0.3, 0.15, 0.05: top_p 0.7 keeps the first two (0.5 < 0.7, 0.8 >= 0.7)
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    g = torch.Generator().manual_seed(0)
+    seen = {sample_next(logits, SamplingParams(top_p=0.7), g)[0].item() for _ in range(300)}
+    assert seen == {0, 1}
+
+
+def test_truncate_at_stop():
+    assert truncate_at_stop("abc</a>def", ["</a>", "d"]) == ("abc", True)
+    assert truncate_at_stop("abc", ["x"]) == ("abc", False)
+
+
+def test_live_model_mode_is_restored(tiny):
+    model, tok = tiny
+    model.train()
+    HFSampler(model, tok).generate(["1"], 1, SamplingParams(max_new_tokens=2, seed=0))
+    assert model.training
+    model.eval()
+
+
+def test_load_from_path(tiny, tmp_path):
+    model, tok = tiny
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    s = make_sampler("hf", model=str(tmp_path), device="cpu", dtype="float32")
+    out = s.generate(["1+1="], 2, SamplingParams(max_new_tokens=4, seed=0))
+    assert len(out[0]) == 2
+
+
+def test_vllm_engine_clear_error_when_absent():
+    import importlib.util
+
+    from vibethinker.engines import SamplerError
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed")
+    with pytest.raises(SamplerError, match="pip install"):
+        make_sampler("vllm", model="some/model")
+
+
+@pytest.mark.gpu
+def test_vllm_engine_generates(tiny, tmp_path):
+    pytest.importorskip("vllm")
+    if not torch.cuda.is_available():
+        pytest.skip("vllm needs a GPU")
+    model, tok = tiny
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    s = make_sampler("vllm", model=str(tmp_path), gpu_memory_utilization=0.2)
+    out = s.generate(["1+2="], 3, SamplingParams(max_new_tokens=5, seed=0))
+    assert len(out[0]) == 3 and all(len(c.token_ids) == len(c.logprobs) for c in out[0])
+
+
+def test_unknown_engine():
+    with pytest.raises(ValueError, match="known engines"):
+        make_sampler("nope")

@@ -1,0 +1,142 @@
+"""The openai sampler against the stub server on 127.0.0.1 (tests/stub_openai.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from stub_openai import StubOpenAI
+
+from vibethinker.engines import SamplerError, SamplingParams, make_sampler
+from vibethinker.engines.openai import OpenAISampler
+
+
+def sampler(srv: StubOpenAI, **kw) -> OpenAISampler:
+    kw.setdefault("backoff", 0.01)
+    return make_sampler("openai", base_url=srv.base_url, model="m", **kw)
+
+
+def test_chat_n_params_and_logprobs():
+    def hook(body, path, i):
+        return f"{body['messages'][-1]['content']}#{i}"
+
+    with StubOpenAI(hook=hook, default_logprob=-0.25) as srv:
+        s = sampler(srv, concurrency=2)
+        params = SamplingParams(temperature=0.6, top_p=0.9, top_k=20, max_new_tokens=50, seed=3)
+        out = s.generate(["ab", [{"role": "user", "content": "cd"}]], n=3, params=params)
+        assert [[c.text for c in g] for g in out] == [
+            ["ab#0", "ab#1", "ab#2"],
+            ["cd#0", "cd#1", "cd#2"],
+        ]
+        c = out[0][0]
+        assert c.logprobs == [-0.25] * 4 and c.finish_reason == "stop"
+        bodies = sorted((r["body"] for r in srv.requests), key=lambda b: b["seed"])
+        b = bodies[0]
+        assert b["n"] == 3 and b["temperature"] == 0.6 and b["top_p"] == 0.9
+        assert b["top_k"] == 20 and b["max_tokens"] == 50 and b["logprobs"] is True
+        assert b["messages"] == [{"role": "user", "content": "ab"}]
+        assert [x["seed"] for x in bodies] == [3, 4]  # a distinct, reproducible seed per prompt
+        assert srv.requests[0]["path"] == "/v1/chat/completions"
+
+
+def test_top_k_off_is_not_sent_and_length_finish():
+    with StubOpenAI(responses=["abcdefgh"]) as srv:
+        out = sampler(srv).generate(["x"], 1, SamplingParams(max_new_tokens=3))
+        assert out[0][0].text == "abc" and out[0][0].finish_reason == "length"
+        assert "top_k" not in srv.requests[0]["body"]
+
+
+def test_completions_endpoint_stop_and_token_ids():
+    with StubOpenAI(responses=["12</a>34"]) as srv:
+        s = sampler(srv, endpoint="completions", extra_body={"return_tokens_as_token_ids": True})
+        out = s.generate(["q"], 2, SamplingParams(stop=["</a>"]))
+        assert [c.text for c in out[0]] == ["12", "12"]
+        assert out[0][0].token_ids == [ord("1"), ord("2")]
+        assert out[0][0].logprobs == [-0.5, -0.5]
+        body = srv.requests[0]["body"]
+        assert body["prompt"] == "q" and body["stop"] == ["</a>"] and body["logprobs"] == 1
+        with pytest.raises(SamplerError):
+            s.generate([[{"role": "user", "content": "chat"}]], 1, SamplingParams())
+
+
+def test_server_capping_n_is_topped_up():
+    class Capped(StubOpenAI):
+        def build_response(self, path, body):
+            return super().build_response(path, {**body, "n": min(2, body["n"])})
+
+    with Capped(responses=["a", "b", "c"]) as srv:
+        out = sampler(srv).generate(["p"], 5, SamplingParams())
+        assert len(out[0]) == 5
+        assert [r["body"]["n"] for r in srv.requests] == [5, 3, 1]
+
+
+def test_errors_then_ok_are_retried():
+    with StubOpenAI(responses=["fine"], script=[503, "drop", "malformed", None]) as srv:
+        out = sampler(srv, max_retries=3).generate(["p"], 1, SamplingParams())
+        assert out[0][0].text == "fine"
+        assert srv.n_requests == 4
+
+
+def test_client_error_fails_at_once():
+    with StubOpenAI(script=[400]) as srv:
+        with pytest.raises(SamplerError, match="HTTP 400"):
+            sampler(srv, max_retries=5).generate(["p"], 1, SamplingParams())
+        assert srv.n_requests == 1
+
+
+def test_persistent_errors_raise_after_retries():
+    with StubOpenAI(fail_first=100, fail_status=500) as srv:
+        with pytest.raises(SamplerError, match="after 3 attempts.*HTTP 500"):
+            sampler(srv, max_retries=2).generate(["p"], 1, SamplingParams())
+        assert srv.n_requests == 3
+
+
+def test_timeout_raises_within_bound():
+    with StubOpenAI(delay_s=30.0) as srv:
+        s = sampler(srv, timeout=0.3, max_retries=1, concurrency=4)
+        t0 = time.monotonic()
+        with pytest.raises(SamplerError, match="attempts"):
+            s.generate(["a", "b", "c"], 1, SamplingParams())
+        # 2 attempts x 0.3 s + backoff; generous bound for a loaded machine, far below 30 s
+        assert time.monotonic() - t0 < 5.0
+
+
+def test_unreachable_server_raises():
+    with StubOpenAI() as srv:
+        url = srv.base_url
+    s = OpenAISampler(base_url=url, max_retries=1, backoff=0.01, timeout=1.0)
+    with pytest.raises(SamplerError):
+        s.generate(["p"], 1, SamplingParams())
+
+
+def test_concurrency_limit():
+    active = {"now": 0, "max": 0}
+    lock = threading.Lock()
+
+    def hook(body, path, i):
+        with lock:
+            active["now"] += 1
+            active["max"] = max(active["max"], active["now"])
+        time.sleep(0.05)
+        with lock:
+            active["now"] -= 1
+        return "ok"
+
+    with StubOpenAI(hook=hook) as srv:
+        out = sampler(srv, concurrency=2).generate([str(i) for i in range(8)], 1, SamplingParams())
+        assert len(out) == 8 and active["max"] <= 2
+
+
+def test_reasoning_content_is_put_back_in_think_tags():
+    class Reasoning(StubOpenAI):
+        def build_response(self, path, body):
+            r = super().build_response(path, body)
+            r["choices"][0]["message"]["reasoning_content"] = "2+2=4"
+            return r
+
+    with Reasoning(responses=["\\boxed{4}"]) as srv:
+        out = sampler(srv, logprobs=False).generate(["p"], 1, SamplingParams())
+        assert out[0][0].text == "<think>2+2=4</think>\\boxed{4}"
+        assert out[0][0].logprobs is None
+        assert "logprobs" not in srv.requests[0]["body"]

@@ -1,0 +1,97 @@
+"""Samplers: one interface for everything that samples from a model (DESIGN.md, Contracts).
+
+Probing, stage-start filters, RL rollouts, distillation, CLR and evaluation all call
+`sampler.generate(prompts, n, params) -> list[list[Completion]]`: for each prompt (a user string,
+or a chat as a list of `{"role", "content"}` messages) n completions, each with its text, sampled
+token ids, per-token logprobs where the engine knows them, and its finish reason.
+
+Engines are named constructors in a dict, chosen once with `make_sampler("hf", model=...)`:
+- `hf`: in-process transformers (CPU or GPU), own KV-cache sampling loop; `engines/hf.py`.
+- `openai`: any OpenAI-compatible HTTP server (vLLM, SGLang, llama.cpp); `engines/openai.py`.
+- `vllm`: in-process `vllm.LLM` (optional extra, GPU); `engines/vllm.py`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Union
+
+from vibethinker.types import Completion
+
+Message = dict[str, str]
+Prompt = Union[str, list[Message]]  # noqa: UP007 (a runtime alias; `|` on a str and a list fails on 3.10)
+
+
+@dataclass
+class SamplingParams:
+    """Sampling settings. Defaults are the paper's evaluation protocol (PAPER.md): temperature
+    1.0, top-p 0.95, top-k off, no extra output cap beyond the model's budget."""
+
+    temperature: float = 1.0  # 0 means greedy
+    top_p: float = 0.95  # nucleus sampling; 1.0 = off
+    top_k: int = 0  # 0 = off (the paper's protocol; HF's own default of 50 is NOT applied)
+    max_new_tokens: int = 1024  # the paper sets no extra cap; ours is the context budget
+    stop: list[str] = field(default_factory=list)  # stop strings (excluded from the text)
+    seed: int | None = None  # same seed, same prompts, same engine settings -> same samples
+
+
+class Sampler(Protocol):
+    def generate(
+        self, prompts: list[Prompt], n: int, params: SamplingParams
+    ) -> list[list[Completion]]:
+        """[len(prompts)][n] completions."""
+        ...
+
+
+class SamplerError(RuntimeError):
+    """A sampler could not produce completions (server down after retries, engine missing)."""
+
+
+def as_messages(prompt: Prompt) -> list[Message]:
+    """A user string becomes a one-turn chat; a chat is returned as is."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return list(prompt)
+
+
+def truncate_at_stop(text: str, stop: list[str]) -> tuple[str, bool]:
+    """Cut `text` before the earliest occurrence of any stop string; (text, whether one hit)."""
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+# name -> "module:attribute"; modules import lazily so `vllm` (and torch for `openai`) are only
+# needed when that engine is chosen.
+ENGINES: dict[str, str] = {
+    "hf": "vibethinker.engines.hf:HFSampler",
+    "openai": "vibethinker.engines.openai:OpenAISampler",
+    "vllm": "vibethinker.engines.vllm:VLLMSampler",
+}
+
+
+def engine_class(engine: str) -> Callable[..., Sampler]:
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; known engines: {', '.join(sorted(ENGINES))}")
+    module, attr = ENGINES[engine].split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def make_sampler(engine: str, **kw: Any) -> Sampler:
+    """Build a sampler by name, e.g. `make_sampler("hf", model="runs/x/sft", device="cpu")`."""
+    return engine_class(engine)(**kw)
+
+
+__all__ = [
+    "ENGINES",
+    "Completion",
+    "Message",
+    "Prompt",
+    "Sampler",
+    "SamplerError",
+    "SamplingParams",
+    "as_messages",
+    "make_sampler",
+    "truncate_at_stop",
+]

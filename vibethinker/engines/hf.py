@@ -1,0 +1,379 @@
+"""In-process transformers sampler with its own KV-cache decoding loop.
+
+Why not `model.generate`: it samples with the checkpoint's generation_config (top_k=50 by default
+on many models, which the paper's protocol turns off), its per-step machinery costs more than a
+tiny model's forward, and it keeps finished rows in the batch until the longest row ends. This
+loop (benchmarks/sampling.py measures it against `generate`):
+- prefills each distinct prompt once and copies its KV cache to its n samples;
+- batches rows by a token budget (rows x (prompt + max_new_tokens) <= token_budget), prompts
+  sorted by length so padding is small, longest first so an out-of-memory shows up at once;
+- drops finished rows from the batch (KV cache, mask, positions) as they finish, and exits when
+  all rows are done;
+- stops at EOS (kept as the last token, it is part of what the policy produced) and at stop
+  strings (the text is cut before the stop string; the tokens end with the token completing it).
+
+Logprobs: `Completion.logprobs[t]` is log pi_theta(y_t | prompt, y_<t) of the RAW policy, i.e. the
+fp32 log_softmax of the logits at temperature 1 without top-p/top-k truncation, whatever the
+sampling temperature. That is the quantity an RL trainer's importance ratio and KL use, and it
+matches a teacher-forced forward over prompt + completion (tested to 1e-4 in fp32; in bf16 on GPU
+incremental decoding differs from a full forward by rounding, so trainers should recompute the
+old-policy logprobs when they need exactness).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+from vibethinker.engines import Prompt, SamplingParams, as_messages, truncate_at_stop
+from vibethinker.log import get_logger
+from vibethinker.types import Completion
+
+log = get_logger("engines.hf")
+
+
+def plan_batches(
+    lengths: list[int], n: int, max_new_tokens: int, token_budget: int, max_batch_size: int
+) -> list[list[tuple[int, int]]]:
+    """Group n samples of each prompt into batches of (prompt index, sample count) chunks.
+
+    Prompts go longest first; a batch's row cost is its longest prompt plus max_new_tokens (left
+    padding), and rows x cost stays within token_budget (at least one row per batch). A prompt's
+    samples may span batches when n rows do not fit in one.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches: list[list[tuple[int, int]]] = []
+    cur: list[tuple[int, int]] = []
+    used = cap = 0
+    for i in order:
+        left = n
+        while left > 0:
+            if not cur:
+                cost = lengths[i] + max_new_tokens
+                cap = max(1, min(max_batch_size, token_budget // max(cost, 1)))
+                used = 0
+            take = min(left, cap - used)
+            cur.append((i, take))
+            used += take
+            left -= take
+            if used >= cap:
+                batches.append(cur)
+                cur = []
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def sample_next(
+    logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One decoding step: [B, V] logits -> ([B] sampled ids, [B] raw-policy logprobs of them)."""
+    logits = logits.float()
+    logp = torch.log_softmax(logits, dim=-1)
+    if params.temperature <= 0:
+        tok = logits.argmax(dim=-1)
+    else:
+        z = logits / params.temperature
+        if params.top_k and params.top_k > 0:
+            kth = torch.topk(z, min(params.top_k, z.shape[-1]), dim=-1).values[:, -1:]
+            z = z.masked_fill(z < kth, float("-inf"))
+        probs = torch.softmax(z, dim=-1)
+        if params.top_p < 1.0:
+            cand, idx = nucleus(probs, params.top_p)
+            tok = idx.gather(-1, inverse_cdf(cand, generator)[:, None]).squeeze(-1)
+        else:
+            tok = inverse_cdf(probs, generator)
+    return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
+
+
+def nucleus(probs: torch.Tensor, top_p: float, k0: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-p filter: ([B, k] kept probabilities, zero outside the nucleus; [B, k] their ids).
+
+    A token is dropped when the mass of the tokens ranked before it already reaches top_p (the
+    first always stays). Rather than sorting the whole vocabulary each step, try the top k0: a
+    trained model's nucleus is usually a handful of tokens, so a 150K-vocabulary sort becomes a
+    small top-k. A full sort when some row's nucleus may be wider (k0 * max prob < top_p proves
+    it is, without computing the top-k).
+    """
+    k = min(k0, probs.shape[-1])
+    if k < probs.shape[-1] and bool((probs.amax(-1) * k >= top_p).all()):
+        vals, idx = torch.topk(probs, k, dim=-1)  # sorted, descending
+        if not bool((vals.sum(-1) >= top_p).all()):
+            vals, idx = torch.sort(probs, dim=-1, descending=True)
+    else:
+        vals, idx = torch.sort(probs, dim=-1, descending=True)
+    drop = (torch.cumsum(vals, dim=-1) - vals) >= top_p
+    return vals.masked_fill(drop, 0.0), idx
+
+
+def inverse_cdf(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """Sample one index per row of unnormalised [B, V] probabilities with one uniform per row
+    (cheaper than torch.multinomial's per-element randomness; float64 sums stay exact enough
+    for 150K-token vocabularies)."""
+    cdf = torch.cumsum(probs.double(), dim=-1)
+    u = torch.rand(
+        (probs.shape[0], 1), generator=generator, device=probs.device, dtype=torch.float64
+    )
+    # right=True: the first index whose cdf exceeds u, so zero-probability ids are never chosen.
+    pos = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1)
+    return pos.clamp_(max=probs.shape[-1] - 1)
+
+
+class _GrowingLayer(DynamicLayer):
+    """A DynamicLayer whose keys/values live in a buffer with room for `reserve` more tokens:
+    a decoding step writes in place instead of copying the whole cache (DynamicLayer's torch.cat
+    costs O(T) per step, O(T^2) per sequence)."""
+
+    def __init__(self, reserve: int = 0):
+        super().__init__()
+        self.reserve, self._len = reserve, 0
+        self._kb: torch.Tensor | None = None
+        self._vb: torch.Tensor | None = None
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        end = self._len + key_states.shape[-2]
+        if self._kb is None or end > self._kb.shape[-2]:
+            cap = max(end + self.reserve, 2 * end)
+            kb = key_states.new_empty((*key_states.shape[:-2], cap, key_states.shape[-1]))
+            vb = value_states.new_empty((*value_states.shape[:-2], cap, value_states.shape[-1]))
+            if self._kb is not None and self._len:
+                kb[..., : self._len, :] = self._kb[..., : self._len, :]
+                vb[..., : self._len, :] = self._vb[..., : self._len, :]
+            self._kb, self._vb = kb, vb
+        self._kb[..., self._len : end, :] = key_states
+        self._vb[..., self._len : end, :] = value_states
+        self._len = end
+        self.keys, self.values = self._kb[..., :end, :], self._vb[..., :end, :]
+        return self.keys, self.values
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        if self._kb is not None:
+            self._kb, self._vb = self._kb[indices], self._vb[indices]
+            self.keys = self._kb[..., : self._len, :]
+            self.values = self._vb[..., : self._len, :]
+
+
+def _new_cache(model: Any, reserve: int) -> Any:
+    """A DynamicCache whose full-attention layers grow in place (sliding-window and other layer
+    kinds keep transformers' own classes)."""
+    try:
+        cache = DynamicCache(config=model.config)
+    except TypeError:  # older transformers
+        return DynamicCache()
+    layers = getattr(cache, "layers", None)
+    if layers and all(type(x) is DynamicLayer for x in layers):
+        cache.layers = [_GrowingLayer(reserve) for _ in layers]
+    return cache
+
+
+def _load(path: str, device: str, dtype: str) -> tuple[Any, Any]:
+    try:  # the project's loader (tokenizer fixes, dtype policy) when present
+        from vibethinker.models import load_model_and_tokenizer
+    except ImportError:
+        load_model_and_tokenizer = None
+    if load_model_and_tokenizer is not None:
+        return load_model_and_tokenizer(path, device=device, dtype=dtype)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch_dtype = _resolve_dtype(dtype, device)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype).to(device)
+    return model, AutoTokenizer.from_pretrained(path)
+
+
+def _resolve_dtype(dtype: str | torch.dtype, device: str) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype in ("auto", None, ""):
+        # fp32 on CPU: bf16 autocast was ~2x slower on the calibration machine (DESIGN.md).
+        return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
+    return getattr(torch, dtype)
+
+
+class HFSampler:
+    """Sampler over an in-process transformers causal LM.
+
+    `model` is a path (loaded on `device` in `dtype`) or an already-loaded model, e.g. the live RL
+    policy so rollouts are on-policy (then `tokenizer` is required and the model stays where it
+    is; its train/eval mode is restored after sampling).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any = None,
+        device: str | None = None,
+        dtype: str = "auto",
+        token_budget: int = 1 << 17,
+        max_batch_size: int = 256,
+        chat_template: bool = True,
+        compact_frac: float = 0.75,
+    ):
+        if isinstance(model, (str, os.PathLike)):
+            device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+            model, tok = _load(str(model), device, dtype)
+            tokenizer = tokenizer or tok
+        if tokenizer is None:
+            raise ValueError("HFSampler: pass a tokenizer along with an already-loaded model")
+        self.model, self.tokenizer = model, tokenizer
+        self.device = next(model.parameters()).device
+        self.token_budget, self.max_batch_size = token_budget, max_batch_size
+        self.use_chat_template = chat_template and getattr(tokenizer, "chat_template", None)
+        if chat_template and not self.use_chat_template:
+            log.warning("tokenizer has no chat template; prompts are fed as raw text")
+        self.compact_frac = compact_frac
+        self.eos_ids = _eos_ids(model, tokenizer)
+        pad = tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else (min(self.eos_ids) if self.eos_ids else 0)
+        params = inspect.signature(model.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        self._keep_kw = "logits_to_keep" in params
+        self._pieces: dict[int, str] = {}
+
+    # ---- prompts -------------------------------------------------------------------------
+    def encode(self, prompt: Prompt) -> list[int]:
+        """Prompt -> token ids, through the chat template (with the generation prompt)."""
+        tok = self.tokenizer
+        if self.use_chat_template:
+            text = tok.apply_chat_template(
+                as_messages(prompt), add_generation_prompt=True, tokenize=False
+            )
+            return list(tok(text, add_special_tokens=False)["input_ids"])
+        text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
+        return list(tok(text)["input_ids"])
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(
+            ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
+        )
+
+    # ---- sampling ------------------------------------------------------------------------
+    def generate(
+        self, prompts: list[Prompt], n: int, params: SamplingParams | None = None
+    ) -> list[list[Completion]]:
+        params = params or SamplingParams()
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        ids = [self.encode(p) for p in prompts]
+        out: list[list[Completion]] = [[] for _ in prompts]
+        batches = plan_batches(
+            [len(x) for x in ids], n, params.max_new_tokens, self.token_budget, self.max_batch_size
+        )
+        gen = None
+        if params.seed is not None:
+            gen = torch.Generator(device=self.device).manual_seed(params.seed)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.inference_mode():
+                for chunks in batches:
+                    rows = self._sample_batch([ids[i] for i, _ in chunks], [c for _, c in chunks],
+                                              params, gen)  # fmt: skip
+                    k = 0
+                    for i, c in chunks:
+                        out[i].extend(rows[k : k + c])
+                        k += c
+        finally:
+            self.model.train(was_training)
+        return out
+
+    def _forward(self, input_ids, mask, pos, cache, last_only: bool) -> torch.Tensor:
+        kw = {self._cache_kw: cache, "use_cache": True}
+        if last_only and self._keep_kw:
+            kw["logits_to_keep"] = 1
+        out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=pos, **kw)
+        return out.logits[:, -1, :]
+
+    def _sample_batch(
+        self, prompt_ids: list[list[int]], counts: list[int], params: SamplingParams, gen: Any
+    ) -> list[Completion]:
+        dev = self.device
+        width = max(len(p) for p in prompt_ids)
+        inp = torch.full((len(prompt_ids), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
+        for r, p in enumerate(prompt_ids):  # left padding
+            inp[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            mask[r, width - len(p) :] = 1
+        inp, mask = inp.to(dev), mask.to(dev)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        cache = _new_cache(self.model, params.max_new_tokens)
+        logits = self._forward(inp, mask, pos, cache, last_only=True)
+        # Prefill once per distinct prompt, then copy its cache to its samples.
+        rep = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts)).to(dev)
+        cache.batch_select_indices(rep)
+        logits, mask = logits[rep], mask[rep]
+        next_pos = mask.sum(-1, keepdim=True)  # [B, 1] position of the next token
+        n_rows = int(rep.shape[0])
+        live = list(range(n_rows))  # batch slot -> row
+        tokens: list[list[int]] = [[] for _ in range(n_rows)]
+        lps: list[list[float]] = [[] for _ in range(n_rows)]
+        finish: list[str | None] = [None] * n_rows
+        hit_stop = [False] * n_rows
+        eos = set(self.eos_ids)
+        for _ in range(params.max_new_tokens):
+            tok, lp = sample_next(logits, params, gen)
+            for slot, (t, lpv) in enumerate(zip(tok.tolist(), lp.tolist())):
+                r = live[slot]
+                if finish[r] is not None:
+                    continue  # finished, still in the batch until the next compaction
+                tokens[r].append(t)
+                lps[r].append(lpv)
+                if t in eos:
+                    finish[r] = "stop"
+                elif params.stop and self._hits_stop(tokens[r], t, params.stop):
+                    finish[r], hit_stop[r] = "stop", True
+                elif len(tokens[r]) >= params.max_new_tokens:
+                    finish[r] = "length"
+            alive = [s for s, r in enumerate(live) if finish[r] is None]
+            if not alive:
+                break
+            if len(alive) <= self.compact_frac * len(live):
+                idx = torch.tensor(alive, device=dev)
+                cache.batch_select_indices(idx)
+                mask, next_pos, tok = mask[idx], next_pos[idx], tok[idx]
+                live = [live[s] for s in alive]
+            mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
+            logits = self._forward(tok[:, None], mask, next_pos, cache, last_only=False)
+            next_pos = next_pos + 1
+        return [self._completion(tokens[r], lps[r], finish[r], hit_stop[r], params)
+                for r in range(n_rows)]  # fmt: skip
+
+    def _completion(self, toks, lps, finish, hit_stop, params) -> Completion:
+        body = toks[:-1] if toks and toks[-1] in self.eos_ids else toks
+        text = self.decode(body)
+        if hit_stop:
+            text, _ = truncate_at_stop(text, params.stop)
+        return Completion(text=text, token_ids=toks, logprobs=lps, finish_reason=finish or "length")
+
+    def _piece(self, t: int) -> str:
+        if t not in self._pieces:
+            self._pieces[t] = self.decode([t])
+        return self._pieces[t]
+
+    def _hits_stop(self, toks: list[int], t: int, stop: list[str]) -> bool:
+        """Whether the text now contains a stop string; it can only end in the newest token."""
+        piece = self._piece(t)
+        # Cheap filter: a stop string can only complete here if the new piece holds its last
+        # character (or is a partial byte sequence, which decodes to U+FFFD alone).
+        if piece and "\ufffd" not in piece and not any(s and s[-1] in piece for s in stop):
+            return False
+        window = max(len(s) for s in stop) + 4  # a token is at least one character
+        text = self.decode(toks[-window:])
+        return any(s and s in text for s in stop)
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    ids: set[int] = set()
+    gc = getattr(model, "generation_config", None)
+    for v in (getattr(gc, "eos_token_id", None), tokenizer.eos_token_id):
+        if isinstance(v, int):
+            ids.add(v)
+        elif isinstance(v, (list, tuple)):
+            ids.update(int(x) for x in v)
+    return sorted(ids)

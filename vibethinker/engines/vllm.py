@@ -1,0 +1,93 @@
+"""In-process vLLM sampler (optional extra `pip install vibethinker[vllm]`, GPU).
+
+vLLM is imported only when this engine is built: it pulls its own CUDA torch and pins
+transformers, so it is never a core dependency. Prompts go through the tokenizer's chat template
+here (as in the hf engine) and are passed to vLLM as token ids, so both engines see the same
+tokens. Logprobs are those vLLM reports for the sampled token (`logprobs=0`); by default vLLM
+reports them from the raw model (before temperature/top-p), like the hf engine; recent versions
+can be asked for processed ones with `logprobs_mode`, which we leave at its default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vibethinker.engines import Prompt, SamplerError, SamplingParams, as_messages
+from vibethinker.types import Completion
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as e:
+        raise SamplerError(
+            "engine 'vllm' needs the vllm package: pip install 'vibethinker[vllm]' "
+            "(GPU only; or serve the model with vLLM and use engine=openai)"
+        ) from e
+    return vllm
+
+
+class VLLMSampler:
+    def __init__(
+        self,
+        model: str,
+        dtype: str = "auto",
+        tensor_parallel_size: int = 1,
+        gpu_memory_utilization: float = 0.85,
+        max_model_len: int | None = None,
+        seed: int = 0,
+        chat_template: bool = True,
+        **llm_kw: Any,
+    ):
+        vllm = _import_vllm()
+        self._vllm = vllm
+        kw = dict(
+            model=str(model),
+            dtype=dtype,
+            tensor_parallel_size=tensor_parallel_size,
+            gpu_memory_utilization=gpu_memory_utilization,
+            seed=seed,
+            **llm_kw,
+        )
+        if max_model_len:
+            kw["max_model_len"] = max_model_len
+        self.llm = vllm.LLM(**kw)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.use_chat_template = chat_template and getattr(self.tokenizer, "chat_template", None)
+
+    def encode(self, prompt: Prompt) -> list[int]:
+        tok = self.tokenizer
+        if self.use_chat_template:
+            text = tok.apply_chat_template(
+                as_messages(prompt), add_generation_prompt=True, tokenize=False
+            )
+            return list(tok(text, add_special_tokens=False)["input_ids"])
+        text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
+        return list(tok(text)["input_ids"])
+
+    def generate(
+        self, prompts: list[Prompt], n: int, params: SamplingParams | None = None
+    ) -> list[list[Completion]]:
+        params = params or SamplingParams()
+        sp = self._vllm.SamplingParams(
+            n=n,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=params.top_k if params.top_k > 0 else -1,  # vLLM: -1 = off
+            max_tokens=params.max_new_tokens,
+            stop=list(params.stop) or None,
+            seed=params.seed,
+            logprobs=0,  # the sampled token's logprob only
+        )
+        inputs = [{"prompt_token_ids": self.encode(p)} for p in prompts]
+        results = self.llm.generate(inputs, sp, use_tqdm=False)
+        return [[_completion(o) for o in r.outputs] for r in results]
+
+
+def _completion(o: Any) -> Completion:
+    ids = list(o.token_ids)
+    logprobs = None
+    if o.logprobs:
+        logprobs = [float(step[t].logprob) for step, t in zip(o.logprobs, ids)]
+    finish = "length" if o.finish_reason == "length" else "stop"
+    return Completion(text=o.text, token_ids=ids, logprobs=logprobs, finish_reason=finish)

@@ -1,0 +1,134 @@
+"""Evaluation harness: sample n responses per problem, verify, and measure (PAPER.md protocol).
+
+`evaluate(sampler, problems, n, ks, params, workers) -> EvalResult` is the one entry point, used by
+the `eval` stage and by other stages (probing, RL evaluation, reports). `write_outputs` writes
+the per-sample JSONL, summary.json, summary.md and passk.png of a result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vibethinker.engines import Sampler, SamplingParams
+from vibethinker.evaluate.metrics import aggregate, answer_key, group_stats, n_tokens, passk_curve
+from vibethinker.evaluate.prompts import PROMPT_STYLES, paper_prompt
+from vibethinker.evaluate.report import (
+    plot_passk,
+    write_samples,
+    write_summary_json,
+    write_summary_md,
+)
+from vibethinker.log import get_logger, progress
+from vibethinker.types import Group, Problem
+
+log = get_logger("evaluate")
+
+
+@dataclass
+class EvalResult:
+    groups: list[Group]  # [problems], each with n completions and their scores
+    metrics: dict[str, dict[str, Any]]  # slice ("all", "math", "math/algebra") -> metrics
+    stats: list[dict[str, Any]]  # [problems] per-problem numbers (n, correct, pass, maj, ...)
+    n: int
+    ks: list[int]
+    params: SamplingParams
+    prompts: list[str] = field(default_factory=list)  # [problems] the user turns sent
+    seconds: float = 0.0
+
+    @property
+    def accuracy(self) -> float:
+        """avg@n over all problems (the paper's Pass@1)."""
+        return self.metrics.get("all", {}).get("avg@n", 0.0)
+
+    def curves(self) -> dict[str, dict[int, float]]:
+        return {name: passk_curve(self.groups, name) for name in self.metrics if "/" not in name}
+
+    def sample_rows(self) -> list[dict[str, Any]]:
+        """One row per sample: problem id, domain, sample index, text, score, reason, tokens."""
+        rows = []
+        for g, prompt in zip(self.groups, self.prompts or [""] * len(self.groups)):
+            p = g.problem
+            for j, (c, s) in enumerate(zip(g.completions, g.scores)):
+                rows.append({
+                    "id": p.id, "domain": p.domain, "subdomain": p.subdomain, "sample": j,
+                    "prompt": prompt if j == 0 else None, "response": c.text,
+                    "score": s.value, "correct": s.correct, "reason": s.reason,
+                    "answer": answer_key(p, c.text), "gold": p.answer,
+                    "tokens": n_tokens(c), "finish_reason": c.finish_reason,
+                })  # fmt: skip
+        return rows
+
+    def summary(self, **meta: Any) -> dict[str, Any]:
+        return {
+            **meta,
+            "n": self.n,
+            "k": self.ks,
+            "params": asdict(self.params),
+            "seconds": self.seconds,
+            "metrics": self.metrics,
+            "passk_curves": self.curves(),
+        }
+
+
+def evaluate(
+    sampler: Sampler,
+    problems: Sequence[Problem],
+    n: int = 8,
+    ks: Sequence[int] = (1, 4, 8),
+    params: SamplingParams | None = None,
+    workers: int = 2,
+    prompt_fn: Callable[[Problem], str] = paper_prompt,
+    equivalent: Callable[[str, str], bool] | None = None,
+    chunk: int = 64,
+) -> EvalResult:
+    """Sample n responses per problem, verify them, and compute the metrics.
+
+    `chunk` problems are sent to the sampler per call (the engine batches inside a call); ks
+    larger than n are dropped with a warning. `equivalent` optionally merges wrong answers for
+    maj@k beyond normalised-string equality (metrics.py).
+    """
+    from vibethinker.verifiers import verify_batch
+
+    params = params or SamplingParams()
+    ks = sorted({int(k) for k in ks})
+    if any(k > n for k in ks):
+        log.warning("dropping k > n=%d from %s", n, ks)
+        ks = [k for k in ks if k <= n]
+    t0 = time.perf_counter()
+    prompts = [prompt_fn(p) for p in problems]
+    completions = []
+    starts = range(0, len(problems), chunk)
+    for s in progress(starts, desc="eval sample", total=len(starts)):
+        completions.extend(sampler.generate(prompts[s : s + chunk], n, params))
+    flat_p = [p for p, cs in zip(problems, completions) for _ in cs]
+    flat_r = [c.text for cs in completions for c in cs]
+    scores = verify_batch(flat_p, flat_r, workers=workers)
+    groups, k = [], 0
+    for p, cs in zip(problems, completions):
+        groups.append(Group(p, list(cs), list(scores[k : k + len(cs)])))
+        k += len(cs)
+    stats = [group_stats(g, ks, equivalent) for g in groups]
+    metrics = aggregate(groups, stats, ks)
+    seconds = time.perf_counter() - t0
+    return EvalResult(groups, metrics, stats, n, ks, params, prompts, seconds)
+
+
+def write_outputs(result: EvalResult, out_dir: str | Path, **meta: Any) -> dict[str, str]:
+    """samples.jsonl, summary.json, summary.md and passk.png under out_dir; name -> path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = result.summary(**meta)
+    model = str(meta.get("model", "")) or "model"
+    return {
+        "samples": write_samples(out / "samples.jsonl", result.sample_rows()),
+        "summary": write_summary_json(out / "summary.json", summary),
+        "table": write_summary_md(out / "summary.md", summary),
+        "plot": plot_passk(out / "passk.png", result.curves(), f"pass@k: {Path(model).name}"),
+    }
+
+
+__all__ = ["PROMPT_STYLES", "EvalResult", "evaluate", "paper_prompt", "write_outputs"]

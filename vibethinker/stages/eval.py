@@ -1,0 +1,145 @@
+"""Stage `eval`: sample n responses per problem, verify, report avg@n / pass@k / maj@k / tokens.
+
+`vibethinker eval model=runs/x/final data=eval.jsonl n=8 k=1,4,8 engine=hf out=runs/x/eval`
+writes `samples.jsonl` (every sample with its score and reason), `summary.json`, `summary.md`
+(a markdown table per domain and subdomain) and `passk.png`. Defaults follow the paper's
+protocol: temperature 1.0, top-p 0.95, top-k off, the paper's prompts, the model's chat template.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vibethinker.log import get_logger
+from vibethinker.stages import register
+
+log = get_logger("stages.eval")
+
+
+@dataclass
+class EvalConfig:
+    model: str = ""
+    """Model folder or hub id (engines hf, vllm); the served model name (engine openai)."""
+    data: str = ""
+    """Problems to evaluate: a Problem JSONL/JSON/parquet file or folder, or a public-format file
+    read with `format`."""
+    format: str = "problems"
+    """`problems` (our records) or a public format: math (AIME/MATH), gpqa, livecodebench,
+    humaneval, ifeval (data/adapters.py)."""
+    out: str = "runs/eval"
+    """Output folder: samples.jsonl, summary.json, summary.md, passk.png."""
+    n: int = 8
+    """Samples per problem. Paper: math 64, IMO-AnswerBench 16, GPQA 16, code 8."""
+    k: list[int] = field(default_factory=lambda: [1, 4, 8])
+    """k values for pass@k and maj@k (k > n are dropped)."""
+    engine: str = "hf"
+    """Sampler: hf (in-process transformers), openai (HTTP server), vllm (in-process, GPU)."""
+    temperature: float = 1.0
+    """Sampling temperature. Paper: 1.0."""
+    top_p: float = 0.95
+    """Nucleus sampling. Paper: 0.95."""
+    top_k: int = 0
+    """Top-k sampling, 0 = off. Paper: off."""
+    max_new_tokens: int = 1024
+    """Cap on response tokens. Paper: no extra cap beyond the context (40K for VibeThinker)."""
+    stop: list[str] = field(default_factory=list)
+    """Stop strings (the model's EOS always stops). Paper: silent."""
+    seed: int = 0
+    """Sampling seed (same seed, same samples on the hf engine)."""
+    prompt_style: str = "paper"
+    """`paper`: the paper's math / multiple-choice prompts; `raw`: the stored prompt as is."""
+    limit: int = 0
+    """Evaluate only the first `limit` problems (0 = all)."""
+    workers: int = 2
+    """Verifier workers. Paper: silent; 2 = this CPU."""
+    device: str = ""
+    """hf engine: cpu, cuda, cuda:1 ...; empty = cuda when available."""
+    dtype: str = "auto"
+    """hf/vllm engine: auto (fp32 on CPU, the checkpoint's dtype on GPU), bfloat16, float32."""
+    token_budget: int = 131072
+    """hf engine: rows x (prompt + max_new_tokens) per batch; bounds KV-cache memory."""
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """openai engine: the server's base URL (API key from OPENAI_API_KEY)."""
+    endpoint: str = "chat"
+    """openai engine: chat (server applies the chat template) or completions."""
+    concurrency: int = 8
+    """openai engine: requests in flight."""
+    timeout: float = 600.0
+    """openai engine: seconds per request before a retry."""
+
+
+def make_engine(cfg: EvalConfig):
+    from vibethinker.engines import make_sampler
+
+    if cfg.engine == "hf":
+        return make_sampler(
+            "hf",
+            model=cfg.model,
+            device=cfg.device or None,
+            dtype=cfg.dtype,
+            token_budget=cfg.token_budget,
+        )
+    if cfg.engine == "openai":
+        return make_sampler(
+            "openai",
+            base_url=cfg.base_url,
+            model=cfg.model,
+            endpoint=cfg.endpoint,
+            concurrency=cfg.concurrency,
+            timeout=cfg.timeout,
+        )
+    return make_sampler(cfg.engine, model=cfg.model, dtype=cfg.dtype, seed=cfg.seed)
+
+
+def load_eval_problems(cfg: EvalConfig):
+    if cfg.format == "problems":
+        from vibethinker.data.io import load_problems
+
+        problems = load_problems(cfg.data)
+    else:
+        from vibethinker.data.adapters import load_adapter
+
+        problems = load_adapter(cfg.format, cfg.data or None, seed=cfg.seed)
+    return problems[: cfg.limit] if cfg.limit else problems
+
+
+@register("eval", EvalConfig, positional=("model", "data"))
+def run(cfg: EvalConfig) -> dict[str, str]:
+    """Evaluate a model: n samples per problem, avg@n, pass@k, maj@k, tokens, truncation."""
+    from vibethinker.engines import SamplingParams
+    from vibethinker.evaluate import PROMPT_STYLES, evaluate, write_outputs
+    from vibethinker.evaluate.report import markdown_table
+    from vibethinker.verifiers import check_available
+
+    if not cfg.model or not (cfg.data or cfg.format == "humaneval"):
+        raise ValueError("eval: `model` and `data` are required")
+    if cfg.prompt_style not in PROMPT_STYLES:
+        raise ValueError(f"prompt_style must be one of {sorted(PROMPT_STYLES)}")
+    problems = load_eval_problems(cfg)
+    if not problems:
+        raise ValueError(f"eval: no problems in {cfg.data}")
+    check_available({p.domain for p in problems})  # fail before sampling, not after
+    params = SamplingParams(
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        top_k=cfg.top_k,
+        max_new_tokens=cfg.max_new_tokens,
+        stop=list(cfg.stop),
+        seed=cfg.seed,
+    )
+    log.info("eval: %d problems x %d samples with %s", len(problems), cfg.n, cfg.engine)
+    sampler = make_engine(cfg)
+    result = evaluate(
+        sampler,
+        problems,
+        n=cfg.n,
+        ks=cfg.k,
+        params=params,
+        workers=cfg.workers,
+        prompt_fn=PROMPT_STYLES[cfg.prompt_style],
+    )
+    outputs = write_outputs(
+        result, cfg.out, model=cfg.model, data=cfg.data, engine=cfg.engine, format=cfg.format
+    )
+    log.info("eval results (%.0f s):\n%s", result.seconds, markdown_table(result.metrics))
+    return outputs
