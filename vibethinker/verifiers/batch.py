@@ -1,0 +1,418 @@
+"""Parallel verification with hard per-item timeouts: nothing a response does can hang the caller.
+
+Two execution modes, chosen per domain in `MODES` (a dict, not branches in the loop):
+- "process": a pool of worker processes (fresh interpreters, see _BOOT). An item that overruns its deadline gets its worker killed and
+  replaced, and scores Score(0, False, "timeout"). For CPU-bound checks in Python (sympy), which
+  no thread can interrupt.
+- "thread": daemon threads. For verifiers that already isolate their work in subprocesses with
+  their own time limits (the code sandbox) or wait on I/O (a judge endpoint); an overrun item is
+  abandoned (its thread keeps running, detached) and scores "timeout".
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from vibethinker.types import Problem, Score
+
+MODES: dict[str, str] = {
+    "math": "process",
+    "stem": "thread",
+    "code": "thread",
+    "instruct": "thread",
+}
+# Per-item wall-clock limits (s). Code and judge calls carry their own inner limits; these are
+# the backstop. The paper is silent on verifier timeouts.
+TIMEOUTS: dict[str, float] = {"math": 10.0, "stem": 5.0, "code": 120.0, "instruct": 120.0}
+STARTUP_TIMEOUT_S = 60.0  # a fresh worker imports sympy and warms up math-verify (~2 s idle)
+WORKER_MEMORY_MB = 4096  # address-space cap per worker: a memory bomb fails inside the worker
+
+_STATE = {"guarded": False}
+
+
+def in_guarded_worker() -> bool:
+    """True inside a pool worker: the caller is already under a hard timeout."""
+    return _STATE["guarded"]
+
+
+# A worker is a fresh interpreter, not a fork: it shares no threads, locks or state with the
+# caller, and never re-imports the caller's __main__ (as spawn/forkserver children do, which breaks
+# scripts without a main guard and re-imports torch in every worker).
+_BOOT = "from vibethinker.verifiers.batch import _worker_main; _worker_main()"
+_PRELOAD = ("vibethinker.verifiers.math", "math_verify", "sympy")
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this worker when its parent dies, even mid-way through a stuck check."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the parent died before prctl took effect
+            os._exit(0)
+    except (OSError, AttributeError):
+        pass  # elsewhere: the worker still exits at EOF on stdin once it is idle
+
+
+def _worker_main() -> None:
+    """Serve (fn, args) requests read from stdin; answer (ok, value) on the original stdout."""
+    import importlib
+    import logging
+
+    _STATE["guarded"] = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
+    _die_with_parent()
+    out_fd = os.dup(1)
+    os.dup2(2, 1)  # stray prints from verifier code go to stderr, not into the channel
+    rx, tx = Connection(0, writable=False), Connection(out_fd, readable=False)
+    memory_mb = int(os.environ.get("VIBETHINKER_WORKER_MEMORY_MB", "0"))
+    if memory_mb:
+        try:
+            import resource
+
+            lim = memory_mb * 2**20
+            resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+        except (ImportError, ValueError, OSError):
+            pass
+    for name in ("math_verify", "latex2sympy2_extended"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)  # parse failures are verdicts here
+    for mod in _PRELOAD:
+        try:
+            importlib.import_module(mod)
+        except ImportError:
+            pass
+    try:  # the first math-verify call costs ~1.5 s (lazy imports): pay it before any deadline
+        from vibethinker.verifiers.math import warm_up
+
+        warm_up()
+    except Exception:  # noqa: BLE001 -- a cold worker still works, only slower
+        pass
+    tx.send((None, "ready"))
+    while True:
+        try:
+            msg = rx.recv()
+        except (EOFError, OSError):
+            return  # parent went away
+        if msg is None:
+            return
+        fn, chunk = msg
+        for args in chunk:  # one answer per item, as soon as it is done: the parent's clock
+            try:  # for the next item starts at this answer
+                out: tuple[bool, Any] = (True, fn(*args))
+            except BaseException as e:  # noqa: BLE001 -- a worker reports, never dies, on errors
+                out = (False, (type(e).__name__, str(e)[:2000]))
+            try:
+                tx.send(out)
+            except (OSError, ValueError):
+                return
+
+
+class _Worker:
+    def __init__(self, memory_mb: int | None):
+        env = dict(os.environ)
+        # same imports as the caller ('' on sys.path means its working directory)
+        env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
+        env["VIBETHINKER_WORKER_MEMORY_MB"] = str(memory_mb or 0)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _BOOT],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            start_new_session=True,  # killpg also takes anything it started
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.tx = Connection(os.dup(self.proc.stdin.fileno()), readable=False)
+        self.rx = Connection(os.dup(self.proc.stdout.fileno()), writable=False)
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+        self.ready = False  # set when the worker has imported and warmed up
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.tx.close()
+        self.rx.close()
+
+
+class WorkerPool:
+    """A fixed number of worker processes running picklable functions under hard timeouts."""
+
+    def __init__(self, workers: int = 2, memory_mb: int | None = WORKER_MEMORY_MB):
+        self.size = max(1, workers)
+        self.memory_mb = memory_mb
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()  # one map() at a time per pool
+
+    def map(
+        self,
+        fn: Callable[..., Any],
+        args_list: Sequence[tuple],
+        timeout: float | Sequence[float],
+        on_done: Callable[[int], None] | None = None,
+        chunk: int | None = None,
+    ) -> list[tuple[str, Any]]:
+        """Run fn(*args) for each args; returns [(status, value)] in input order, status one of
+        "ok" (value = result), "error" (value = (exception type name, message)), "timeout", "crash".
+
+        Items go to workers in chunks (fewer round trips); each item still has its own clock,
+        started when the previous answer of its chunk arrives. A killed worker's unfinished
+        items go back to the queue."""
+        n = len(args_list)
+        limits = [float(timeout)] * n if isinstance(timeout, (int, float)) else list(timeout)
+        chunk = chunk or max(1, min(16, n // (self.size * 4)))
+        results: list[tuple[str, Any] | None] = [None] * n
+
+        def finish(i: int, res: tuple[str, Any]) -> None:
+            results[i] = res
+            if on_done:
+                on_done(i)
+
+        with self._lock:
+            pending = deque(range(n))
+            busy: dict[Connection, list] = {}  # rx -> [worker, deque of item indices, deadline]
+            while pending or busy:
+                while pending and (self._idle or len(busy) < self.size):
+                    w = self._idle.pop() if self._idle else _Worker(self.memory_mb)
+                    idx = [pending.popleft() for _ in range(min(chunk, len(pending)))]
+                    try:
+                        w.tx.send((fn, [args_list[i] for i in idx]))
+                    except (OSError, ValueError):  # worker died while idle: replace, retry
+                        w.kill()
+                        pending.extendleft(reversed(idx))
+                        continue
+                    # a cold worker's clock starts when it reports ready (see below)
+                    extra = 0.0 if w.ready else STARTUP_TIMEOUT_S
+                    busy[w.rx] = [w, deque(idx), time.monotonic() + limits[idx[0]] + extra]
+                nearest = min(job[2] for job in busy.values())
+                for conn in wait(list(busy), timeout=max(0.0, nearest - time.monotonic())):
+                    job = busy[conn]  # type: ignore[index]
+                    w, queue = job[0], job[1]
+                    try:
+                        ok, val = conn.recv()  # type: ignore[union-attr]
+                    except (EOFError, OSError):  # died mid-item: segfault, OOM kill, os._exit
+                        del busy[conn]  # type: ignore[arg-type]
+                        w.kill()
+                        finish(queue.popleft(), ("crash", None))
+                        pending.extendleft(reversed(queue))
+                        continue
+                    if ok is not None:
+                        finish(queue.popleft(), ("ok", val) if ok else ("error", val))
+                    else:
+                        w.ready = True  # "ready": the first item's own clock starts now
+                    if queue:
+                        job[2] = time.monotonic() + limits[queue[0]]
+                    else:
+                        del busy[conn]  # type: ignore[arg-type]
+                        self._idle.append(w)
+                now = time.monotonic()
+                for conn, (w, queue, deadline) in list(busy.items()):
+                    if now >= deadline:
+                        del busy[conn]
+                        w.kill()  # the only way to stop a stuck sympy call
+                        finish(queue.popleft(), ("timeout", None))
+                        pending.extendleft(reversed(queue))
+        return results  # type: ignore[return-value]
+
+    def close(self) -> None:
+        with self._lock:
+            for w in self._idle:
+                try:
+                    w.tx.send(None)
+                except (OSError, ValueError):
+                    pass
+                w.kill()
+            self._idle.clear()
+
+
+def run_threads(
+    fn: Callable[..., Any],
+    args_list: Sequence[tuple],
+    workers: int,
+    timeout: float | Sequence[float],
+    on_done: Callable[[int], None] | None = None,
+) -> list[tuple[str, Any]]:
+    """Same contract as WorkerPool.map, with daemon threads; an overrun item is abandoned and a
+    fresh thread takes its place."""
+    n = len(args_list)
+    limits = [float(timeout)] * n if isinstance(timeout, (int, float)) else list(timeout)
+    results: list[tuple[str, Any] | None] = [None] * n
+    started: dict[int, float] = {}
+    queue = deque(range(n))
+    cond = threading.Condition()
+
+    def work() -> None:
+        while True:
+            with cond:
+                if not queue:
+                    return
+                i = queue.popleft()
+                started[i] = time.monotonic()
+            try:
+                res: tuple[str, Any] = ("ok", fn(*args_list[i]))
+            except BaseException as e:  # noqa: BLE001
+                res = ("error", (type(e).__name__, str(e)[:2000]))
+            with cond:
+                if results[i] is not None:  # timed out meanwhile: this thread was replaced
+                    return
+                results[i] = res
+                cond.notify_all()
+            if on_done:
+                on_done(i)
+
+    def spawn() -> None:
+        threading.Thread(target=work, daemon=True, name="verify").start()
+
+    for _ in range(min(max(1, workers), n)):
+        spawn()
+    done = 0
+    with cond:
+        while True:
+            done = sum(r is not None for r in results)
+            if done == n:
+                break
+            now = time.monotonic()
+            expired = [i for i, t in started.items() if results[i] is None and now >= t + limits[i]]
+            for i in expired:
+                results[i] = ("timeout", None)
+                spawn()
+                if on_done:
+                    on_done(i)
+            if expired:
+                continue
+            running = [t + limits[i] for i, t in started.items() if results[i] is None]
+            cond.wait(timeout=max(0.01, min(running) - now) if running else 0.05)
+    return results  # type: ignore[return-value]
+
+
+_POOLS: dict[int, WorkerPool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def get_pool(workers: int) -> WorkerPool:
+    """A process-wide pool per size, reused across calls (RL verifies every step)."""
+    with _POOLS_LOCK:
+        if workers not in _POOLS:
+            _POOLS[workers] = WorkerPool(workers)
+        return _POOLS[workers]
+
+
+@atexit.register
+def _close_pools() -> None:
+    for pool in _POOLS.values():
+        pool.close()
+
+
+# Exceptions that mean the verifier cannot work at all (no sandbox, no verifier module): a setup
+# error to report, not a 0 to train on.
+SETUP_ERRORS = ("VerifierUnavailable", "SandboxUnavailable")
+
+
+def to_score(status: str, value: Any) -> Score:
+    if status == "ok" and isinstance(value, Score):
+        return value
+    if status == "timeout":
+        return Score(0.0, False, "timeout")
+    if status == "crash":
+        return Score(0.0, False, "verifier_error:WorkerDied")
+    if status == "error":
+        return Score(0.0, False, f"verifier_error:{value[0]}")
+    return Score(0.0, False, f"verifier_error:{type(value).__name__}")
+
+
+_GUARD_POOL: list[WorkerPool] = []
+
+
+def guarded_call(fn: Callable[..., Score], args: tuple, timeout: float) -> Score:
+    """fn(*args) in a private worker process, killed after `timeout` s (the single-call path)."""
+    with _POOLS_LOCK:
+        if not _GUARD_POOL:
+            _GUARD_POOL.append(WorkerPool(1))
+            atexit.register(_GUARD_POOL[0].close)
+    # One guarded call at a time; concurrent callers queue on the pool lock.
+    (status, value) = _GUARD_POOL[0].map(fn, [args], timeout)[0]
+    return to_score(status, value)
+
+
+def verify_batch(
+    problems: Sequence[Problem],
+    responses: Sequence[str],
+    workers: int = 2,
+    timeout: float | None = None,
+    fn: Callable[[Problem, str], Score] | None = None,
+    on_done: Callable[[int], None] | None = None,
+) -> list[Score]:
+    """Verify pairs in parallel, in input order; never raises on model output, never hangs.
+
+    timeout: per-item wall-clock limit (s); None uses TIMEOUTS per domain. fn replaces the domain
+    dispatch (must be a picklable module-level function for process-mode domains); on_done(i) is
+    called as each item finishes (progress bars).
+    """
+    from vibethinker.verifiers import check_available, verify
+
+    if len(problems) != len(responses):
+        raise ValueError(f"{len(problems)} problems but {len(responses)} responses")
+    fn = fn or verify
+    check_available({p.domain for p in problems})
+    groups: dict[str, list[int]] = {"process": [], "thread": []}
+    for i, p in enumerate(problems):
+        groups[MODES.get(p.domain, "thread")].append(i)
+    results: list[Score | None] = [None] * len(problems)
+
+    def limit(i: int) -> float:
+        return timeout if timeout is not None else TIMEOUTS.get(problems[i].domain, 60.0)
+
+    def run_group(mode: str) -> None:
+        idx = groups[mode]
+        if not idx:
+            return
+        args = [(problems[i], responses[i] if isinstance(responses[i], str) else "") for i in idx]
+        done = (lambda j: on_done(idx[j])) if on_done else None
+        limits = [limit(i) for i in idx]
+        if mode == "process":
+            out = get_pool(workers).map(fn, args, limits, done)
+        else:
+            out = run_threads(fn, args, workers, limits, done)
+        for i, (status, value) in zip(idx, out):
+            if status == "error" and value[0] in SETUP_ERRORS:
+                from vibethinker.verifiers import VerifierUnavailable
+
+                raise VerifierUnavailable(f"{problems[i].domain}: {value[0]}: {value[1]}")
+            results[i] = to_score(status, value)
+
+    # Thread-mode items run beside the process pool, so a mixed batch uses both at once.
+    errors: list[BaseException] = []
+
+    def run_side() -> None:
+        try:
+            run_group("thread")
+        except BaseException as e:  # noqa: BLE001 -- re-raised in the caller's thread
+            errors.append(e)
+
+    side = threading.Thread(target=run_side, daemon=True)
+    side.start()
+    run_group("process")
+    side.join()
+    if errors:
+        raise errors[0]
+    return results  # type: ignore[return-value]
+
+
+def default_workers() -> int:
+    return max(1, min(2, os.cpu_count() or 1))

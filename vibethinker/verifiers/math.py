@@ -1,0 +1,255 @@
+"""Math verifier: the last `\\boxed{}` of the answer part, equivalence through math-verify.
+
+Pipeline for one response (each step cheap before the expensive one):
+1. extract: the last `\\boxed{...}` after `</think>` (nothing inside the reasoning counts);
+2. screen: too long, too deeply nested, exponent towers, huge factorials -> rejected before any
+   parser sees them (parser bombs), hedges (`\\pm`, "or", several different boxes) -> 0;
+3. fast path: equal strings, or plain integers / decimals / integer fractions compared exactly
+   (AIME's '025' equals 25) -- most checks end here without sympy;
+4. math-verify (its signal-based timeouts off) plus our checks against its known false positives:
+   shape leniency the gold does not allow (a set or interval for a number), equations that
+   collapse (`3x-y+13=0` accepted for gold 0 because the right side is 0), numeric tolerance
+   (`1/2^99` "equals" `1/2^98` at 6 decimals), `\\mathrm{e}` dropping out (`2\\mathrm{e}` -> 2).
+   Step 4 runs in a worker process with a hard wall-clock limit (batch.py), so a stuck sympy call
+   costs a timeout, never a hang.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from fractions import Fraction
+
+from vibethinker.types import Problem, Score
+from vibethinker.verifiers.extract import all_boxed, answer_part, last_boxed
+
+MAX_ANSWER_CHARS = 1000  # longer boxed content is not a final answer (and a parser-bomb risk)
+MAX_BRACE_DEPTH = 10
+MAX_EXPONENT_DIGITS = 4  # 10^{9999} is fine to evaluate; 10^{99999999} is not
+MAX_FACTORIAL_ARG = 10000  # 10000! has 35,660 digits: cheap; 10^8! is not
+CHECK_TIMEOUT_S = 10.0  # hard limit per sympy check (math-verify's own default is 5 s + 5 s)
+REL_TOL_EXACT = 1e-12  # both sides exact expressions: equal up to evaluation noise
+REL_TOL_DECIMAL = 1e-6  # one side written as a decimal: it is an approximation
+
+_log = logging.getLogger("vibethinker.verifiers.math")
+
+# `\mathrm{e}` is parsed by latex2sympy as an upright text symbol that then drops out of products
+# (`2\mathrm{e}` -> 2); rewriting the roman constants to their italic forms keeps them.
+_ROMAN_CONST_RE = re.compile(r"\\(?:mathrm|operatorname|text|rm)\s*\{\s*([ei])\s*\}")
+_HEDGE_RE = re.compile(r"\\pm|\\mp|\\lor|\\vee|\\cup|\bor\b|\band\b|\beither\b", re.IGNORECASE)
+_INT_RE = re.compile(r"^[+-]?\d+$")
+_DEC_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)$")
+_FRAC_RE = re.compile(r"^([+-]?)\\[dt]?frac\{([+-]?\d+)\}\{([+-]?\d+)\}$|^([+-]?\d+)/(\d+)$")
+_NOISE_RE = re.compile(r"\s+|\$|\\[,!;: ]|\\left|\\right|\\displaystyle")
+# exponent towers: 10^{10^{10}}, 10^{(10^{10})}, 10^10^10, 10^{10}^{10}
+_TOWER_RE = re.compile(
+    r"\^\s*\{[^{}]*\^|\^\s*\{[^{}]*\{[^{}]*\^|\^\s*[\w.]+\s*\^|\^\s*\{[^{}]*\}\s*\^"
+)
+# latex2sympy reads `10^999999999` as one exponent (LaTeX would take one digit): cap both forms
+_EXP_RE = re.compile(r"\^\s*\{?\s*[+-]?(\d+)")
+_FACT_RE = re.compile(r"(\d+)\s*!")
+
+
+def verify_math(problem: Problem, response: str) -> Score:
+    """Score a math response against `problem.answer` (binary)."""
+    if not problem.answer:
+        return Score(0.0, False, "bad_problem:no_answer")
+    part = answer_part(response)
+    if part is None:
+        return Score(0.0, False, "no_boxed_answer")  # cut off inside <think>: no answer given
+    pred = last_boxed(part)
+    if pred is None:
+        return Score(0.0, False, "no_boxed_answer")
+    boxes = {_normalize(b) for b in all_boxed(part, limit=20, max_len=MAX_ANSWER_CHARS)}
+    if len(boxes) > 1:
+        return Score(0.0, False, "hedged_answer")  # several different boxed answers
+    return check_answer(problem.answer, pred)
+
+
+def check_answer(gold: str, pred: str) -> Score:
+    """Is the boxed content `pred` the answer `gold`? Screens, fast path, then guarded sympy."""
+    reason = screen(pred)
+    if reason:
+        return Score(0.0, False, reason)
+    if _hedged(gold, pred):
+        return Score(0.0, False, "hedged_answer")
+    fast = _fast_equal(gold, pred)
+    if fast is not None:
+        return Score(float(fast), fast, "ok" if fast else "wrong_answer")
+    if screen(gold):  # a gold we cannot check safely is a data problem, not a model failure
+        return Score(0.0, False, "bad_problem:unparseable_answer")
+    from vibethinker.verifiers import batch  # lazy: batch imports the verifier registry
+
+    if batch.in_guarded_worker():
+        return equivalent(gold, pred)
+    return batch.guarded_call(equivalent, (gold, pred), timeout=CHECK_TIMEOUT_S)
+
+
+def screen(s: str) -> str | None:
+    """Why `s` must not reach a parser (a reason string), or None when it is safe to parse."""
+    if len(s) > MAX_ANSWER_CHARS:
+        return "answer_too_long"
+    depth = deepest = 0
+    for c in s:
+        if c == "{" or c == "(" or c == "[":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c == "}" or c == ")" or c == "]":
+            depth -= 1
+    if deepest > MAX_BRACE_DEPTH:
+        return "answer_too_complex"
+    if _TOWER_RE.search(s) or "\\uparrow" in s:
+        return "answer_too_complex"
+    if any(len(m.group(1)) > MAX_EXPONENT_DIGITS for m in _EXP_RE.finditer(s)):
+        return "answer_too_complex"
+    if any(int(m.group(1)) > MAX_FACTORIAL_ARG for m in _FACT_RE.finditer(s[:MAX_ANSWER_CHARS])):
+        return "answer_too_complex"
+    if re.search(r"[)}!]\s*!", s):  # (n!)!, {x}!: factorials of computed values
+        return "answer_too_complex"
+    return None
+
+
+def _normalize(s: str) -> str:
+    s = _NOISE_RE.sub("", s)
+    s = _ROMAN_CONST_RE.sub(r"\1", s)
+    return s.rstrip(".")
+
+
+def _hedged(gold: str, pred: str) -> bool:
+    """`\\pm`, "or", "and": the prediction offers alternatives the gold does not have."""
+    return bool(_HEDGE_RE.search(pred)) and not _HEDGE_RE.search(gold)
+
+
+def _as_fraction(s: str) -> Fraction | None:
+    if _DEC_RE.match(s):
+        return Fraction(s)
+    m = _FRAC_RE.match(s)
+    if m:
+        sign, num, den = (
+            (m.group(1), m.group(2), m.group(3)) if m.group(2) else ("", *m.group(4, 5))
+        )
+        if int(den) != 0:
+            return Fraction(int(num), int(den)) * (-1 if sign == "-" else 1)
+    return None
+
+
+def _fast_equal(gold: str, pred: str) -> bool | None:
+    """Exact verdict for plain numbers without sympy; None when the forms need the parser."""
+    g, p = _normalize(gold), _normalize(pred)
+    if g == p:
+        return True
+    if _INT_RE.match(g) and _INT_RE.match(p):
+        return int(g) == int(p)  # AIME: '025' == 25
+    fg, fp = _as_fraction(g), _as_fraction(p)
+    if fg is not None and fp is not None:
+        if fg == fp:
+            return True
+        tol = _tolerance(_repeating(fg), "." in p)
+        return abs(fg - fp) <= tol * abs(fg)
+    return None
+
+
+def _repeating(x: Fraction) -> bool:
+    """Whether x has no finite decimal expansion (1/3 does not; 1/8 does)."""
+    d = x.denominator
+    for f in (2, 5):
+        while d % f == 0:
+            d //= f
+    return d != 1
+
+
+def _tolerance(gold_inexact: bool, pred_decimal: bool) -> float:
+    """Relative tolerance: a decimal prediction may round a gold that has no finite decimal form
+    (1/3, pi); everything else must be exact (2.5 for 5/2, never 1000000.5 for 1000000)."""
+    return REL_TOL_DECIMAL if (gold_inexact and pred_decimal) else REL_TOL_EXACT
+
+
+# ---- the sympy path (runs inside a guarded worker process) ----
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(latex: str) -> tuple:
+    """math-verify parse of one boxed content, signal timeouts off (we guard from outside)."""
+    from math_verify import LatexExtractionConfig, parse
+
+    text = "$\\boxed{" + _ROMAN_CONST_RE.sub(r"\1", latex) + "}$"
+    cfg = [LatexExtractionConfig(boxed_match_priority=0)]
+    return tuple(parse(text, extraction_config=cfg, parsing_timeout=None))
+
+
+def equivalent(gold: str, pred: str) -> Score:
+    """math-verify equivalence plus our false-positive checks. Unguarded: call it in a worker."""
+    from math_verify import verify
+
+    g, p = _parse(gold), _parse(pred)
+    if not g:
+        return Score(0.0, False, "bad_problem:unparseable_answer")
+    if not p:
+        return Score(0.0, False, "unparseable_answer")
+    if not verify(list(g), list(p), timeout_seconds=None):
+        return Score(0.0, False, "wrong_answer")
+    gx, px = g[0], p[0]
+    if isinstance(gx, str) or isinstance(px, str):
+        return Score(1.0, True, "ok")  # a string-level match (e.g. text answers)
+    reason = _false_positive(gx, px, gold, pred)
+    if reason:
+        return Score(0.0, False, reason)
+    return Score(1.0, True, "ok")
+
+
+def warm_up() -> None:
+    """Run math-verify once so its lazy imports and grammar load before the first deadline."""
+    equivalent(r"\frac{1}{2}", "x=0.5")
+    equivalent(r"\{1, 2\}", r"\sqrt{2}")
+
+
+def _kind(x) -> str:
+    from sympy import And, MatrixBase, Or, Set, Tuple
+    from sympy.core.relational import Relational
+
+    if isinstance(x, MatrixBase):
+        return "matrix"
+    if isinstance(x, (Set, Tuple)):
+        return "collection"
+    if isinstance(x, (Relational, And, Or)):
+        return "relation"
+    return "scalar"
+
+
+def _false_positive(gx, px, gold: str, pred: str) -> str | None:
+    """Why math-verify's True is not a real match here (None if it is)."""
+    from sympy import Eq, Symbol
+
+    gk, pk = _kind(gx), _kind(px)
+    if pk == "relation" and gk != "relation":
+        # math-verify compares the right side of `lhs = rhs` with the gold: fine for `x = 5`,
+        # wrong for `3x - y + 13 = 0` or `0 = 0` when the gold is 0. Only `symbol = value`.
+        if not isinstance(px, Eq) or not isinstance(px.lhs, Symbol):
+            return "trivial_equation"
+        if px.lhs in px.rhs.free_symbols:
+            return "trivial_equation"
+        px, pk = px.rhs, _kind(px.rhs)
+    if gk == "scalar" and pk != "scalar":
+        return "shape_mismatch"  # e.g. {5} or [5, 5] for the number 5
+    if gk == "scalar" and pk == "scalar":
+        return _numeric_mismatch(gx, px, pred_decimal="." in pred)
+    return None
+
+
+def _numeric_mismatch(gx, px, pred_decimal: bool) -> str | None:
+    """Exact-enough numeric equality. math-verify rounds to 6 decimals, which lets tiny values
+    such as 1/2^99 and 1/2^98 match, and 1000000.4 match 1000000."""
+    from sympy import Abs
+
+    try:
+        if not (gx.is_number and px.is_number):
+            return None
+        # sympy Floats: arbitrary exponent range (1/2004! underflows a double to 0.0)
+        diff = Abs(gx - px).evalf(30)
+        scale = max(Abs(gx).evalf(30), Abs(px).evalf(30))
+        inexact = not gx.is_Rational or _repeating(Fraction(int(gx.p), int(gx.q)))
+        close = diff == 0 or bool(diff <= _tolerance(inexact, pred_decimal) * scale)
+    except Exception:  # not numerically comparable: keep math-verify's symbolic verdict
+        return None
+    return None if close else "numeric_mismatch"
