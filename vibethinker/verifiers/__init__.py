@@ -62,6 +62,10 @@ def check_available(domains: Iterable[str]) -> None:
             raise VerifierUnavailable(f"unknown domain {d!r}; known: {', '.join(VERIFIERS)}")
         if hasattr(fn, "load"):
             fn.load()
+        if d == "code":  # a missing sandbox is a setup error: say so before any work starts
+            from vibethinker.verifiers.sandbox import check_mode
+
+            check_mode("bwrap", warn=False)
 
 
 def verify(problem: Problem, response: str) -> Score:
