@@ -38,7 +38,10 @@ def test_roundtrip(tmp_path):
         ({"id": "m", "domain": "bio", "prompt": "p"}, "domain"),
         ({"domain": "math", "prompt": "p", "answer": "1"}, "id"),
         ({"id": "m", "domain": "math", "prompt": "p", "answer": "1", "trace": []}, "trace"),
-        ({"id": "s", "domain": "stem", "prompt": "p", "answer": "E", "choices": ["a", "b"]}, "answer"),
+        (
+            {"id": "s", "domain": "stem", "prompt": "p", "answer": "E", "choices": ["a", "b"]},
+            "answer",
+        ),
         ({"id": "c", "domain": "code", "prompt": "p"}, "tests"),
         ({"id": "c", "domain": "code", "prompt": "p", "tests": [{"input": 1}]}, "tests[0]"),
         ({"id": "c", "domain": "code", "prompt": "p", "test_code": "x"}, "entry_point"),
