@@ -85,9 +85,14 @@ def coerce(value: Any, hint: Any, where: str) -> Any:
         raise ConfigError(f"{where}: expected true/false, got {value!r}")
     if hint in (int, float):
         if isinstance(value, str):
+            # YAML 1.1 reads "2e-3" (no dot) as a string: parse numbers with Python's rules.
             try:
-                value = yaml.safe_load(value)
-            except yaml.YAMLError:
+                value = (
+                    int(value)
+                    if hint is int and value.strip().lstrip("-+").isdigit()
+                    else float(value)
+                )
+            except ValueError:
                 pass
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: expected {hint.__name__}, got {value!r}")

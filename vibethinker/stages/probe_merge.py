@@ -1,0 +1,285 @@
+"""Stage `probe_merge`: Diversity-Exploring Distillation (PAPER.md, stage 1).
+
+Every saved checkpoint of the SFT stage(s) is scored by Pass@K on the probe set of each
+(sub)domain; the argmax checkpoint of each probe group is that group's specialist; the specialists
+are merged by a weighted parameter average (equal weights by default, as in the 1.5B report)
+into one model, which is probed too.
+
+    vibethinker probe_merge sft=runs/tiny/sft2 probe=runs/tiny/data/probe.jsonl domains=math
+
+Outputs in `out`: merged/ (HF folder), probe.json (checkpoint x group Pass@K, specialists,
+weights, the merged row), probe.png (heat map), summary.md. When one checkpoint wins every group
+the merge is that checkpoint, and the summary says so.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vibethinker.log import get_logger
+from vibethinker.stages import register
+from vibethinker.types import Problem
+
+log = get_logger("stages.probe_merge")
+BY = ("subdomain", "domain", "math-subdomain")
+
+
+@dataclass
+class ProbeMergeConfig:
+    sft: list[str] = field(default_factory=list)
+    """SFT stage output folder(s); every checkpoint in their checkpoints/ is probed (the paper
+    probes in both curriculum stages)."""
+    checkpoints: list[str] = field(default_factory=list)
+    """Extra checkpoint folders to probe (HF folders), besides those found under `sft`."""
+    probe: str = ""
+    """Probe problems: a JSONL file or a data folder (its probe.jsonl). Paper: sizes unpublished."""
+    out: str = "runs/probe_merge"
+    """Output folder (merged/, probe.json, probe.png, summary.md)."""
+    k: int = 8
+    """K of Pass@K, the probing metric (the spectrum, not Pass@1). Paper: K unpublished."""
+    n: int = 8
+    """Samples per probe problem (n >= k; unbiased Pass@K estimator)."""
+    by: str = "subdomain"
+    """Probe groups: "subdomain" (domain/subdomain), "domain", or "math-subdomain" (math by
+    subdomain, other domains whole). Paper (1.5B): math subdomains algebra, geometry, calculus,
+    statistics."""
+    domains: list[str] = field(default_factory=list)
+    """Probe only these domains (empty: all in the probe file)."""
+    weights: dict[str, float] = field(default_factory=dict)
+    """Merge weight per probe group (missing groups: 1); normalised to sum 1. Paper: equal."""
+    limit: int = 0
+    """At most this many probe problems per group (0: all)."""
+    max_new_tokens: int = 256
+    """Token cap of each probe sample."""
+    temperature: float = 1.0
+    """Sampling temperature (paper protocol: 1.0, top-p 0.95, top-k off)."""
+    prompt_style: str = "paper"
+    """User turn: "paper" (the evaluation prompt) or "raw" (the stored prompt)."""
+    workers: int = 2
+    """Verifier workers."""
+    seed: int = 0
+    """Sampling seed (the same for every checkpoint, so rows differ by the model only)."""
+    device: str = "auto"
+    """cpu, cuda, or auto."""
+
+
+# ----------------------------------------------------------------------------- pure logic
+
+
+def group_key(p: Problem, by: str) -> str:
+    if by == "domain" or not p.subdomain or (by == "math-subdomain" and p.domain != "math"):
+        return p.domain
+    return f"{p.domain}/{p.subdomain}"
+
+
+def pick_specialists(table: dict[str, dict[str, float]], groups: Sequence[str]) -> dict[str, str]:
+    """Group -> the checkpoint with the highest score (rows in training order). Ties go to the
+    LATER checkpoint (it trained longer; the paper says nothing on ties)."""
+    names = list(table)
+    out = {}
+    for g in groups:
+        best = max(range(len(names)), key=lambda i: (table[names[i]][g], i))
+        out[g] = names[best]
+    return out
+
+
+def merge_plan(
+    specialists: dict[str, str], weights: dict[str, float] | None = None
+) -> list[tuple[str, float]]:
+    """(checkpoint, weight) pairs summing to 1: each group gives its weight (default 1) to its
+    specialist; a checkpoint that wins several groups gets the sum of their weights."""
+    weights = weights or {}
+    acc: dict[str, float] = {}
+    for g, ckpt in specialists.items():
+        acc[ckpt] = acc.get(ckpt, 0.0) + float(weights.get(g, 1.0))
+    total = sum(acc.values())
+    if total <= 0:
+        raise ValueError(f"probe_merge: merge weights sum to {total}")
+    return [(c, w / total) for c, w in acc.items()]
+
+
+# ----------------------------------------------------------------------------- probing
+
+
+def find_checkpoints(cfg: ProbeMergeConfig) -> list[tuple[str, str]]:
+    """(label, folder) of every checkpoint to probe, in training order."""
+    from vibethinker.train.policy import list_checkpoints
+
+    found = []
+    for sft in cfg.sft:
+        root = Path(sft)
+        ckpts = list_checkpoints(root / "checkpoints")
+        if not ckpts:
+            raise FileNotFoundError(f"probe_merge: no checkpoints under {root}/checkpoints")
+        found += [(f"{root.name}/{d.name}", str(d)) for _, d in ckpts]
+    found += [(Path(c).name, c) for c in cfg.checkpoints]
+    if not found:
+        raise ValueError("probe_merge: set `sft` (SFT output folders) or `checkpoints`")
+    return found
+
+
+def load_probe(cfg: ProbeMergeConfig) -> dict[str, list[Problem]]:
+    from vibethinker.data.io import load_problems
+
+    path = Path(cfg.probe)
+    if path.is_dir():
+        path = path / "probe.jsonl"
+    groups: dict[str, list[Problem]] = {}
+    for p in load_problems(path):
+        if not cfg.domains or p.domain in cfg.domains:
+            groups.setdefault(group_key(p, cfg.by), []).append(p)
+    if cfg.limit:
+        groups = {g: ps[: cfg.limit] for g, ps in groups.items()}
+    if not groups:
+        raise ValueError(f"probe_merge: no probe problems in {path} for domains {cfg.domains}")
+    return dict(sorted(groups.items()))
+
+
+def probe_model(folder: str, groups: dict[str, list[Problem]], cfg: ProbeMergeConfig,
+                device: str) -> dict[str, float]:  # fmt: skip
+    """Pass@K of one model on every probe group (one sampling pass over all groups)."""
+    from vibethinker.algo.passk import pass_at_k
+    from vibethinker.engines import SamplingParams, make_sampler
+    from vibethinker.evaluate import PROMPT_STYLES, evaluate
+
+    problems = [p for ps in groups.values() for p in ps]
+    sampler = make_sampler("hf", model=folder, device=device)
+    params = SamplingParams(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
+                            seed=cfg.seed)  # fmt: skip
+    res = evaluate(sampler, problems, cfg.n, [1], params, cfg.workers,
+                   prompt_fn=PROMPT_STYLES[cfg.prompt_style])  # fmt: skip
+    scores: dict[str, list[float]] = {}
+    for g in res.groups:
+        c = sum(s.correct for s in g.scores)
+        scores.setdefault(group_key(g.problem, cfg.by), []).append(
+            pass_at_k(len(g.scores), c, cfg.k)
+        )
+    return {name: round(sum(v) / len(v), 4) for name, v in scores.items()}
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+def plot_heatmap(table: dict[str, dict[str, float]], groups: list[str],
+                 specialists: dict[str, str], k: int, png: str | Path) -> str:  # fmt: skip
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rows = list(table)
+    data = np.array([[table[r][g] for g in groups] for r in rows])
+    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(groups), 0.9 + 0.38 * len(rows)), dpi=110)
+    im = ax.imshow(data, cmap="viridis", aspect="auto", vmin=0, vmax=1)
+    ax.set_xticks(range(len(groups)), [g.split("/")[-1] for g in groups], rotation=30,
+                  ha="right")  # fmt: skip
+    ax.set_yticks(range(len(rows)), rows)
+    for i, r in enumerate(rows):
+        for j, g in enumerate(groups):
+            star = "*" if specialists.get(g) == r else ""
+            ax.text(j, i, f"{data[i, j]:.2f}{star}", ha="center", va="center", fontsize=7,
+                    color="white" if data[i, j] < 0.6 else "black")  # fmt: skip
+    ax.set_title(f"Pass@{k} per probe set (* = specialist)")
+    fig.colorbar(im, ax=ax, fraction=0.04)
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+    return str(png)
+
+
+def summary_md(table: dict[str, dict[str, float]], groups: list[str], specialists: dict[str, str],
+               plan: list[tuple[str, float]], k: int, n: int, last: str,
+               problems: Sequence[int] = ()) -> str:  # fmt: skip
+    head = "| checkpoint | " + " | ".join(groups) + " | mean |"
+    lines = [head, "|---|" + "---:|" * (len(groups) + 1)]
+    for r, row in table.items():
+        cells = [f"**{row[g]:.3f}**" if specialists.get(g) == r else f"{row[g]:.3f}"
+                 for g in groups]  # fmt: skip
+        mean = sum(row[g] for g in groups) / len(groups)
+        lines.append(f"| {r} | " + " | ".join(cells) + f" | {mean:.3f} |")
+    winners = sorted(set(specialists.values()))
+    text = [f"Pass@{k} (n={n} samples per problem) per probe set; bold = the set's specialist.",
+            "", *lines, ""]  # fmt: skip
+    if len(winners) == 1:
+        text.append(f"One checkpoint, `{winners[0]}`, wins every probe set: the merge is that "
+                    "checkpoint (no diversity to exploit at this scale).")  # fmt: skip
+    else:
+        text.append(
+            "Specialists: "
+            + ", ".join(f"{g} -> `{c}`" for g, c in specialists.items())
+            + "; merge weights: "
+            + ", ".join(f"`{c}` {w:.2f}" for c, w in plan)
+            + "."
+        )
+    merged, final = table["merged"], table[last]
+    mean = lambda row: sum(row[g] for g in groups) / len(groups)  # noqa: E731
+    spec = sum(table[specialists[g]][g] for g in groups) / len(groups)
+    text.append(f"Mean Pass@{k}: merged {mean(merged):.3f}, last checkpoint `{last}` "
+                f"{mean(final):.3f}, each set's specialist on its own set {spec:.3f}.")  # fmt: skip
+    if problems:
+        se = 0.5 / min(problems) ** 0.5
+        text.append(f"Noise: with {min(problems)} problems per set, one standard error of a set's "
+                    f"Pass@{k} is up to {se:.2f}; smaller differences between rows are not "
+                    "evidence of specialisation.")  # fmt: skip
+    return "\n".join(text) + "\n"
+
+
+# ----------------------------------------------------------------------------- stage
+
+
+@register("probe_merge", ProbeMergeConfig, positional=("sft",))
+def run(cfg: ProbeMergeConfig) -> dict[str, str]:
+    """Probe SFT checkpoints by Pass@K per (sub)domain, merge the specialists, probe the merge."""
+    from vibethinker.algo.merge import merge_checkpoints
+    from vibethinker.stages.sft import _device
+
+    if cfg.by not in BY:
+        raise ValueError(f"probe_merge: by={cfg.by!r}; expected one of {', '.join(BY)}")
+    if cfg.k > cfg.n:
+        raise ValueError(f"probe_merge: k={cfg.k} needs n >= k (n={cfg.n})")
+    t0 = time.time()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    device = _device(cfg.device)
+    ckpts = find_checkpoints(cfg)
+    groups = load_probe(cfg)
+    names = list(groups)
+    log.info("probing %d checkpoints on %d groups (%d problems, n=%d)", len(ckpts), len(names),
+             sum(len(v) for v in groups.values()), cfg.n)  # fmt: skip
+    table: dict[str, dict[str, float]] = {}
+    for label, folder in ckpts:
+        table[label] = probe_model(folder, groups, cfg, device)
+        log.info("probe %s: %s", label, table[label])
+    folders = dict(ckpts)
+    specialists = pick_specialists(table, names)
+    plan = merge_plan(specialists, cfg.weights)
+    merged = merge_checkpoints([folders[c] for c, _ in plan], out / "merged",
+                               [w for _, w in plan])  # fmt: skip
+    table["merged"] = probe_model(merged, groups, cfg, device)
+    last = ckpts[-1][0]
+    result = {
+        "k": cfg.k, "n": cfg.n, "by": cfg.by, "groups": names,
+        "problems": {g: len(v) for g, v in groups.items()},
+        "checkpoints": folders, "table": table, "specialists": specialists,
+        "merge": [{"checkpoint": c, "folder": folders[c], "weight": w} for c, w in plan],
+        "one_checkpoint_wins_all": len(set(specialists.values())) == 1,
+        "last": last, "seconds": round(time.time() - t0, 1),
+    }  # fmt: skip
+    (out / "probe.json").write_text(json.dumps(result, indent=2) + "\n")
+    plot_heatmap(table, names, specialists, cfg.k, out / "probe.png")
+    (out / "summary.md").write_text(
+        summary_md(
+            table, names, specialists, plan, cfg.k, cfg.n, last, [len(v) for v in groups.values()]
+        )
+    )
+    return {
+        "model": merged,
+        "table": str(out / "probe.json"),
+        "plot": str(out / "probe.png"),
+        "summary": str(out / "summary.md"),
+    }

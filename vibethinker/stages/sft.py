@@ -1,0 +1,328 @@
+"""Stage `sft`: curriculum SFT (PAPER.md, stage 1). A recipe runs it twice.
+
+Stage 1 (broad): every trace of every problem, 5 epochs. Stage 2 (hard, long): start from stage
+1's model, keep only traces of at least `min_trace_tokens` tokens, and only prompts that a
+reference model gets wrong at least `filter_min_error` of the time over `filter_rollouts` samples;
+2 epochs. Both save a checkpoint every `save_every` steps for diversity probing (`probe_merge`).
+
+    vibethinker sft model=runs/tiny/model data=runs/tiny/data/train.jsonl out=runs/sft1
+
+Outputs in `out`: checkpoints/step-XXXXXX/ (HF folders + trainer state), final/ (HF folder),
+metrics.jsonl, loss.png, summary.md, data.jsonl (the training set after the filters) and
+filters.json (how many each filter removed). Interrupted runs resume from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vibethinker.log import get_logger
+from vibethinker.stages import register
+from vibethinker.types import Problem
+
+log = get_logger("stages.sft")
+
+
+@dataclass
+class SFTConfig:
+    model: str = ""
+    """Starting model: a HF folder or hub id (stage 2 starts from stage 1's `final`)."""
+    data: str = ""
+    """Training problems with `traces`: a JSONL file or a data folder (its train.jsonl)."""
+    out: str = "runs/sft"
+    """Output folder (checkpoints/, final/, metrics.jsonl, loss.png, summary.md)."""
+    epochs: int = 5
+    """Passes over the data. Paper: 5 (stage 1), 2 (stage 2)."""
+    max_steps: int | None = None
+    """Optional cap on optimizer steps (the schedule then spans the capped run)."""
+    global_batch: int = 128
+    """Samples (traces) per optimizer step, packed or not. Paper: 128."""
+    micro_batch: int = 4
+    """Rows per forward pass (packed rows of max_len tokens, or single samples); gradients
+    accumulate to the global batch. Memory knob only; not in the paper."""
+    lr: float = 5e-5
+    """Peak learning rate. Paper: 5e-5."""
+    final_lr: float = 8e-8
+    """Learning rate at the last step, reached by cosine decay. Paper: 8e-8."""
+    warmup_frac: float = 0.05
+    """Fraction of steps of linear warm-up. Paper: 5%."""
+    max_len: int = 4096
+    """Tokens per packed row (and per sample: longer samples are cut). Paper: unpublished; the
+    RL context is 64K."""
+    pack: bool = True
+    """Pack several samples per row (attention and positions stay per sample). Paper: packing."""
+    save_every: int = 0
+    """Save a checkpoint every k steps (0: only the last). Paper: k unpublished."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping (global L2 norm). Paper: unpublished; 1.0 is customary."""
+    weight_decay: float = 0.0
+    """AdamW weight decay. Paper: unpublished."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in backward to save memory (long sequences on GPU)."""
+    domains: list[str] = field(default_factory=list)
+    """Train only on these domains (empty: all)."""
+    min_trace_tokens: int = 0
+    """Stage-2 filter: drop traces shorter than this many tokens (0: off). Paper: 5K."""
+    filter_ref_model: str = ""
+    """Stage-2 filter: reference model sampled on each prompt (empty: off). Paper:
+    VibeThinker-1.5B; the tiny recipe uses stage 1's model."""
+    filter_rollouts: int = 8
+    """Stage-2 filter: rollouts per prompt from the reference model. Paper: 8."""
+    filter_min_error: float = 0.75
+    """Stage-2 filter: keep prompts whose reference error rate is at least this (drop those
+    below). Paper: 0.75."""
+    filter_max_new_tokens: int = 1024
+    """Stage-2 filter: token cap of each reference rollout."""
+    filter_engine: str = "hf"
+    """Stage-2 filter: sampler engine for the reference model (hf, vllm, openai)."""
+    prompt_style: str = "paper"
+    """User turn of each sample: "paper" (the evaluation prompt of the problem's domain, so the
+    model is trained on what it is asked at test time) or "raw" (the stored prompt)."""
+    eval_data: str = ""
+    """Optional: problems to report sampled Pass@1 on after training (e.g. eval.jsonl)."""
+    eval_n: int = 4
+    """Samples per eval problem for that report."""
+    eval_limit: int = 200
+    """At most this many eval problems (the first ones) for that report."""
+    eval_max_new_tokens: int = 256
+    """Token cap of each eval sample."""
+    seed: int = 0
+    """Seed of data order and sampling."""
+    device: str = "auto"
+    """cpu, cuda, or auto (cuda when available)."""
+
+
+# ----------------------------------------------------------------------------- filters
+
+
+def _train_path(data: str) -> Path:
+    path = Path(data)
+    if path.is_dir():
+        path = path / "train.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"sft: training data {path} not found (set `data`)")
+    return path
+
+
+def filter_short_traces(
+    problems: list[Problem], n_tokens: Any, min_tokens: int
+) -> tuple[list[Problem], dict[str, int]]:
+    """Keep traces with at least `min_tokens` tokens (`n_tokens(text) -> int`); problems left
+    without a trace are dropped. Returns (kept problems, counts)."""
+    kept, removed = [], 0
+    for p in problems:
+        traces = [t for t in p.traces or [] if n_tokens(t) >= min_tokens]
+        removed += len(p.traces or []) - len(traces)
+        if traces:
+            kept.append(dataclasses.replace(p, traces=traces))
+    return kept, {
+        "short_traces_removed": removed,
+        "problems_left_without_trace": len(problems) - len(kept),
+    }
+
+
+def filter_easy_prompts(
+    problems: list[Problem],
+    sampler: Any,
+    rollouts: int,
+    min_error: float,
+    max_new_tokens: int,
+    seed: int,
+    prompt_fn: Any = None,
+    verify: Any = None,
+) -> tuple[list[Problem], dict[str, Any]]:
+    """Sample `rollouts` responses per prompt, verify them, keep prompts whose error rate is at
+    least `min_error` (PAPER.md stage 2: 8 rollouts, drop error rate < 0.75)."""
+    from vibethinker.engines import SamplingParams
+
+    if verify is None:
+        from vibethinker.verifiers import verify_batch as verify
+    params = SamplingParams(max_new_tokens=max_new_tokens, seed=seed)
+    prompt_fn = prompt_fn or (lambda p: p.prompt)
+    outs = sampler.generate([prompt_fn(p) for p in problems], rollouts, params)
+    flat = [(p, c.text) for p, cs in zip(problems, outs) for c in cs]
+    scores = verify([p for p, _ in flat], [t for _, t in flat])
+    kept, errors = [], []
+    for i, p in enumerate(problems):
+        ok = sum(s.correct for s in scores[i * rollouts : (i + 1) * rollouts])
+        err = 1.0 - ok / rollouts
+        errors.append(err)
+        if err >= min_error:
+            kept.append(p)
+    counts = {
+        "easy_prompts_removed": len(problems) - len(kept),
+        "ref_mean_error": round(sum(errors) / max(len(errors), 1), 4),
+    }
+    return kept, counts
+
+
+def apply_filters(cfg: SFTConfig, problems: list[Problem], tokenizer: Any) -> tuple[list, dict]:
+    counts: dict[str, Any] = {"problems_in": len(problems),
+                              "traces_in": sum(len(p.traces or []) for p in problems)}  # fmt: skip
+    no_trace = [p for p in problems if not p.traces]
+    if no_trace:
+        log.warning("sft: %d problems have no traces and are skipped", len(no_trace))
+    counts["problems_without_traces"] = len(no_trace)
+    problems = [p for p in problems if p.traces]
+    if cfg.domains:
+        before = len(problems)
+        problems = [p for p in problems if p.domain in cfg.domains]
+        counts["other_domains_removed"] = before - len(problems)
+    if cfg.min_trace_tokens > 0:
+        n_tok = lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"])  # noqa: E731
+        problems, c = filter_short_traces(problems, n_tok, cfg.min_trace_tokens)
+        counts.update(c)
+        log.info("sft filter: %d traces shorter than %d tokens removed", c["short_traces_removed"],
+                 cfg.min_trace_tokens)  # fmt: skip
+    if cfg.filter_ref_model and problems:
+        from vibethinker.engines import make_sampler
+        from vibethinker.evaluate import PROMPT_STYLES
+
+        kw: dict[str, Any] = {"model": cfg.filter_ref_model}
+        if cfg.filter_engine == "hf":
+            kw["device"] = _device(cfg.device)
+        sampler = make_sampler(cfg.filter_engine, **kw)
+        problems, c = filter_easy_prompts(problems, sampler, cfg.filter_rollouts,
+                                          cfg.filter_min_error, cfg.filter_max_new_tokens,
+                                          cfg.seed, PROMPT_STYLES[cfg.prompt_style])  # fmt: skip
+        del sampler
+        counts.update(c)
+        log.info("sft filter: %d prompts with reference error rate < %.2f removed",
+                 c["easy_prompts_removed"], cfg.filter_min_error)  # fmt: skip
+    counts["problems_out"] = len(problems)
+    counts["traces_out"] = sum(len(p.traces or []) for p in problems)
+    return problems, counts
+
+
+def _device(device: str) -> str:
+    from vibethinker.train.policy import default_device
+
+    return default_device() if device in ("", "auto") else device
+
+
+def _filter_key(cfg: SFTConfig) -> dict[str, Any]:
+    keys = ("model", "data", "domains", "prompt_style", "min_trace_tokens", "filter_ref_model",
+            "filter_rollouts", "filter_min_error", "filter_max_new_tokens", "seed")  # fmt: skip
+    return {k: getattr(cfg, k) for k in keys}
+
+
+def load_training_set(cfg: SFTConfig, tokenizer: Any) -> tuple[list[Problem], dict[str, Any]]:
+    """The filtered problems; cached in out/data.jsonl + filters.json so a resumed run does not
+    re-sample the reference model (and trains on exactly the same set)."""
+    from vibethinker.data.io import load_problems, save_problems
+
+    out = Path(cfg.out)
+    cache, meta = out / "data.jsonl", out / "filters.json"
+    if cache.exists() and meta.exists():
+        info = json.loads(meta.read_text())
+        if info.get("key") == _filter_key(cfg):
+            log.info("sft: reusing the filtered training set %s", cache)
+            return load_problems(cache), info["counts"]
+    problems, counts = apply_filters(cfg, load_problems(_train_path(cfg.data)), tokenizer)
+    out.mkdir(parents=True, exist_ok=True)
+    save_problems(cache, problems)
+    meta.write_text(json.dumps({"key": _filter_key(cfg), "counts": counts}, indent=2) + "\n")
+    return problems, counts
+
+
+# ----------------------------------------------------------------------------- eval report
+
+
+def sampled_pass1(model_dir: str, path: str, n: int, limit: int, max_new: int, seed: int,
+                  device: str, prompt_style: str) -> dict[str, float]:  # fmt: skip
+    """avg@n (the paper's Pass@1) per slice (all, domains, subdomains) on the first `limit`
+    problems of `path`, through the evaluation harness."""
+    from vibethinker.data.io import load_problems
+    from vibethinker.engines import SamplingParams, make_sampler
+    from vibethinker.evaluate import PROMPT_STYLES, evaluate
+
+    problems = load_problems(path)[:limit]
+    sampler = make_sampler("hf", model=model_dir, device=device)
+    res = evaluate(sampler, problems, n, [1], SamplingParams(max_new_tokens=max_new, seed=seed),
+                   prompt_fn=PROMPT_STYLES[prompt_style])  # fmt: skip
+    return {k: round(v["avg@n"], 4) for k, v in res.metrics.items()}
+
+
+# ----------------------------------------------------------------------------- stage
+
+
+def _summary(cfg: SFTConfig, stats: dict, counts: dict, n_samples: int, n_cut: int,
+             pass1: dict | None) -> str:  # fmt: skip
+    lines = [
+        f"SFT from `{cfg.model}` on `{cfg.data}`: {n_samples} samples (one per trace), "
+        f"{cfg.epochs} epoch(s), global batch {cfg.global_batch}, LR {cfg.lr:g} -> "
+        f"{cfg.final_lr:g} ({cfg.warmup_frac:.0%} warm-up), packing {'on' if cfg.pack else 'off'}.",
+        "",
+        "| steps | tokens | first loss | final loss | train s | tokens/s |",
+        "|---:|---:|---:|---:|---:|---:|",
+        f"| {stats['steps']} | {stats['tokens']:,} | {stats['first_loss']:.4f} | "
+        f"{stats['final_loss']:.4f} | {stats['train_seconds']} | {stats['tokens_per_s']} |",
+        "",
+        "Filters: "
+        + ", ".join(f"{k} {v}" for k, v in counts.items())
+        + (f"; {n_cut} samples cut to max_len {cfg.max_len}" if n_cut else "")
+        + ".",
+    ]
+    if stats.get("resumed_at"):
+        lines.append(f"Resumed at step {stats['resumed_at']} (speed is this session's).")
+    if pass1:
+        lines += ["", f"Sampled Pass@1 (avg over {cfg.eval_n} samples) on `{cfg.eval_data}`: "
+                  + ", ".join(f"{k} **{v:.3f}**" for k, v in pass1.items()) + "."]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+@register("sft", SFTConfig, resumable=True, positional=("model", "data"))
+def run(cfg: SFTConfig) -> dict[str, str]:
+    """Supervised fine-tuning on multi-path traces (curriculum stage 1 or 2), checkpointing."""
+    from vibethinker.models import save_model_and_tokenizer
+    from vibethinker.train import packing, policy, sft
+
+    if not cfg.model:
+        raise ValueError("sft: `model` is required (a HF folder or hub id)")
+    t0 = time.time()
+    out = Path(cfg.out)
+    device = _device(cfg.device)
+    model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing)
+    problems, counts = load_training_set(cfg, tok)
+    from vibethinker.evaluate import PROMPT_STYLES
+
+    prompt_fn = PROMPT_STYLES[cfg.prompt_style]
+    pairs = [(prompt_fn(p), t) for p in problems for t in p.traces or []]
+    samples = packing.build_samples(pairs, tok, cfg.max_len)
+    n_cut = sum(s.truncated for s in samples)
+    if n_cut:
+        log.warning("sft: %d of %d samples longer than max_len=%d were cut", n_cut, len(samples),
+                    cfg.max_len)  # fmt: skip
+    opts = sft.LoopOptions(
+        epochs=cfg.epochs, max_steps=cfg.max_steps, global_batch=cfg.global_batch,
+        micro_batch=cfg.micro_batch, lr=cfg.lr, final_lr=cfg.final_lr,
+        warmup_frac=cfg.warmup_frac, max_len=cfg.max_len, pack=cfg.pack,
+        save_every=cfg.save_every, max_grad_norm=cfg.max_grad_norm,
+        weight_decay=cfg.weight_decay, seed=cfg.seed,
+    )  # fmt: skip
+    stats = sft.train(model, tok, samples, opts, out)
+    final = save_model_and_tokenizer(model, tok, out / "final")
+    del model
+    sft.plot_loss(out / "metrics.jsonl", out / "loss.png", f"SFT: {out.name}")
+    pass1 = None
+    if cfg.eval_data:
+        pass1 = sampled_pass1(final, cfg.eval_data, cfg.eval_n, cfg.eval_limit,
+                              cfg.eval_max_new_tokens, cfg.seed, device,
+                              cfg.prompt_style)  # fmt: skip
+    stats.update(samples=len(samples), samples_cut=n_cut, filters=counts, pass1=pass1,
+                 wall_seconds=round(time.time() - t0, 1))  # fmt: skip
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    (out / "summary.md").write_text(_summary(cfg, stats, counts, len(samples), n_cut, pass1))
+    log.info("sft done: %d steps, final loss %.4f, %s tokens/s", stats["steps"],
+             stats["final_loss"], stats["tokens_per_s"])  # fmt: skip
+    return {
+        "model": final,
+        "checkpoints": str(out / "checkpoints"),
+        "metrics": str(out / "metrics.jsonl"),
+        "summary": str(out / "summary.md"),
+    }

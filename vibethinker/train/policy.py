@@ -1,0 +1,262 @@
+"""The training core shared by SFT, RL and self-distillation: load, optimise, schedule, checkpoint.
+
+- `load_policy`: a causal LM + tokenizer from a local folder or hub id, in train mode. Weights are
+  fp32 everywhere; on GPU the forward runs under bf16 autocast (`autocast_context`), which keeps
+  fp32 master weights so that the paper's tiny final LR (8e-8) still moves them (pure bf16
+  weights would round such updates away). fp32 on CPU: bf16 was ~2x slower there (DESIGN.md).
+- `lr_at`: linear warm-up over a fraction of the steps, then cosine decay from the peak to a final
+  LR (the paper: 5e-5 -> 8e-8 with 5% warm-up). A pure function; `make_scheduler` wraps it.
+- `optimizer_step`: clip the global grad norm, step AdamW and the schedule, zero the grads.
+- `save_checkpoint` / `load_checkpoint`: a checkpoint is a plain Hugging Face folder plus
+  `trainer_state.pt` (optimizer, scheduler, RNG states, step and data position), so a run resumes
+  exactly where it stopped and every checkpoint also loads with plain transformers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from vibethinker.log import get_logger
+
+log = get_logger("train.policy")
+
+STATE_FILE = "trainer_state.pt"
+_STEP_DIR = re.compile(r"^step-(\d+)$")
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_policy(
+    name_or_path: str | os.PathLike,
+    device: str | None = None,
+    gradient_checkpointing: bool = False,
+    attn_implementation: str | None = None,
+) -> tuple[Any, Any]:
+    """(model, tokenizer) ready to train: fp32 weights on `device`, train mode, no KV cache."""
+    from vibethinker.models import load_model_and_tokenizer
+
+    device = device or default_device()
+    kw = {"attn_implementation": attn_implementation} if attn_implementation else {}
+    model, tokenizer = load_model_and_tokenizer(name_or_path, device=device, dtype="float32", **kw)
+    model.config.use_cache = False  # a training forward never needs the KV cache
+    if gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    return model, tokenizer
+
+
+def autocast_context(device: str | torch.device) -> contextlib.AbstractContextManager:
+    """bf16 autocast on CUDA (fp32 master weights), nothing on CPU."""
+    if str(device).startswith("cuda"):
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+# ----------------------------------------------------------------------------- schedule
+
+
+def lr_at(step: int, total: int, peak: float, final: float, warmup_frac: float) -> float:
+    """LR for optimizer step `step` (0-based) of `total`.
+
+    Warm-up: steps 0..W-1 rise linearly to the peak, step i gets peak*(i+1)/W, W =
+    ceil(warmup_frac*total) (so the first step already trains). Then cosine from the peak at step
+    W down to `final` at the last step (total-1). The paper: peak 5e-5, final 8e-8, 5% warm-up.
+    """
+    if total <= 0:
+        raise ValueError(f"total steps must be positive, got {total}")
+    warm = math.ceil(warmup_frac * total) if warmup_frac > 0 else 0
+    if step < warm:
+        return peak * (step + 1) / warm
+    decay = total - 1 - warm
+    if decay <= 0:
+        return peak
+    t = min(max(step - warm, 0), decay) / decay
+    return final + 0.5 * (peak - final) * (1.0 + math.cos(math.pi * t))
+
+
+def make_optimizer(
+    model: Any,
+    lr: float,
+    weight_decay: float = 0.0,
+    betas: tuple[float, float] = (0.9, 0.999),
+    eps: float = 1e-8,
+) -> torch.optim.AdamW:
+    """AdamW over the trainable parameters. The paper does not give betas or weight decay; these
+    are PyTorch's defaults with no decay (a common SFT choice)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    fused = all(p.is_cuda for p in params)  # the fused kernel is CUDA-only
+    return torch.optim.AdamW(
+        params, lr=lr, weight_decay=weight_decay, betas=betas, eps=eps, fused=fused or None
+    )
+
+
+def make_scheduler(
+    optimizer: torch.optim.Optimizer, total: int, peak: float, final: float, warmup_frac: float
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """A LambdaLR whose LR at step s is `lr_at(s, ...)` (the optimizer's base LR must be `peak`)."""
+    for g in optimizer.param_groups:
+        g["lr"] = g["initial_lr"] = peak
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_at(s, total, peak, final, warmup_frac) / peak if peak else 0.0
+    )
+
+
+def optimizer_step(
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any | None = None,
+    max_grad_norm: float | None = 1.0,
+) -> float:
+    """Clip the global grad norm, step, advance the schedule, zero grads; the pre-clip norm."""
+    params = [p for p in model.parameters() if p.grad is not None]
+    if max_grad_norm and max_grad_norm > 0:
+        norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+    else:
+        norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])) if params \
+            else torch.tensor(0.0)  # fmt: skip
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return float(norm)
+
+
+def current_lr(optimizer: torch.optim.Optimizer) -> float:
+    return float(optimizer.param_groups[0]["lr"])
+
+
+# ----------------------------------------------------------------------------- RNG
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def rng_state() -> dict[str, Any]:
+    state = {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def step_dir(checkpoints: str | os.PathLike, step: int) -> Path:
+    return Path(checkpoints) / f"step-{step:06d}"
+
+
+def list_checkpoints(checkpoints: str | os.PathLike) -> list[tuple[int, Path]]:
+    """(step, folder) of every complete checkpoint under `checkpoints`, by step."""
+    root = Path(checkpoints)
+    if not root.is_dir():
+        return []
+    found = []
+    for d in root.iterdir():
+        m = _STEP_DIR.match(d.name)
+        if m and d.is_dir() and (d / "config.json").exists() and (d / STATE_FILE).exists():
+            found.append((int(m.group(1)), d))
+    return sorted(found)
+
+
+def latest_checkpoint(checkpoints: str | os.PathLike) -> Path | None:
+    found = list_checkpoints(checkpoints)
+    return found[-1][1] if found else None
+
+
+def save_checkpoint(
+    folder: str | os.PathLike,
+    model: Any,
+    tokenizer: Any,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler: Any | None = None,
+    step: int = 0,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """A HF folder (weights, config, tokenizer) + trainer_state.pt; written to a temporary name
+    and renamed, so a crash mid-save never leaves a checkpoint that looks complete."""
+    from vibethinker.models import save_model_and_tokenizer
+
+    final = Path(folder)
+    tmp = final.with_name(final.name + ".tmp")
+    if tmp.exists():
+        import shutil
+
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    save_model_and_tokenizer(model, tokenizer, tmp)
+    state = {
+        "step": step,
+        "optimizer": optimizer.state_dict() if optimizer is not None else None,
+        "scheduler": scheduler.state_dict() if scheduler is not None else None,
+        "rng": rng_state(),
+        "extra": extra or {},
+    }
+    torch.save(state, tmp / STATE_FILE)
+    if final.exists():
+        import shutil
+
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    return final
+
+
+def load_checkpoint(
+    folder: str | os.PathLike,
+    model: Any,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler: Any | None = None,
+    restore_rng: bool = True,
+) -> dict[str, Any]:
+    """Load weights into `model` (in place) and the trainer state; returns the state dict
+    (`step`, `extra`, ...)."""
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    shards = sorted(folder.glob("*.safetensors"))
+    if not shards:
+        raise FileNotFoundError(f"{folder}: no safetensors weights")
+    weights: dict[str, torch.Tensor] = {}
+    for s in shards:
+        weights.update(load_file(str(s)))
+    missing, unexpected = model.load_state_dict(weights, strict=False)
+    if getattr(model.config, "tie_word_embeddings", False):  # saved once, shared in memory
+        missing = [k for k in missing if not k.startswith("lm_head.")]
+    if missing or unexpected:
+        raise RuntimeError(f"{folder}: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    state = torch.load(folder / STATE_FILE, map_location="cpu", weights_only=False)
+    if optimizer is not None and state.get("optimizer") is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    if scheduler is not None and state.get("scheduler") is not None:
+        scheduler.load_state_dict(state["scheduler"])
+    if restore_rng and state.get("rng"):
+        set_rng_state(state["rng"])
+    return state

@@ -1,0 +1,263 @@
+"""The SFT loop: assistant-only next-token loss over (packed) chat samples, with resumable
+checkpoints, a metrics JSONL and a loss curve.
+
+One optimizer step = one global batch of samples (`packing.plan_steps`), split in micro-batches
+whose gradients accumulate. The loss of a step is the mean over ALL assistant tokens of the global
+batch (each micro-batch contributes its token sum / the step's token count), so the gradient does
+not depend on how the batch is split or packed. The paper does not say how it averages (per token
+or per sequence); per token is the common SFT choice.
+
+Only positions whose next token is trained go through the LM head (`token_loss_sum`): the prompt's
+logits are never computed, which is most of the win over a plain `model(labels=...)` forward when
+prompts are long or the vocabulary is large.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from vibethinker.log import get_logger, is_quiet
+from vibethinker.train import packing, policy
+from vibethinker.train.packing import IGNORE, Sample
+
+log = get_logger("train.sft")
+
+
+@dataclass
+class LoopOptions:
+    """The numbers the loop needs (the stage config documents each with the paper's value)."""
+
+    epochs: int = 1
+    max_steps: int | None = None
+    global_batch: int = 128
+    micro_batch: int = 8
+    lr: float = 5e-5
+    final_lr: float = 8e-8
+    warmup_frac: float = 0.05
+    max_len: int = 2048
+    pack: bool = True
+    save_every: int = 0
+    max_grad_norm: float = 1.0
+    weight_decay: float = 0.0
+    seed: int = 0
+
+
+# ----------------------------------------------------------------------------- loss
+
+
+def _backbone_and_head(model: Any) -> tuple[Any, Any] | None:
+    """(decoder, lm_head) when logits are a plain linear map of the last hidden state."""
+    cfg = model.config
+    if getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", None):
+        return None  # the head does more than a matmul: use the model's own forward
+    base = getattr(model, getattr(model, "base_model_prefix", "model"), None)
+    head = model.get_output_embeddings()
+    return (base, head) if base is not None and head is not None else None
+
+
+def token_loss_sum(model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, int]:
+    """(sum of next-token cross-entropy over trained positions, number of those positions)."""
+    ids, labels = batch["input_ids"], batch["labels"]
+    target = labels[:, 1:]
+    sel = target != IGNORE  # [B, L-1]: positions whose next token is trained
+    n = int(sel.sum())
+    kw = {"position_ids": batch["position_ids"], "attention_mask": batch["attention_mask"]}
+    parts = _backbone_and_head(model)
+    if parts is None:
+        logits = model(input_ids=ids, use_cache=False, **kw).logits[:, :-1][sel]
+    else:
+        base, head = parts
+        hidden = base(input_ids=ids, use_cache=False, **kw).last_hidden_state
+        logits = head(hidden[:, :-1][sel])
+    return F.cross_entropy(logits.float(), target[sel], reduction="sum"), n
+
+
+def _to(batch: dict[str, Any], device: Any) -> dict[str, Any]:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+def train_step(model: Any, micro: Sequence[dict[str, Any]], device: Any) -> tuple[float, int, int]:
+    """Forward/backward every micro-batch of one step, loss normalised by the step's trained
+    tokens; returns (mean token loss, trained tokens, all tokens)."""
+    n_loss = sum(int((m["labels"][:, 1:] != IGNORE).sum()) for m in micro)
+    total = 0.0
+    for m in micro:
+        with policy.autocast_context(device):
+            loss_sum, _ = token_loss_sum(model, _to(m, device))
+        (loss_sum / max(n_loss, 1)).backward()
+        total += float(loss_sum.detach())
+    return total / max(n_loss, 1), n_loss, sum(m["n_tokens"] for m in micro)
+
+
+# ----------------------------------------------------------------------------- loop
+
+
+def _read_metrics(path: Path, upto: int) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r.get("step", 0) <= upto]
+
+
+def train(
+    model: Any,
+    tokenizer: Any,
+    samples: Sequence[Sample],
+    opts: LoopOptions,
+    out: str | Path,
+    resume: bool = True,
+    stop_at: int | None = None,
+) -> dict[str, Any]:
+    """Train `model` in place on `samples`; checkpoints in out/checkpoints/step-XXXXXX, metrics in
+    out/metrics.jsonl. With `resume`, continues exactly from the latest checkpoint in `out`.
+    `stop_at`: leave after that many steps (checkpointed) as an interruption would."""
+    out = Path(out)
+    ckpts = out / "checkpoints"
+    out.mkdir(parents=True, exist_ok=True)
+    if not samples:
+        raise ValueError("SFT: no samples to train on")
+    device = next(model.parameters()).device
+    lengths = [len(s.ids) for s in samples]
+    plan = packing.plan_steps(
+        lengths, opts.max_len, opts.pack, opts.global_batch, opts.micro_batch, opts.seed,
+        opts.epochs,
+    )  # fmt: skip
+    if opts.max_steps:
+        plan = plan[: opts.max_steps]
+    total = len(plan)
+    policy.seed_everything(opts.seed)
+    optimizer = policy.make_optimizer(model, opts.lr, opts.weight_decay)
+    scheduler = policy.make_scheduler(optimizer, total, opts.lr, opts.final_lr, opts.warmup_frac)
+    start = 0
+    last = policy.latest_checkpoint(ckpts) if resume else None
+    if last is not None:
+        state = policy.load_checkpoint(last, model, optimizer, scheduler)
+        start = int(state["step"])
+        _check_same_run(last, state["extra"], opts, total)
+        log.info("resumed from %s at step %d/%d", last, start, total)
+    metrics_path = out / "metrics.jsonl"
+    history = _read_metrics(metrics_path, start)
+    metrics_path.write_text("".join(json.dumps(r) + "\n" for r in history))
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    model.train()
+    stats = {"tokens": sum(r.get("tokens", 0) for r in history), "seconds": 0.0}
+    extra = {"total_steps": total, "options": asdict(opts)}
+    bar = _bar(total, start)
+    with metrics_path.open("a") as mf:
+        for step in range(start, total):
+            t0 = time.perf_counter()
+            micro = [packing.collate(samples, rows, pad_id, opts.pack) for rows in plan[step]]
+            loss, n_loss, n_tok = train_step(model, micro, device)
+            lr = policy.current_lr(optimizer)
+            gnorm = policy.optimizer_step(model, optimizer, scheduler, opts.max_grad_norm)
+            dt = time.perf_counter() - t0
+            stats["tokens"] += n_tok
+            stats["seconds"] += dt
+            row = {
+                "step": step + 1,
+                "epoch": round((step + 1) / total * opts.epochs, 4),
+                "loss": round(loss, 6),
+                "lr": lr,
+                "grad_norm": round(gnorm, 6),
+                "tokens": n_tok,
+                "loss_tokens": n_loss,
+                "tokens_per_s": round(n_tok / dt, 1),
+                "seconds": round(dt, 4),
+            }
+            mf.write(json.dumps(row) + "\n")
+            mf.flush()
+            history.append(row)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.4f}", lr=f"{lr:.2e}", tok_s=f"{n_tok / dt:.0f}")
+            done = step + 1
+            if (opts.save_every and done % opts.save_every == 0) or done == total:
+                policy.save_checkpoint(
+                    policy.step_dir(ckpts, done), model, tokenizer, optimizer, scheduler, done,
+                    extra,
+                )  # fmt: skip
+            if stop_at is not None and done >= stop_at and done < total:
+                if not (opts.save_every and done % opts.save_every == 0):
+                    policy.save_checkpoint(
+                        policy.step_dir(ckpts, done), model, tokenizer, optimizer, scheduler,
+                        done, extra,
+                    )  # fmt: skip
+                break
+    if bar is not None:
+        bar.close()
+    return summarize(history, stats, total, start)
+
+
+def _check_same_run(folder: Path, extra: dict[str, Any], opts: LoopOptions, total: int) -> None:
+    """Resuming a checkpoint written with other options would silently mix two runs."""
+    saved = dict(extra.get("options") or {})
+    now = asdict(opts)
+    for harmless in ("save_every",):
+        saved.pop(harmless, None)
+        now.pop(harmless, None)
+    if saved and (saved != now or extra.get("total_steps") != total):
+        diff = {k: (saved.get(k), now.get(k)) for k in now if saved.get(k) != now.get(k)}
+        raise ValueError(
+            f"{folder} was written by a run with other options {diff or ''} (total steps "
+            f"{extra.get('total_steps')} vs {total}); use a new `out` or delete its checkpoints"
+        )
+
+
+def _bar(total: int, start: int) -> Any:
+    if is_quiet():
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=start, desc="sft", leave=False)
+
+
+def summarize(
+    history: list[dict[str, Any]], stats: dict[str, Any], total: int, start: int
+) -> dict[str, Any]:
+    """Headline numbers of a run (this session's speed; the whole run's tokens and losses)."""
+    tail = history[-max(1, min(10, len(history))) :] if history else []
+    sess = [r for r in history if r["step"] > start]
+    sess_tok = sum(r["tokens"] for r in sess)
+    sess_s = sum(r["seconds"] for r in sess)
+    return {
+        "steps": total,
+        "resumed_at": start,
+        "tokens": int(stats["tokens"]),
+        "loss_tokens": int(sum(r["loss_tokens"] for r in history)),
+        "first_loss": history[0]["loss"] if history else None,
+        "final_loss": sum(r["loss"] for r in tail) / len(tail) if tail else None,
+        "train_seconds": round(sess_s, 2),
+        "tokens_per_s": round(sess_tok / sess_s, 1) if sess_s else None,
+    }
+
+
+def plot_loss(metrics: str | Path, png: str | Path, title: str = "SFT") -> str:
+    """Loss (and LR on a second axis) against the step, from a metrics JSONL."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(x) for x in Path(metrics).read_text().splitlines() if x.strip()]
+    steps = [r["step"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 3.2), dpi=110)
+    ax.plot(steps, [r["loss"] for r in rows], color="C0", lw=1.2, label="loss")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("token loss (assistant only)", color="C0")
+    ax.set_yscale("log")
+    ax2 = ax.twinx()
+    ax2.plot(steps, [r["lr"] for r in rows], color="C1", lw=1, alpha=0.7)
+    ax2.set_ylabel("learning rate", color="C1")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+    return str(png)
