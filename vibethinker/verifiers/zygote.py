@@ -1,0 +1,356 @@
+"""Reused sandboxes: one long-lived sandboxed zygote per worker forks a fresh child per check.
+
+A one-shot sandbox costs a bwrap set-up plus an interpreter start (~15-40 ms of CPU) per check,
+which is most of a HumanEval check. A zygote pays that once: it is a bubblewrap sandbox built
+exactly like a one-shot one (sandbox.bwrap_argv: same namespaces, read-only root, private /tmp,
+clean environment, capabilities dropped) whose first process is ZYGOTE below, plus CAP_KILL. It
+never runs untrusted code itself: for each check it receives (over a socketpair only it holds)
+the limits, fresh random uids, the trusted script and the check's fds, forks, and the child
+applies the rlimits, places the fds and runs the script exactly as a one-shot BOOT would (the
+script drops to the fresh uids before anything untrusted runs). Used only as root, where each
+check gets uids of its own; without root (one shared uid) every check gets a one-shot sandbox.
+
+Why a submission cannot influence a later check (or the zygote):
+- Memory: a child is a fork, a copy; nothing flows back. The zygote never reads a check's data
+  (code, inputs, test code, nonce): they travel as fds that only the child reads, so no later
+  child inherits them; it holds only our scripts and old uids.
+- Processes: the zygote is uid 0 and the check's processes run under fresh uids without
+  capabilities, so they cannot signal, trace or read it (/proc/<pid>/mem needs ptrace access);
+  they never hold the control socket (the child closes every fd but its own before the script
+  runs). After each check the zygote kill(-1)s with CAP_KILL, which reaches every process of
+  the pid namespace but itself and bwrap's init, and repeats until /proc shows none alive (fork
+  cannot outrun kill(-1): a fork with a fatal signal pending fails). Only then does it answer,
+  so the host reads a check's stdout after every possible writer is dead. CAP_KILL gives the
+  zygote no power it lacks: with CAP_SETUID it could switch to any uid and signal anyway.
+- Files: the only writable places are the /tmp and /dev/shm tmpfs (root read-only, /dev root
+  0755). The sweep removes whatever is there as the owning uid (which must be one of the check's
+  uids) and insists both are empty. System V IPC objects outlive processes: any left (in
+  /proc/sysvipc) discards the zygote; POSIX message queues are refused by RLIMIT_MSGQUEUE=0.
+  Sockets, locks, ptys and pipes die with their processes. Fresh uids also mean a fresh
+  RLIMIT_NPROC budget and user keyring per check.
+- Keyrings: each check joins a new anonymous session keyring (the one-shot sandbox shares the
+  host's session keyring; see sandbox.py), and its fresh uids have fresh user keyrings.
+- Residual, by design: counters shared by the namespaces (next pid, tmpfs inode numbers) carry a
+  few bits from one check to the next. That is a channel only between two cooperating
+  submissions; a check's grader data never reaches a submission, so there is nothing to pass on
+  and no way to change another check's verdict through it.
+- Anything unexpected (a leftover, a failed sweep, a malformed reply, the zygote dying) discards
+  the zygote: the host SIGKILLs it (the whole sandbox goes with bwrap's --die-with-parent) and
+  starts a new one. Dying before answering raises SandboxLost and the check is rerun in a
+  one-shot sandbox with fresh fds; a check past its wall clock scores a timeout as before.
+
+bwrap's --die-with-parent follows the thread that started it, so zygotes are started from one
+long-lived thread of our own (batch.py's verification threads come and go). Set
+VIBETHINKER_ZYGOTE=0 to use one-shot sandboxes only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from vibethinker.log import get_logger
+from vibethinker.verifiers import sandbox as sb
+
+_log = get_logger("verifiers.zygote")
+
+STARTUP_TIMEOUT_S = 30.0  # a loaded machine can take a while to start bwrap + python
+MAX_IDLE = 16  # idle zygotes kept per tmpfs size (~10 MB of memory each)
+
+# argv: [-c, control socket fd]. Runs as uid 0 in the sandbox with CAP_SETUID/SETGID/KILL.
+ZYGOTE = (
+    sb.SETUP
+    + r"""
+import signal, socket, time
+
+_ctl = socket.socket(fileno=int(sys.argv[1]))
+del sys.argv[1:]
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+_codes = {}
+# Each check joins a new anonymous session keyring (keyctl JOIN_SESSION_KEYRING): otherwise it
+# shares the one bwrap inherited from the host and could read or leave keys there. ctypes is
+# imported here once, never in a check's path.
+_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+try:
+    import ctypes
+
+    _syscall = ctypes.CDLL(None, use_errno=True).syscall
+except Exception:
+    _syscall = None
+
+
+def _new_keyring():
+    if _syscall is not None and _KEYCTL is not None:
+        _syscall(ctypes.c_long(_KEYCTL), ctypes.c_long(1), ctypes.c_void_p(None))
+
+
+def _rm(p):
+    st = os.lstat(p)
+    if st.st_mode & 0o170000 == 0o040000:
+        os.chmod(p, 0o700)
+        for n in os.listdir(p):
+            _rm(p + "/" + n)
+        os.rmdir(p)
+    else:
+        os.unlink(p)
+
+
+def _wipe(uids):
+    # Everything a check left in the writable places belongs to one of its uids: remove it as
+    # that uid (we have no CAP_DAC_OVERRIDE), then insist the places are empty.
+    left = {}
+    for d in ("/tmp", "/dev/shm"):
+        for n in os.listdir(d):
+            left.setdefault(os.lstat(d + "/" + n).st_uid, []).append(d + "/" + n)
+    for u, paths in left.items():
+        if u not in uids or u == 0:
+            return False
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(u)
+                os.setuid(u)
+                for p in paths:
+                    _rm(p)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+    if os.listdir("/tmp") or os.listdir("/dev/shm"):
+        return False
+    for n in ("shm", "sem", "msg"):  # System V objects outlive their processes
+        with open("/proc/sysvipc/" + n) as f:
+            if len(f.read().splitlines()) > 1:
+                return False
+    return True
+
+
+def _kill_all():
+    # SIGKILL every process of the pid namespace but us and its init until none is alive
+    # (zombies have released everything they held).
+    me = str(os.getpid())
+    for _ in range(2000):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        alive = False
+        for p in os.listdir("/proc"):
+            if p.isdigit() and p != "1" and p != me:
+                try:
+                    with open("/proc/" + p + "/stat", "rb") as f:
+                        st = f.read()
+                except OSError:
+                    continue
+                if st[st.rindex(b")") + 2 :][:1] not in (b"Z", b"X"):
+                    alive = True
+                    break
+        if not alive:
+            return True
+        time.sleep(0.0005)
+    return False
+
+
+def _serve():
+    _ctl.send(b"ready")
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(_ctl, 1 << 20, 16)
+        except OSError:
+            os._exit(0)
+        if not msg:
+            os._exit(0)  # the host is gone
+        head, script = msg.split(b"\n\n", 1)
+        lim, uids = head.decode().split("\n")
+        uids = [int(u) for u in uids.split(",")]
+        code = _codes.get(script)
+        if code is None:
+            code = _codes[script] = compile(script.decode(), "<vibethinker>", "exec")
+        pid = os.fork()
+        if pid == 0:
+            _ctl.detach()  # the fd itself is closed by _setup
+            _new_keyring()
+            return lim.split(), uids, fds, code
+        for fd in fds:
+            os.close(fd)
+        rc = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        state = b"alive"
+        if _kill_all():
+            try:
+                state = b"clean" if _wipe(uids) else b"dirty"
+            except Exception:
+                state = b"dirty"
+        _ctl.send(b"%d %s" % (rc, state))
+        if state != b"clean":
+            os._exit(0)
+
+
+# Only a check's child returns from _serve: it becomes that check, like a one-shot BOOT (the
+# interpreter's normal exit follows the script: non-daemon threads are joined, stdout flushed).
+_lim, _uids, _fds, _code = _serve()
+_setup(_lim, _uids, [(fd, i) for i, fd in enumerate(_fds)])
+del _lim, _uids, _fds, _codes
+exec(_code, {"__name__": "__vibethinker__", "_drop": _drop, "_UIDS": _UIDS})
+"""
+)
+
+_lock = threading.Lock()
+_idle: dict[int, list[Zygote]] = {}
+_state: dict = {"broken": False, "spawner": None}
+
+
+def enabled() -> bool:
+    """Zygotes are used as root (fresh uids per check) unless disabled or found not to work."""
+    return (
+        os.getuid() == 0
+        and not _state["broken"]
+        and os.environ.get("VIBETHINKER_ZYGOTE", "1") != "0"
+    )
+
+
+def _spawner() -> ThreadPoolExecutor:
+    with _lock:
+        if _state["spawner"] is None:
+            _state["spawner"] = ThreadPoolExecutor(1, thread_name_prefix="vt-zygote")
+        return _state["spawner"]
+
+
+def _devnull() -> int:
+    with _lock:
+        if "null" not in _state:
+            _state["null"] = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+        return _state["null"]
+
+
+class Zygote:
+    """Host side of one zygote: used by one thread at a time (acquire -> run -> back to pool)."""
+
+    def __init__(self, bwrap: str, tmp_mb: int):
+        self.tmp_mb = tmp_mb
+        host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        argv = sb.bwrap_argv(bwrap, sb.Limits(tmp_mb=tmp_mb), zygote=True)
+        argv += sb.python_argv(ZYGOTE, str(child.fileno()))
+        dn = subprocess.DEVNULL
+        try:
+            self.proc = (
+                _spawner()
+                .submit(
+                    subprocess.Popen,
+                    argv,
+                    stdin=dn,
+                    stdout=dn,
+                    stderr=dn,
+                    pass_fds=(child.fileno(),),
+                    start_new_session=True,
+                    env={},
+                )
+                .result()
+            )
+        except BaseException:
+            host.close()
+            raise
+        finally:
+            child.close()
+        self.sock = host
+        try:
+            host.settimeout(STARTUP_TIMEOUT_S)
+            if host.recv(16) != b"ready":
+                raise OSError("the zygote did not start")
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """SIGKILL the sandbox (bwrap's group; its pid namespace goes with it)."""
+        self.sock.close()
+        sb.kill(self.proc)
+
+    def run(
+        self,
+        script: str,
+        limits: sb.Limits,
+        uids: Sequence[int],
+        fds: Sequence[int],
+        stdin: int | None,
+        stdout: int | None,
+    ) -> int | None:
+        """One check (see sandbox.run); returns this zygote to the pool when it stays clean."""
+        head = " ".join(sb.limit_args(limits)) + "\n" + ",".join(str(u) for u in uids) + "\n\n"
+        null = _devnull()
+        send = [null if stdin is None else stdin, null if stdout is None else stdout, null]
+        deadline = time.monotonic() + limits.timeout
+        try:
+            socket.send_fds(self.sock, [head.encode() + script.encode()], [*send, *fds])
+            self.sock.settimeout(max(0.001, deadline - time.monotonic()))  # 0 = non-blocking
+            reply = self.sock.recv(64).split()
+        except TimeoutError:
+            self.close()
+            return None
+        except OSError as e:
+            self.close()
+            raise sb.SandboxLost(f"zygote lost: {e}") from e
+        if len(reply) != 2 or reply[1] not in (b"clean", b"dirty"):
+            self.close()  # died, or some process of the check could not be killed
+            raise sb.SandboxLost(f"zygote answered {reply!r}")
+        if reply[1] == b"clean":
+            _release(self)
+        else:  # the check's processes are dead, so its result stands; the zygote does not
+            self.close()
+        return int(reply[0])
+
+
+def acquire(bwrap: str, tmp_mb: int) -> Zygote | None:
+    """An idle zygote for this tmpfs size, or a new one; None (and one-shot sandboxes from now
+    on) if zygotes do not work here."""
+    with _lock:
+        pool = _idle.get(tmp_mb, [])
+        while pool:
+            z = pool.pop()
+            if z.proc.poll() is None:
+                return z
+            z.close()
+    try:
+        return Zygote(bwrap, tmp_mb)
+    except Exception as e:  # noqa: BLE001 -- fall back to the one-shot sandbox, loudly
+        _log.warning("zygote sandbox failed to start (%s): one sandbox per check from now on", e)
+        _state["broken"] = True
+        return None
+
+
+def _release(z: Zygote) -> None:
+    with _lock:
+        pool = _idle.setdefault(z.tmp_mb, [])
+        if len(pool) < MAX_IDLE:
+            pool.append(z)
+            return
+    z.close()
+
+
+def shutdown() -> None:
+    """Close every idle zygote (also at exit)."""
+    with _lock:
+        zs = [z for pool in _idle.values() for z in pool]
+        _idle.clear()
+    for z in zs:
+        z.close()
+
+
+def _after_fork_in_child() -> None:
+    # The zygotes belong to the parent: forget them (closing our copies of their sockets only).
+    global _lock
+    _lock = threading.Lock()
+    for pool in _idle.values():
+        for z in pool:
+            z.sock.close()
+    _idle.clear()
+    _state["spawner"] = None
+
+
+atexit.register(shutdown)
+os.register_at_fork(after_in_child=_after_fork_in_child)
