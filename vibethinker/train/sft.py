@@ -53,7 +53,7 @@ class LoopOptions:
 # ----------------------------------------------------------------------------- loss
 
 
-def _backbone_and_head(model: Any) -> tuple[Any, Any] | None:
+def backbone_and_head(model: Any) -> tuple[Any, Any] | None:
     """(decoder, lm_head) when logits are a plain linear map of the last hidden state."""
     cfg = model.config
     if getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", None):
@@ -70,7 +70,7 @@ def token_loss_sum(model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, int
     sel = target != IGNORE  # [B, L-1]: positions whose next token is trained
     n = int(sel.sum())
     kw = {"position_ids": batch["position_ids"], "attention_mask": batch["attention_mask"]}
-    parts = _backbone_and_head(model)
+    parts = backbone_and_head(model)
     if parts is None:
         logits = model(input_ids=ids, use_cache=False, **kw).logits[:, :-1][sel]
     else:

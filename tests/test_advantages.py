@@ -1,0 +1,137 @@
+"""Advantages, MGPO weights and the Long2Short shift against hand-computed numbers and loops."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+
+from vibethinker.algo.advantages import (
+    ADVANTAGE_ESTIMATORS,
+    batch_advantages,
+    batch_long2short,
+    batch_max_entropy_deviation,
+    group_accuracy,
+    group_advantages,
+    long2short_rewards,
+    max_entropy_deviation,
+    mgpo_weight,
+)
+
+
+def test_group_accuracy():
+    assert group_accuracy([True, False, False, True]) == 0.5
+    assert group_accuracy([]) == 0.0
+
+
+def test_max_entropy_deviation_hand_values():
+    # p = 0.5: both terms are 0.5 log 1 = 0
+    assert max_entropy_deviation(0.5) == 0.0
+    # p in {0, 1}: 0 log 0 = 0 and 1 log(1/0.5) = log 2 = 0.693147
+    assert max_entropy_deviation(0.0) == pytest.approx(0.693147, abs=1e-6)
+    assert max_entropy_deviation(1.0) == pytest.approx(0.693147, abs=1e-6)
+    # p = 0.25: 0.25 log 0.5 + 0.75 log 1.5 = -0.173287 + 0.304099 = 0.130812
+    assert max_entropy_deviation(0.25) == pytest.approx(0.130812, abs=1e-6)
+    assert max_entropy_deviation(0.75) == pytest.approx(0.130812, abs=1e-6)  # symmetric
+    with pytest.raises(ValueError):
+        max_entropy_deviation(1.5)
+
+
+def test_mgpo_weight_hand_values():
+    # lambda = 2, p = 0.25: exp(-2 * 0.130812) = exp(-0.261624) = 0.769800
+    assert mgpo_weight(0.25, 2.0) == pytest.approx(0.769800, abs=1e-6)
+    # p in {0, 1}: exp(-lambda log 2) = 2^-lambda; lambda = 1 -> 0.5
+    assert mgpo_weight(1.0, 1.0) == pytest.approx(0.5)
+    assert mgpo_weight(0.5, 5.0) == 1.0  # the max-entropy group keeps full weight
+    for p in (0.0, 0.125, 0.5, 0.875, 1.0):
+        assert mgpo_weight(p, 0.0) == 1.0  # lambda = 0 is GRPO
+    with pytest.raises(ValueError):
+        mgpo_weight(0.5, -1.0)
+
+
+def test_group_advantages_hand_values():
+    # r = [1,0,0,0]: mean 0.25, centred [.75,-.25,-.25,-.25], population std sqrt(.1875)=.433013
+    # -> [1.732051, -0.577350 x3]
+    a = group_advantages([1, 0, 0, 0], eps=0.0)
+    assert a == pytest.approx([1.732051, -0.577350, -0.577350, -0.577350], abs=1e-6)
+    # MGPO weight at p = .25, lambda = 2 (0.769800) scales them: [1.333333, -0.444444 x3]
+    a = group_advantages([1, 0, 0, 0], weight=0.769800, eps=0.0)
+    assert a == pytest.approx([1.333333, -0.444444, -0.444444, -0.444444], abs=1e-5)
+    # no std scaling: just the centred rewards
+    assert group_advantages([1, 0, 0, 0], std_scale=False) == pytest.approx(
+        [0.75, -0.25] + [-0.25] * 2
+    )
+    # all equal: no signal, eps keeps it finite
+    assert group_advantages([1, 1, 1, 1]) == [0.0] * 4
+    assert sum(group_advantages([1, 0, 1, 1, 0, 0])) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_long2short_hand_values():
+    # correct lengths 10, 20, 40 -> s = [.1, .05, .025], s_bar = .058333,
+    # s - s_bar = [.041667, -.008333, -.033333], max |.| = .041667
+    # shift = 0.2 * [1, -0.2, -0.8] = [.2, -.04, -.16]; the incorrect response keeps 0
+    r = long2short_rewards([1, 1, 1, 0], [True, True, True, False], [10, 20, 40, 5], 0.2)
+    assert r == pytest.approx([1.2, 0.96, 0.84, 0.0])
+    assert sum(r[:3]) == pytest.approx(3.0)  # zero-sum over C
+
+
+def test_long2short_no_shift_cases():
+    # one correct response: nothing to compare with
+    assert long2short_rewards([1, 0, 0], [True, False, False], [5, 9, 3]) == [1.0, 0.0, 0.0]
+    # equal correct lengths
+    assert long2short_rewards([1, 1, 0], [True, True, False], [7, 7, 3]) == [1.0, 1.0, 0.0]
+    # no correct response
+    assert long2short_rewards([0, 0], [False, False], [3, 4]) == [0.0, 0.0]
+
+
+def _slow_batch(rewards, correct, lam, eps, std_scale):
+    adv, w = [], []
+    for r, c in zip(rewards, correct):
+        wt = mgpo_weight(group_accuracy(c), lam)
+        w.append(wt)
+        adv.append(group_advantages(r, wt, eps, std_scale))
+    return adv, w
+
+
+@pytest.mark.parametrize("std_scale", [True, False])
+@pytest.mark.parametrize("lam", [0.0, 0.7, 3.0])
+def test_batch_matches_slow_loop(lam, std_scale):
+    rng = random.Random(0)
+    B, G = 12, 8
+    correct = [[rng.random() < q for _ in range(G)] for q in [rng.random() for _ in range(B)]]
+    correct[0] = [True] * G  # p = 1
+    correct[1] = [False] * G  # p = 0
+    lengths = [[rng.randint(3, 30) for _ in range(G)] for _ in range(B)]
+    lengths[2] = [9] * G  # equal lengths: no shift
+    rewards = [[float(c) for c in row] for row in correct]
+    shifted = [long2short_rewards(r, c, n, 0.2) for r, c, n in zip(rewards, correct, lengths)]
+    t = lambda x: torch.tensor(x)  # noqa: E731
+    fast_shift = batch_long2short(t(rewards), t(correct), t(lengths), 0.2)
+    for fr, sr in zip(fast_shift.tolist(), shifted):
+        assert fr == pytest.approx(sr, abs=1e-6)
+    adv, w = batch_advantages(t(shifted), t(correct), lam, 1e-6, std_scale)
+    slow_adv, slow_w = _slow_batch(shifted, correct, lam, 1e-6, std_scale)
+    assert w.tolist() == pytest.approx(slow_w, abs=1e-6)
+    for fr, sr in zip(adv.tolist(), slow_adv):
+        assert fr == pytest.approx(sr, abs=1e-5)
+
+
+def test_batch_dme_zero_log_zero():
+    d = batch_max_entropy_deviation(torch.tensor([0.0, 0.5, 1.0]))
+    assert d.tolist() == pytest.approx([math.log(2), 0.0, math.log(2)])
+    assert torch.isfinite(d).all()
+
+
+def test_lambda_zero_mgpo_is_grpo_exactly():
+    rewards = torch.tensor([[1.0, 0, 0, 1], [1, 1, 1, 0], [0, 0, 0, 0]])
+    correct = rewards.bool()
+    a_grpo, w_grpo = ADVANTAGE_ESTIMATORS["grpo"](rewards, correct)
+    a_mgpo, w_mgpo = ADVANTAGE_ESTIMATORS["mgpo"](rewards, correct, lam=0.0)
+    assert torch.equal(a_grpo, a_mgpo) and torch.equal(w_grpo, w_mgpo)
+    assert w_grpo.tolist() == [1.0, 1.0, 1.0]
+    # lambda > 0 keeps the p = .5 group and shrinks the p = .75 group
+    a, w = ADVANTAGE_ESTIMATORS["mgpo"](rewards, correct, lam=2.0)
+    assert w[0] == 1.0 and w[1] == pytest.approx(0.769800, abs=1e-6)
+    assert torch.allclose(a[1], a_grpo[1] * w[1])

@@ -1,0 +1,136 @@
+"""The MGPO policy loss and its helpers: pure functions over tensors (PAPER.md, stage 2).
+
+Shapes: N sequences (prompts x G, possibly one micro-batch of them), T response positions
+(right-padded), `mask` [N, T] marks real response tokens, `advantages` [N] (one per sequence).
+
+- `clipped_surrogate`: the MGPO objective, as a loss to minimise,
+      L = -1/N sum_i 1/|y_i| sum_t min(rho_it A_i, clip(rho_it, 1-e_low, 1+e_high) A_i)
+  with rho_it = pi_theta / pi_old per token: each sequence's tokens are averaged first, then
+  sequences (the paper's 1/G sum_i 1/|y_i| sum_t, averaged over prompts). Optional extras,
+  both off by default:
+  * truncated importance sampling (TIS): when the rollout engine's logprobs differ from the
+    trainer's pi_old (different kernels, bf16, a vLLM server), the samples come from pi_engine,
+    not pi_old; each token's surrogate is multiplied by the detached weight
+    min(pi_old / pi_engine, cap) (Yao et al. 2025, "off-policy RL via TIS"). The paper asks for
+    this correction without giving its form or cap; this is our choice.
+  * a KL penalty to a reference model, kl_coef * k3 per token, with Schulman's k3 estimator
+    k3 = exp(ref - logp) - (ref - logp) - 1 (non-negative, unbiased for KL(pi || ref) under
+    samples from pi). The paper does not publish a KL term; default 0.
+- `tis_weights`, `kl_k3`, `entropy_from_logits`, `masked_mean`: the pieces, separately testable.
+
+`n_seqs` lets a caller split a batch into micro-batches: each call divides by the WHOLE batch's
+sequence count, so the summed gradients equal the full-batch gradient.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of x over the True entries of mask (0 when mask is empty)."""
+    m = mask.to(x.dtype)
+    return (x * m).sum() / m.sum().clamp(min=1)
+
+
+def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """Per-token k3 estimate of KL(pi || ref): exp(d) - d - 1 with d = ref - logp (>= 0)."""
+    d = ref_logp - logp
+    return torch.exp(d) - d - 1.0
+
+
+def tis_weights(old_logp: torch.Tensor, engine_logp: torch.Tensor, cap: float) -> torch.Tensor:
+    """Truncated importance weights min(pi_old / pi_engine, cap) per token, detached."""
+    if cap <= 0:
+        raise ValueError(f"TIS cap must be > 0, got {cap}")
+    return torch.exp(old_logp.detach() - engine_logp.detach()).clamp(max=cap)
+
+
+def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
+    """[..., V] logits -> [...] entropy of softmax(logits) in nats."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+@dataclass
+class LossStats:
+    """Token-level sums so micro-batches combine exactly (divide by `tokens` at the end)."""
+
+    tokens: int = 0
+    clipped: float = 0.0  # tokens where the clipped term was the minimum (and differs)
+    ratio_sum: float = 0.0
+    ratio_max: float = 0.0
+    kl_sum: float = 0.0  # sum of k3 over tokens (0 without a reference)
+    tis_sum: float = 0.0  # sum of TIS weights (tokens when TIS is off)
+    tis_capped: float = 0.0  # tokens whose TIS weight hit the cap
+
+    def add(self, other: LossStats) -> LossStats:
+        return LossStats(
+            self.tokens + other.tokens,
+            self.clipped + other.clipped,
+            self.ratio_sum + other.ratio_sum,
+            max(self.ratio_max, other.ratio_max),
+            self.kl_sum + other.kl_sum,
+            self.tis_sum + other.tis_sum,
+            self.tis_capped + other.tis_capped,
+        )
+
+    def summary(self) -> dict[str, float]:
+        n = max(self.tokens, 1)
+        return {
+            "clip_frac": self.clipped / n,
+            "ratio_mean": self.ratio_sum / n,
+            "ratio_max": self.ratio_max,
+            "kl": self.kl_sum / n,
+            "tis_mean": self.tis_sum / n,
+            "tis_capped_frac": self.tis_capped / n,
+        }
+
+
+def clipped_surrogate(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_eps: float = 0.2,
+    clip_eps_high: float | None = None,
+    tis: torch.Tensor | None = None,
+    ref_logp: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+    n_seqs: int | None = None,
+) -> tuple[torch.Tensor, LossStats]:
+    """(scalar loss, stats) of the MGPO clipped surrogate; see the module docstring.
+
+    logp carries gradients; old_logp, tis and ref_logp are treated as constants."""
+    high = clip_eps if clip_eps_high is None else clip_eps_high
+    m = mask.to(logp.dtype)
+    adv = advantages.to(logp.dtype)[:, None]
+    ratio = torch.exp(logp - old_logp.detach())
+    unclipped = ratio * adv
+    clipped = ratio.clamp(1.0 - clip_eps, 1.0 + high) * adv
+    obj = torch.minimum(unclipped, clipped)
+    if tis is not None:
+        obj = obj * tis.detach()
+    tok_loss = -obj
+    kl = None
+    if ref_logp is not None:
+        kl = kl_k3(logp, ref_logp.detach())
+        if kl_coef:
+            tok_loss = tok_loss + kl_coef * kl
+    per_seq = (tok_loss * m).sum(-1) / m.sum(-1).clamp(min=1)
+    loss = per_seq.sum() / (n_seqs if n_seqs is not None else logp.shape[0])
+    with torch.no_grad():
+        sel = mask.bool()
+        r = ratio[sel]
+        stats = LossStats(
+            tokens=int(sel.sum()),
+            clipped=float((clipped < unclipped)[sel].sum()),
+            ratio_sum=float(r.sum()),
+            ratio_max=float(r.max()) if r.numel() else 0.0,
+            kl_sum=float(kl[sel].sum()) if kl is not None else 0.0,
+            tis_sum=float(tis[sel].sum()) if tis is not None else float(sel.sum()),
+            tis_capped=0.0,
+        )
+    return loss, stats

@@ -1,0 +1,351 @@
+"""Stage `rl`: on-policy RL with MGPO on one domain (PAPER.md stages 2 and 3).
+
+A recipe runs it once per domain, in sequence (math -> Long2Short math -> code -> stem), each
+starting from the previous one's `final` model; `long2short=true` makes the second math pass
+reshape rewards among correct answers toward shorter ones.
+
+    vibethinker rl model=runs/tiny/sft2/final data=runs/tiny/data domain=math out=runs/rl_math
+
+Before training, the stage-start filter samples `filter_rollouts` responses per training prompt
+with the starting model and drops prompts it always or never solves (p in {0, 1}). Outputs in
+`out`: final/ (HF folder), checkpoints/, metrics.jsonl (one row per step), evals.jsonl (held-out
+avg@n every `eval_every` steps, step 0 = the start), curves.png, summary.md, prompts.jsonl and
+filter.json (the filtered training prompts and the counts). Interrupted runs resume exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from vibethinker.log import get_logger
+from vibethinker.stages import register
+from vibethinker.types import Problem
+
+log = get_logger("stages.rl")
+
+
+@dataclass
+class RLConfig:
+    model: str = ""
+    """Starting policy: a HF folder or hub id (the SFT model, or the previous RL stage's final)."""
+    data: str = ""
+    """Training prompts: a Problem JSONL file or a data folder (its train.jsonl)."""
+    domain: str = "math"
+    """Which domain's prompts and verifier: math, code, stem or instruct. Paper: math, then
+    code, then stem, as separate stages (not a mixture)."""
+    out: str = "runs/rl"
+    """Output folder (final/, checkpoints/, metrics.jsonl, evals.jsonl, curves.png, summary.md)."""
+    steps: int = 100
+    """Optimizer steps (one rollout batch each). Paper: unpublished."""
+    prompts_per_step: int = 16
+    """Prompts per step (batch size). Paper: unpublished; 16 in our CPU calibration."""
+    group_size: int = 8
+    """G, responses sampled per prompt. Paper: unpublished; we choose 8."""
+    lr: float = 1e-6
+    """Peak AdamW learning rate. Paper: unpublished; 1e-6 is common for 1-7B RL; the tiny world
+    uses 1e-4 (DESIGN.md calibration: slightly high late, hence the decay)."""
+    final_lr: float = 1e-7
+    """LR at the last step (cosine decay from `lr`). Paper: unpublished; we choose lr/10."""
+    warmup_frac: float = 0.0
+    """Fraction of steps of linear warm-up. Paper: unpublished; we choose 0."""
+    clip_eps: float = 0.2
+    """PPO clip epsilon e (rho clipped to [1-e, 1+e_high]). Paper: unpublished; 0.2 (PPO)."""
+    clip_eps_high: float = 0.0
+    """Upper clip bound 1+e_high (0: same as clip_eps). Paper: unpublished."""
+    kl_coef: float = 0.0
+    """Weight of the k3 KL penalty to the starting model. Paper: unpublished; off (0)."""
+    log_ref_kl: bool = False
+    """Load the starting model as a frozen reference to LOG KL(pi || ref) every step even when
+    kl_coef is 0 (one extra no-grad forward per step)."""
+    advantage: str = "mgpo"
+    """Advantage estimator: "mgpo" (exp(-lambda D_ME) group weight) or "grpo"."""
+    lambda_mgpo: float = 1.0
+    """MGPO lambda (0 is GRPO). Paper: unpublished; we choose 1.0 (weight 0.73 at p = 1/8)."""
+    std_scale: bool = True
+    """Divide centred rewards by the group std (+eps). Paper: yes (A_i formula)."""
+    adv_eps: float = 1e-6
+    """eps in (r - mean) / (std + eps). Paper: unpublished."""
+    long2short: bool = False
+    """Long2Short reward shift among correct responses (PAPER.md stage 3)."""
+    l2s_lambda: float = 0.2
+    """Long2Short lambda. Paper: 0.2."""
+    max_new_tokens: int = 65536
+    """Response token cap (the RL context). Paper: 64K from the first step (not 16K -> 32K)."""
+    truncated_reward: str = "zero"
+    """Reward of responses cut at max_new_tokens: "zero" (incorrect) or "verify" (score the cut
+    text). Paper: unpublished; we choose zero (a cut response gave no final answer)."""
+    temperature: float = 1.0
+    """Rollout sampling temperature. Paper: unpublished for training; 1.0 in evaluation."""
+    top_p: float = 1.0
+    """Rollout nucleus sampling. We choose 1.0 (untruncated, so rollouts follow the policy the
+    loss differentiates); the paper's evaluation uses 0.95."""
+    tis_cap: float = 2.0
+    """Truncated importance sampling cap C on pi_old / pi_engine per token (0: off). Paper: asks
+    for the correction, C unpublished; we choose 2."""
+    filter_rollouts: int = 8
+    """Stage-start filter: rollouts per prompt with the starting model; prompts with accuracy 0
+    or 1 are dropped (0: no filter). Paper: the filter yes, n unpublished; we choose 8."""
+    max_prompts: int = 0
+    """Use at most this many training prompts of the domain (a seeded sample; 0: all)."""
+    eval_data: str = ""
+    """Held-out problems (JSONL or data folder: its eval.jsonl); empty: the `data` folder's
+    eval.jsonl when there is one."""
+    eval_every: int = 0
+    """Evaluate held-out avg@n every m steps (and at start and end; 0: never)."""
+    eval_n: int = 4
+    """Samples per held-out problem (avg@n). Paper protocol: 64 (math)."""
+    eval_limit: int = 100
+    """At most this many held-out problems of the domain (the first ones)."""
+    save_every: int = 0
+    """Checkpoint every k steps (0: only at the end). Resume restarts from the last one."""
+    max_seconds: float = 0.0
+    """Wall-clock cap on the training loop (0: none); the stage then ends early, checkpointed."""
+    micro_batch: int = 64
+    """Sequences per forward/backward (gradients accumulate over the batch). Memory knob."""
+    mini_batches: int = 1
+    """Optimizer steps per rollout batch. 1 = strictly on-policy (the paper's setting)."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping (global L2 norm). Paper: unpublished."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in backward to save memory (long responses on GPU)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay. Paper: unpublished."""
+    prompt_style: str = "paper"
+    """User turn: "paper" (the evaluation prompt of the domain) or "raw"."""
+    verify_workers: int = 2
+    """Verifier worker processes/threads."""
+    seed: int = 0
+    """Seed of prompt order, rollouts and the filter."""
+    device: str = "auto"
+    """cpu, cuda, or auto (cuda when available)."""
+
+
+def _device(device: str) -> str:
+    from vibethinker.train.policy import default_device
+
+    return default_device() if device in ("", "auto") else device
+
+
+def _split(path: str, name: str) -> Path:
+    p = Path(path)
+    return p / name if p.is_dir() else p
+
+
+def load_domain(path: Path, domain: str, limit: int = 0, seed: int | None = None) -> list[Problem]:
+    """Problems of one domain from a JSONL; `limit` keeps a seeded sample (or the first ones)."""
+    from vibethinker.data.io import load_problems
+
+    if not path.exists():
+        raise FileNotFoundError(f"rl: {path} not found")
+    probs = [p for p in load_problems(path) if p.domain == domain]
+    if limit and len(probs) > limit:
+        if seed is not None:
+            probs = random.Random(seed).sample(probs, limit)
+        else:
+            probs = probs[:limit]
+    return probs
+
+
+def filter_prompts(
+    problems: list[Problem], sampler: Any, n: int, params: Any, prompt_fn: Any, verify: Any
+) -> tuple[list[Problem], dict[str, Any]]:
+    """Stage-start filter: keep prompts whose accuracy over n rollouts is strictly in (0, 1)."""
+    from vibethinker.train.rollout import rollout, score_groups
+
+    groups = rollout(sampler, problems, prompt_fn, n, params)
+    sc = score_groups(groups, verify)
+    p = sc.correct.float().mean(-1)
+    keep = [pr for pr, a in zip(problems, p.tolist()) if 0.0 < a < 1.0]
+    counts = {"prompts_in": len(problems), "dropped_p0": int((p == 0).sum()),
+              "dropped_p1": int((p == 1).sum()), "prompts_out": len(keep),
+              "start_accuracy": round(float(p.mean()), 4), "rollouts": n}  # fmt: skip
+    return keep, counts
+
+
+def _filter_key(cfg: RLConfig) -> dict[str, Any]:
+    keys = ("model", "data", "domain", "filter_rollouts", "max_prompts", "max_new_tokens",
+            "temperature", "top_p", "prompt_style", "seed")  # fmt: skip
+    return {k: getattr(cfg, k) for k in keys}
+
+
+def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -> tuple[list, dict]:
+    """The filtered prompts, cached in out/prompts.jsonl + filter.json (a resumed run reuses
+    them rather than re-sampling)."""
+    from vibethinker.data.io import load_problems, save_problems
+    from vibethinker.engines import SamplingParams
+
+    out = Path(cfg.out)
+    cache, meta = out / "prompts.jsonl", out / "filter.json"
+    if cache.exists() and meta.exists():
+        info = json.loads(meta.read_text())
+        if info.get("key") == _filter_key(cfg):
+            return load_problems(cache), info["counts"]
+    probs = load_domain(_split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed)
+    if not probs:
+        raise ValueError(f"rl: no {cfg.domain} prompts in {cfg.data}")
+    counts: dict[str, Any] = {"prompts_in": len(probs), "filter": "off"}
+    if cfg.filter_rollouts > 0:
+        params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=0,
+                                max_new_tokens=cfg.max_new_tokens, seed=cfg.seed + 99)  # fmt: skip
+        probs, counts = filter_prompts(probs, sampler, cfg.filter_rollouts, params, prompt_fn,
+                                       verify)  # fmt: skip
+        log.info("rl filter (%d rollouts/prompt): %d in, %d dropped at p=0, %d at p=1, %d kept",
+                 cfg.filter_rollouts, counts["prompts_in"], counts["dropped_p0"],
+                 counts["dropped_p1"], counts["prompts_out"])  # fmt: skip
+    if not probs:
+        raise ValueError("rl: the stage-start filter left no prompt with 0 < accuracy < 1")
+    out.mkdir(parents=True, exist_ok=True)
+    save_problems(cache, probs)
+    meta.write_text(json.dumps({"key": _filter_key(cfg), "counts": counts}, indent=2) + "\n")
+    return probs, counts
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def plot_curves(history: list[dict], evals: list[dict], png: str | Path, title: str) -> str:
+    """Three panels: train reward/accuracy per step, held-out avg@n, response lengths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.3), dpi=110)
+    steps = [r["step"] for r in history]
+    ax = axes[0]
+    ax.plot(steps, [r["reward"] for r in history], lw=0.8, alpha=0.5, label="reward")
+    ax.plot(steps, _smooth([r["accuracy"] for r in history]), lw=1.5, label="accuracy (smoothed)")
+    ax.plot(steps, [r["mgpo_weight"] for r in history], lw=0.8, label="mean MGPO weight")
+    ax.set(xlabel="step", title="training batches", ylim=(0, 1.05))
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    if evals:
+        ax.plot([e["step"] for e in evals], [e["accuracy"] for e in evals], "o-", color="C3")
+    ax.set(xlabel="step", ylabel="avg@n", title="held-out accuracy")
+    ax = axes[2]
+    for key, lab in (("len_correct", "correct"), ("len_incorrect", "incorrect")):
+        pts = [(r["step"], r[key]) for r in history if r.get(key) is not None]
+        if pts:
+            ax.plot(*zip(*pts), lw=0.8, alpha=0.8, label=f"train {lab}")
+    pts = [(e["step"], e["len_correct"]) for e in evals if e.get("len_correct") is not None]
+    if pts:
+        ax.plot(*zip(*pts), "o-", color="C3", label="held-out correct")
+    ax.set(xlabel="step", ylabel="tokens", title="response length")
+    ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+    return str(png)
+
+
+def _smooth(xs: list[float], k: int = 10) -> list[float]:
+    return [sum(xs[max(0, i - k + 1) : i + 1]) / len(xs[max(0, i - k + 1) : i + 1])
+            for i in range(len(xs))]  # fmt: skip
+
+
+def _fmt(x: Any, nd: int = 3) -> str:
+    return "-" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
+
+
+def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: float) -> str:
+    """Headline numbers: held-out accuracy and correct length at start vs end, train curve
+    ends, time per step by phase, filter counts."""
+    hist, evals = res["history"], res["evals"]
+    e0, e1 = (evals[0], evals[-1]) if evals else ({}, {})
+    tail = hist[-10:]
+
+    def mean(key: str) -> float | None:
+        vals = [r[key] for r in tail if r.get(key) is not None]
+        return sum(vals) / len(vals) if vals else None
+
+    sess = [r for r in hist if r["step"] > res["resumed_at"]]
+    per = {k: sum(r[f"t_{k}"] for r in sess) / max(len(sess), 1)
+           for k in ("generate", "verify", "logprobs", "update")}  # fmt: skip
+    step_s = sum(r["seconds"] for r in sess) / max(len(sess), 1)
+    lines = [
+        f"# RL ({cfg.domain}{', Long2Short' if cfg.long2short else ''}) from `{cfg.model}`",
+        "",
+        f"{res['steps_done']}/{cfg.steps} steps x {cfg.prompts_per_step} prompts x G="
+        f"{cfg.group_size}, advantage {cfg.advantage} (lambda {cfg.lambda_mgpo}), lr {cfg.lr:g}"
+        f" -> {cfg.final_lr:g}, clip {cfg.clip_eps}, max_new_tokens {cfg.max_new_tokens}, "
+        f"seed {cfg.seed}; wall {wall:.0f} s.",
+        "",
+        f"| held-out ({cfg.domain}, avg@{cfg.eval_n}) | start (step {e0.get('step', '-')}) | "
+        f"end (step {e1.get('step', '-')}) |",
+        "|---|---:|---:|",
+        f"| accuracy | {_fmt(e0.get('accuracy'))} | **{_fmt(e1.get('accuracy'))}** |",
+        f"| mean tokens, correct answers | {_fmt(e0.get('len_correct'), 1)} | "
+        f"{_fmt(e1.get('len_correct'), 1)} |",
+        f"| truncation rate | {_fmt(e0.get('trunc_rate'))} | {_fmt(e1.get('trunc_rate'))} |",
+        "",
+        f"Training batches (last 10 steps): accuracy {_fmt(mean('accuracy'))}, mean MGPO weight "
+        f"{_fmt(mean('mgpo_weight'))}, groups with p in {{0,1}} {_fmt(mean('frac_p01'))}, "
+        f"entropy {_fmt(mean('entropy'))}, clip fraction {_fmt(mean('clip_frac'))}, "
+        f"engine-vs-trainer KL {_fmt(mean('engine_kl'), 6)}.",
+        "",
+        f"Time per step {step_s:.3f} s: "
+        + ", ".join(f"{k} {v:.3f} s" for k, v in per.items())
+        + ".",
+        "",
+        "Stage-start filter: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + ".",
+    ]
+    if res["resumed_at"]:
+        lines.append(f"Resumed at step {res['resumed_at']} (times are this session's).")
+    Path(path).write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def options(cfg: RLConfig) -> Any:
+    from vibethinker.train.rl import RLOptions
+
+    names = {f for f in RLOptions.__dataclass_fields__}
+    kw = {k: v for k, v in asdict(cfg).items() if k in names}
+    kw["clip_eps_high"] = cfg.clip_eps_high or None
+    return RLOptions(**kw)
+
+
+@register("rl", RLConfig, resumable=True, positional=("model", "data"))
+def run(cfg: RLConfig) -> dict[str, str]:
+    """On-policy RL with MGPO on one domain (optionally Long2Short), resumable."""
+    from vibethinker.engines import make_sampler
+    from vibethinker.evaluate import PROMPT_STYLES
+    from vibethinker.models import save_model_and_tokenizer
+    from vibethinker.train import policy, rl
+    from vibethinker.verifiers import check_available, verify_batch
+
+    if not cfg.model or not cfg.data:
+        raise ValueError("rl: `model` and `data` are required")
+    check_available([cfg.domain])
+    t0 = time.time()
+    out = Path(cfg.out)
+    device = _device(cfg.device)
+    model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing)
+    prompt_fn = PROMPT_STYLES[cfg.prompt_style]
+
+    def verify(ps, rs):
+        return verify_batch(ps, rs, workers=cfg.verify_workers)
+
+    sampler = make_sampler("hf", model=model, tokenizer=tok)
+    problems, counts = training_prompts(cfg, sampler, prompt_fn, verify)
+    del sampler
+    eval_path = cfg.eval_data or (str(Path(cfg.data) / "eval.jsonl") if Path(cfg.data).is_dir()
+                                  else "")  # fmt: skip
+    eval_problems = load_domain(Path(eval_path), cfg.domain, cfg.eval_limit) if eval_path and \
+        cfg.eval_every and Path(eval_path).exists() else []  # fmt: skip
+    ref = None
+    if cfg.kl_coef > 0 or cfg.log_ref_kl:
+        ref, _ = policy.load_policy(cfg.model, device)
+        ref.eval().requires_grad_(False)
+    res = rl.train(model, tok, problems, options(cfg), out, eval_problems, ref, prompt_fn, verify)
+    final = save_model_and_tokenizer(model, tok, out / "final")
+    plot = plot_curves(res["history"], res["evals"], out / "curves.png", f"RL {cfg.domain}"
+                       + (" (Long2Short)" if cfg.long2short else ""))  # fmt: skip
+    summary = write_summary(out / "summary.md", cfg, res, counts, time.time() - t0)
+    return {"model": str(final), "metrics": str(out / "metrics.jsonl"), "curves": plot,
+            "summary": summary, "checkpoints": str(out / "checkpoints")}  # fmt: skip

@@ -1,0 +1,404 @@
+"""The on-policy RL loop (PAPER.md stages 2 and 3): rollout -> verify -> advantages -> loss -> step.
+
+One step: draw `prompts_per_step` prompts (seeded, resumable order), sample G responses each with
+the Sampler over the LIVE policy (the hf engine shares the trainer's weights, so rollouts come
+from the current policy), verify them, turn rewards into advantages (GRPO or MGPO, optionally
+after the Long2Short shift), and take one optimizer step on the clipped surrogate. Each phase is
+a named, timed call (generate, verify, logprobs, update) and every step writes a metrics row.
+
+On-policy details:
+- With one update per batch (`mini_batches=1`, the default) pi_old IS the current policy: the
+  update's own forward gives logp, and old = logp.detach(), so rho == 1 in value while its
+  gradient is the policy gradient; no separate old-logprob forward is needed. With
+  `mini_batches > 1` the old logprobs come from a no-grad forward before the first update.
+- The engine's logprobs (sampled under its own kernels; bf16 on GPU) can differ from the
+  trainer's; with `tis_cap > 0` each token is re-weighted by min(pi_old / pi_engine, cap).
+  `engine_kl` logs the mismatch (k3 of engine vs trainer) either way.
+- Rows whose advantage is exactly 0 (groups with all-equal rewards) contribute no gradient when
+  there is no KL term; they are skipped in the forward but still count in the 1/N normalisation,
+  so the loss is the paper's mean over ALL sequences. Entropy and clip stats cover trained rows.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vibethinker.algo.advantages import ADVANTAGE_ESTIMATORS, batch_long2short
+from vibethinker.algo.losses import LossStats, clipped_surrogate, kl_k3, tis_weights
+from vibethinker.engines import SamplingParams, make_sampler
+from vibethinker.evaluate.prompts import paper_prompt
+from vibethinker.log import get_logger, is_quiet
+from vibethinker.train import policy
+from vibethinker.train.rollout import (
+    Batch,
+    Scored,
+    build_batch,
+    draw_prompts,
+    response_logprobs,
+    rollout,
+    score_groups,
+)
+from vibethinker.types import Group, Problem
+
+log = get_logger("train.rl")
+PHASES = ("generate", "verify", "logprobs", "update")
+
+
+@dataclass
+class RLOptions:
+    """The numbers the loop needs (the `rl` stage config documents each with the paper's value)."""
+
+    steps: int = 100
+    prompts_per_step: int = 16
+    group_size: int = 8
+    lr: float = 1e-4
+    final_lr: float = 1e-5
+    warmup_frac: float = 0.0
+    clip_eps: float = 0.2
+    clip_eps_high: float | None = None
+    kl_coef: float = 0.0
+    advantage: str = "mgpo"
+    lambda_mgpo: float = 1.0
+    std_scale: bool = True
+    adv_eps: float = 1e-6
+    long2short: bool = False
+    l2s_lambda: float = 0.2
+    max_new_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    tis_cap: float = 2.0
+    truncated_reward: str = "zero"
+    micro_batch: int = 64
+    mini_batches: int = 1
+    max_grad_norm: float = 1.0
+    weight_decay: float = 0.0
+    eval_every: int = 0
+    eval_n: int = 4
+    save_every: int = 0
+    max_seconds: float = 0.0
+    verify_workers: int = 2
+    seed: int = 0
+
+
+class Timer:
+    """Wall time per named phase for the current step."""
+
+    def __init__(self) -> None:
+        self.t: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.t[name] = self.t.get(name, 0.0) + time.perf_counter() - t0
+
+
+# ----------------------------------------------------------------------------- phases
+
+
+def compute_advantages(sc: Scored, opts: RLOptions) -> tuple[torch.Tensor, torch.Tensor]:
+    """[B, G] advantages and [B] MGPO weights from the verified groups."""
+    # Note: with std scaling, a group whose responses are ALL correct gets a nonzero std after
+    # the Long2Short shift, so its (small) shifts are rescaled to unit size; this is the paper's
+    # A_i formula applied to r' as written (its MGPO weight at p = 1 still damps it).
+    rewards = sc.rewards
+    if opts.long2short:
+        rewards = batch_long2short(rewards, sc.correct, sc.lengths, opts.l2s_lambda)
+    est = ADVANTAGE_ESTIMATORS[opts.advantage]
+    return est(rewards, sc.correct, lam=opts.lambda_mgpo, eps=opts.adv_eps,
+               std_scale=opts.std_scale)  # fmt: skip
+
+
+def trained_rows(adv: torch.Tensor, kl_coef: float) -> torch.Tensor:
+    """Row indices that carry gradient (all of them when a KL term is on)."""
+    if kl_coef:
+        return torch.arange(adv.numel())
+    return torch.nonzero(adv != 0).flatten()
+
+
+@torch.no_grad()
+def frozen_logprobs(model: Any, batch: Batch, rows: torch.Tensor, micro: int) -> torch.Tensor:
+    """[N, T] logprobs of `model` (no grad) for `rows` of the batch (other rows 0)."""
+    device = next(model.parameters()).device
+    out = torch.zeros(batch.mask.shape, dtype=torch.float32)
+    for s in range(0, rows.numel(), micro):
+        r = rows[s : s + micro]
+        with policy.autocast_context(device):
+            lp, _ = response_logprobs(model, batch.rows(r).to(device))
+        out[r] = lp.float().cpu()
+    return out
+
+
+def update(
+    model: Any,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    batch: Batch,
+    adv: torch.Tensor,
+    rows: torch.Tensor,
+    opts: RLOptions,
+    old_logp: torch.Tensor | None = None,
+    ref_logp: torch.Tensor | None = None,
+    n_seqs: int | None = None,
+) -> dict[str, float]:
+    """One optimizer step on the clipped surrogate over `rows` of the batch (normalised by all
+    N sequences); returns loss stats, entropy, engine-vs-trainer KL and the grad norm."""
+    device = next(model.parameters()).device
+    n_seqs = n_seqs or adv.numel()
+    st, ent_sum, mism_sum, loss_sum = LossStats(), 0.0, 0.0, 0.0
+    for s in range(0, rows.numel(), opts.micro_batch):
+        r = rows[s : s + opts.micro_batch]
+        mb = batch.rows(r).to(device)
+        with policy.autocast_context(device):
+            logp, ent = response_logprobs(model, mb, with_entropy=True)
+        old = old_logp[r].to(device) if old_logp is not None else logp.detach()
+        tis = None
+        if mb.engine_logp is not None:
+            mism_sum += float((kl_k3(mb.engine_logp, old.detach()) * mb.mask).sum())
+            if opts.tis_cap > 0:
+                tis = tis_weights(old, mb.engine_logp, opts.tis_cap)
+        ref = ref_logp[r].to(device) if ref_logp is not None else None
+        loss, part = clipped_surrogate(
+            logp, old, adv[r].to(device), mb.mask, opts.clip_eps, opts.clip_eps_high, tis, ref,
+            opts.kl_coef, n_seqs,
+        )  # fmt: skip
+        loss.backward()
+        if tis is not None:
+            part.tis_capped = float(((tis >= opts.tis_cap) & mb.mask).sum())
+        st = st.add(part)
+        ent_sum += float((ent * mb.mask).sum())
+        loss_sum += float(loss.detach())
+    gnorm = 0.0
+    if rows.numel():
+        gnorm = policy.optimizer_step(model, optimizer, scheduler, opts.max_grad_norm)
+    elif scheduler is not None:  # no signal in this batch: keep the LR schedule on the step count
+        with warnings.catch_warnings():  # "scheduler.step() before optimizer.step()": intended
+            warnings.simplefilter("ignore", UserWarning)
+            scheduler.step()
+    n_tok = max(st.tokens, 1)
+    return {**st.summary(), "loss": loss_sum, "entropy": ent_sum / n_tok,
+            "engine_kl": mism_sum / n_tok, "grad_norm": gnorm, "trained_rows": int(rows.numel())}  # fmt: skip
+
+
+def step_metrics(groups: list[Group], sc: Scored, weights: torch.Tensor) -> dict[str, float]:
+    """Reward, accuracy, MGPO weight, degenerate-group fractions, lengths, truncation."""
+    p = sc.correct.float().mean(-1)
+    lens = sc.lengths.float()
+    c = sc.correct
+
+    def mean_where(mask: torch.Tensor) -> float | None:
+        return round(float(lens[mask].mean()), 2) if mask.any() else None
+
+    return {
+        "reward": float(sc.rewards.mean()),
+        "accuracy": float(c.float().mean()),
+        "mgpo_weight": float(weights.mean()),
+        "frac_p0": float((p == 0).float().mean()),
+        "frac_p1": float((p == 1).float().mean()),
+        "frac_p01": float(((p == 0) | (p == 1)).float().mean()),
+        "len_correct": mean_where(c),
+        "len_incorrect": mean_where(~c),
+        "trunc_rate": float(sc.truncated.float().mean()),
+        "gen_tokens": int(lens.sum()),
+    }
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+def evaluate_policy(
+    sampler: Any,
+    problems: Sequence[Problem],
+    n: int,
+    params: SamplingParams,
+    prompt_fn: Callable[[Problem], str],
+    workers: int,
+) -> dict[str, float]:
+    """Held-out avg@n and the mean length of correct / all responses (eval harness)."""
+    from vibethinker.evaluate import evaluate
+
+    res = evaluate(sampler, problems, n, [1], params, workers=workers, prompt_fn=prompt_fn)
+    comps = [(c, s) for g in res.groups for c, s in zip(g.completions, g.scores)]
+    lc = [len(c.token_ids) for c, s in comps if s.correct]
+    return {
+        "accuracy": res.accuracy,
+        "len_correct": sum(lc) / len(lc) if lc else None,
+        "len_all": sum(len(c.token_ids) for c, _ in comps) / max(len(comps), 1),
+        "trunc_rate": sum(c.truncated for c, _ in comps) / max(len(comps), 1),
+        "seconds": res.seconds,
+    }
+
+
+# ----------------------------------------------------------------------------- loop
+
+
+def _read_rows(path: Path, upto: int) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return [r for r in rows if r.get("step", 0) <= upto]
+
+
+def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    with path.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def train(
+    model: Any,
+    tokenizer: Any,
+    problems: Sequence[Problem],
+    opts: RLOptions,
+    out: str | Path,
+    eval_problems: Sequence[Problem] = (),
+    ref_model: Any = None,
+    prompt_fn: Callable[[Problem], str] = paper_prompt,
+    verify: Callable[[list[Problem], list[str]], list] | None = None,
+    resume: bool = True,
+    stop_at: int | None = None,
+) -> dict[str, Any]:
+    """Run RL on `model` in place. Writes out/metrics.jsonl (one row per step), out/evals.jsonl
+    (held-out evaluations, step 0 = the start) and out/checkpoints/step-XXXXXX. `stop_at` leaves
+    after that many steps (checkpointed), as an interruption would."""
+    if verify is None:
+        from vibethinker.verifiers import verify_batch
+
+        def verify(ps, rs):
+            return verify_batch(ps, rs, workers=opts.verify_workers)
+
+    if not problems:
+        raise ValueError("rl: no training prompts")
+    if opts.advantage not in ADVANTAGE_ESTIMATORS:
+        raise ValueError(f"unknown advantage {opts.advantage!r}; known: "
+                         f"{', '.join(ADVANTAGE_ESTIMATORS)}")  # fmt: skip
+    out = Path(out)
+    ckpts = out / "checkpoints"
+    out.mkdir(parents=True, exist_ok=True)
+    total_updates = opts.steps * opts.mini_batches
+    policy.seed_everything(opts.seed)
+    optimizer = policy.make_optimizer(model, opts.lr, opts.weight_decay)
+    scheduler = policy.make_scheduler(optimizer, total_updates, opts.lr, opts.final_lr,
+                                      opts.warmup_frac)  # fmt: skip
+    start = 0
+    last = policy.latest_checkpoint(ckpts) if resume else None
+    if last is not None:
+        state = policy.load_checkpoint(last, model, optimizer, scheduler)
+        start = int(state["step"])
+        log.info("rl: resumed from %s at step %d/%d", last, start, opts.steps)
+    metrics_path, evals_path = out / "metrics.jsonl", out / "evals.jsonl"
+    history = _read_rows(metrics_path, start)
+    evals = _read_rows(evals_path, start)
+    _rewrite(metrics_path, history)
+    _rewrite(evals_path, evals)
+    sampler = make_sampler("hf", model=model, tokenizer=tokenizer)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    gen = SamplingParams(temperature=opts.temperature, top_p=opts.top_p, top_k=0,
+                         max_new_tokens=opts.max_new_tokens)  # fmt: skip
+    eval_params = SamplingParams(**{**asdict(gen), "seed": opts.seed + 7_777_777})
+
+    def run_eval(step: int) -> None:
+        if eval_problems and opts.eval_every and not any(e["step"] == step for e in evals):
+            row = {
+                "step": step,
+                **evaluate_policy(
+                    sampler, eval_problems, opts.eval_n, eval_params, prompt_fn, opts.verify_workers
+                ),
+            }
+            evals.append(row)
+            _append(evals_path, row)
+            log.info("rl eval @%d: avg@%d %.4f, len(correct) %s", step, opts.eval_n,
+                     row["accuracy"], row["len_correct"])  # fmt: skip
+
+    if start == 0:
+        run_eval(0)
+    extra = {"total_steps": opts.steps, "options": asdict(opts)}
+    bar = None if is_quiet() else _bar(opts.steps, start)
+    t_begin, done = time.perf_counter(), start
+    for step in range(start, opts.steps):
+        timer = Timer()
+        t0 = time.perf_counter()
+        idx = draw_prompts(len(problems), step, opts.prompts_per_step, opts.seed)
+        batch_problems = [problems[i] for i in idx]
+        params = SamplingParams(**{**asdict(gen), "seed": opts.seed * 1_000_003 + step})
+        with timer("generate"):
+            groups = rollout(sampler, batch_problems, prompt_fn, opts.group_size, params)
+        with timer("verify"):
+            sc = score_groups(groups, verify, opts.truncated_reward)
+        adv, weights = compute_advantages(sc, opts)
+        adv = adv.flatten()
+        with timer("logprobs"):
+            comps = [c for g in groups for c in g.completions]
+            p_ids = [sampler.encode(prompt_fn(g.problem)) for g in groups for _ in g.completions]
+            tb = build_batch(p_ids, comps, pad_id)
+            rows = trained_rows(adv, opts.kl_coef)
+            ref_lp = frozen_logprobs(ref_model, tb, rows, opts.micro_batch) if ref_model \
+                is not None else None  # fmt: skip
+            old_lp = frozen_logprobs(model, tb, rows, opts.micro_batch) if opts.mini_batches > 1 \
+                else None  # fmt: skip
+        with timer("update"):
+            # each of the mini_batches updates averages over its share of the N sequences
+            share = max(1, adv.numel() // opts.mini_batches)
+            ustats = [update(model, optimizer, scheduler, tb, adv, part, opts, old_lp, ref_lp,
+                             share) for part in rows.tensor_split(opts.mini_batches)]  # fmt: skip
+        u = ustats[-1] if len(ustats) == 1 else _merge(ustats)
+        dt = time.perf_counter() - t0
+        row = {"step": step + 1, **step_metrics(groups, sc, weights),
+               **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in u.items()},
+               "lr": policy.current_lr(optimizer),
+               **{f"t_{k}": round(timer.t.get(k, 0.0), 4) for k in PHASES},
+               "seconds": round(dt, 4)}  # fmt: skip
+        history.append(row)
+        _append(metrics_path, row)
+        done = step + 1
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(acc=f"{row['accuracy']:.2f}", w=f"{row['mgpo_weight']:.2f}",
+                            s=f"{dt:.2f}")  # fmt: skip
+        out_of_time = opts.max_seconds and time.perf_counter() - t_begin >= opts.max_seconds
+        if opts.eval_every and (done % opts.eval_every == 0 or done == opts.steps or out_of_time):
+            run_eval(done)
+        save = (opts.save_every and done % opts.save_every == 0) or done == opts.steps
+        interrupted = stop_at is not None and done >= stop_at and done < opts.steps
+        if save or interrupted or out_of_time:
+            extra["data_pos"] = done * opts.prompts_per_step
+            policy.save_checkpoint(policy.step_dir(ckpts, done), model, tokenizer, optimizer,
+                                   scheduler, done, extra)  # fmt: skip
+        if interrupted:
+            break
+        if out_of_time:
+            log.warning("rl: wall-clock cap of %.0f s reached after %d/%d steps",
+                        opts.max_seconds, done, opts.steps)  # fmt: skip
+            break
+    if bar is not None:
+        bar.close()
+    return {"steps_done": done, "steps": opts.steps, "resumed_at": start, "history": history,
+            "evals": evals}  # fmt: skip
+
+
+def _merge(parts: list[dict[str, float]]) -> dict[str, float]:
+    """Average the stats of several mini-batch updates (max for ratio_max, sum for rows)."""
+    out = {k: sum(p[k] for p in parts) / len(parts) for k in parts[0]}
+    out["ratio_max"] = max(p["ratio_max"] for p in parts)
+    out["trained_rows"] = sum(p["trained_rows"] for p in parts)
+    return out
+
+
+def _bar(total: int, start: int) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=start, desc="rl", leave=False)
