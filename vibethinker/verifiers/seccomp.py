@@ -1,0 +1,237 @@
+"""A seccomp filter for the code sandbox: a classic-BPF program, assembled here by hand.
+
+bubblewrap installs it (`bwrap --seccomp FD`) in the sandboxed child right before it execs the
+interpreter (after bwrap itself has used mount, pivot_root, unshare, ...), with no_new_privs set;
+every process of the sandbox, a zygote's forked checks included, inherits it and cannot drop it.
+
+What it refuses, and why (namespaces and dropped capabilities already stop most of these; the
+filter removes the kernel attack surface and the few holes the other layers leave):
+- new namespaces: `unshare`, `setns`, `clone` with any CLONE_NEW* flag (a nested user namespace
+  gives full capabilities in it: mounting an uncapped tmpfs, a much larger kernel surface).
+  `clone3` answers ENOSYS, so the C library falls back to `clone` whose flags we can read
+  (clone3 passes them in memory, out of a filter's reach). Threads, fork, vfork,
+  posix_spawn and subprocess use clone without those flags and keep working;
+- mounts and the new mount API, chroot, pivot_root, swap, reboot, modules, kexec, acct, quotas,
+  clocks, host/domain names, syslog, vhangup, I/O ports, modify_ldt, fanotify, handle-based opens;
+- kernel keyrings (`add_key`, `request_key`, `keyctl`): keys outlive every process;
+- System V IPC (`shmget`, `shmat`, `shmctl`, `msgget`, `semget`): objects outlive processes and
+  shared memory is counted by no rlimit. POSIX shm (files in the capped /dev/shm) and
+  memfd_create stay allowed (multiprocessing and some libraries use them); their memory is
+  counted by the sandbox's cgroup when one exists (cgroups.py);
+- `io_uring_*`, `bpf`, `perf_event_open`, `userfaultfd`, `memfd_secret`: large kernel surface;
+- `ptrace`, `process_vm_readv/writev`, `kcmp`, `pidfd_getfd`: no process inspects another;
+- `personality` except the query and the default personas (as Docker's default profile);
+- `socket`/`socketpair` outside AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK: notably AF_VSOCK,
+  which a network namespace does not isolate (a VM's host is reachable through it), AF_ALG,
+  AF_PACKET, AF_KEY.
+A syscall from another ABI than the host's (i386 `int 0x80` or x32 on x86_64) kills the process:
+a filter written for one table would read the numbers of another wrong.
+
+Only x86_64 and aarch64 tables are here; elsewhere `program()` returns None and the sandbox runs
+without a filter (logged once by the caller).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import struct
+
+# BPF instruction classes/modes (linux/bpf_common.h) and seccomp return values (linux/seccomp.h)
+_LD_W_ABS = 0x00 | 0x00 | 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ = 0x05 | 0x10  # BPF_JMP | BPF_JEQ | BPF_K
+_JGE = 0x05 | 0x30  # BPF_JMP | BPF_JGE | BPF_K
+_JSET = 0x05 | 0x40  # BPF_JMP | BPF_JSET | BPF_K
+_RET = 0x06  # BPF_RET | BPF_K
+RET_KILL_PROCESS = 0x80000000
+RET_ERRNO = 0x00050000
+RET_ALLOW = 0x7FFF0000
+EPERM, ENOSYS, EAFNOSUPPORT = 1, 38, 97
+
+# offsets in struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6];} (little endian: the
+# low 32 bits of args[i] sit at 16 + 8 i)
+_NR, _ARCH, _ARG0 = 0, 4, 16
+
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+X32_BIT = 0x40000000  # x86_64: x32 ABI syscalls have this bit in nr
+
+CLONE_NEW_FLAGS = (
+    0x00020000  # CLONE_NEWNS
+    | 0x02000000  # CLONE_NEWCGROUP
+    | 0x04000000  # CLONE_NEWUTS
+    | 0x08000000  # CLONE_NEWIPC
+    | 0x10000000  # CLONE_NEWUSER
+    | 0x20000000  # CLONE_NEWPID
+    | 0x40000000  # CLONE_NEWNET
+)
+SOCKET_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
+PERSONAS = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)  # LINUX, UNAME26, LINUX32(+UNAME26), query
+
+# Denied with EPERM. Numbers from the kernel's uapi headers (asm/unistd_64.h, and
+# asm-generic/unistd.h for aarch64); None where the arch has no such syscall.
+DENY: dict[str, tuple[int | None, int | None]] = {
+    # name: (x86_64, aarch64)
+    "unshare": (272, 97),
+    "setns": (308, 268),
+    "mount": (165, 40),
+    "umount2": (166, 39),
+    "pivot_root": (155, 41),
+    "chroot": (161, 51),
+    "open_tree": (428, 428),
+    "move_mount": (429, 429),
+    "fsopen": (430, 430),
+    "fsconfig": (431, 431),
+    "fsmount": (432, 432),
+    "fspick": (433, 433),
+    "mount_setattr": (442, 442),
+    "name_to_handle_at": (303, 264),
+    "open_by_handle_at": (304, 265),
+    "add_key": (248, 217),
+    "request_key": (249, 218),
+    "keyctl": (250, 219),
+    "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
+    "bpf": (321, 280),
+    "perf_event_open": (298, 241),
+    "userfaultfd": (323, 282),
+    "memfd_secret": (447, 447),
+    "kexec_load": (246, 104),
+    "kexec_file_load": (320, 294),
+    "init_module": (175, 105),
+    "finit_module": (313, 273),
+    "delete_module": (176, 106),
+    "ptrace": (101, 117),
+    "process_vm_readv": (310, 270),
+    "process_vm_writev": (311, 271),
+    "kcmp": (312, 272),
+    "pidfd_getfd": (438, 438),
+    "shmget": (29, 194),
+    "shmat": (30, 196),
+    "shmctl": (31, 195),
+    "msgget": (68, 186),
+    "semget": (64, 190),
+    "acct": (163, 89),
+    "swapon": (167, 224),
+    "swapoff": (168, 225),
+    "reboot": (169, 142),
+    "sethostname": (170, 161),
+    "setdomainname": (171, 162),
+    "syslog": (103, 116),
+    "quotactl": (179, 60),
+    "quotactl_fd": (443, 443),
+    "settimeofday": (164, 170),
+    "clock_settime": (227, 112),
+    "adjtimex": (159, 171),
+    "clock_adjtime": (305, 266),
+    "fanotify_init": (300, 262),
+    "lookup_dcookie": (212, 18),
+    "vhangup": (153, 58),
+    "nfsservctl": (180, 42),
+    "iopl": (172, None),
+    "ioperm": (173, None),
+    "modify_ldt": (154, None),
+    "uselib": (134, None),
+    "_sysctl": (156, None),
+    "create_module": (174, None),
+    "get_kernel_syms": (177, None),
+    "query_module": (178, None),
+}
+# Inspected arguments: (x86_64, aarch64)
+CLONE, CLONE3 = (56, 220), (435, 435)
+SOCKET, SOCKETPAIR = (41, 198), (53, 199)
+PERSONALITY = (135, 92)
+
+
+def _ins(code: int, jt: int | str, jf: int | str, k: int) -> tuple:
+    return (code, jt, jf, k)
+
+
+def _assemble(items: list) -> bytes:
+    """Resolve label jumps (forward only, < 256 instructions) and pack struct sock_filter
+    {u16 code; u8 jt; u8 jf; u32 k} in native byte order."""
+    labels, ins = {}, []
+    for it in items:
+        if isinstance(it, str):
+            labels[it] = len(ins)
+        else:
+            ins.append(it)
+    out = []
+    for i, (code, jt, jf, k) in enumerate(ins):
+        offs = []
+        for t in (jt, jf):
+            off = labels[t] - i - 1 if isinstance(t, str) else t
+            if not 0 <= off < 256:
+                raise ValueError(f"jump out of range at {i}: {t}")
+            offs.append(off)
+        out.append(struct.pack("=HBBI", code, offs[0], offs[1], k & 0xFFFFFFFF))
+    return b"".join(out)
+
+
+def build(arch: str) -> bytes:
+    """The filter program for `arch` ("x86_64" or "aarch64")."""
+    a = {"x86_64": 0, "aarch64": 1}[arch]
+    p: list = [
+        _ins(_LD_W_ABS, 0, 0, _ARCH),
+        _ins(_JEQ, 1, 0, AUDIT_ARCH[arch]),
+        _ins(_RET, 0, 0, RET_KILL_PROCESS),  # another ABI: numbers would mean other syscalls
+        _ins(_LD_W_ABS, 0, 0, _NR),
+    ]
+    if arch == "x86_64":
+        p.append(_ins(_JGE, "kill", 0, X32_BIT))
+    p += [_ins(_JEQ, "eperm", 0, nrs[a]) for nrs in DENY.values() if nrs[a] is not None]
+    p += [
+        _ins(_JEQ, "clone", 0, CLONE[a]),
+        _ins(_JEQ, "enosys", 0, CLONE3[a]),
+        _ins(_JEQ, "socket", 0, SOCKET[a]),
+        _ins(_JEQ, "socket", 0, SOCKETPAIR[a]),
+        _ins(_JEQ, "personality", 0, PERSONALITY[a]),
+        _ins(_RET, 0, 0, RET_ALLOW),
+        "clone",
+        _ins(_LD_W_ABS, 0, 0, _ARG0),  # the flags (low 32 bits are all the kernel reads)
+        _ins(_JSET, "eperm", 0, CLONE_NEW_FLAGS),
+        _ins(_RET, 0, 0, RET_ALLOW),
+        "socket",
+        _ins(_LD_W_ABS, 0, 0, _ARG0),  # the address family
+        *[_ins(_JEQ, "allow", 0, f) for f in SOCKET_FAMILIES],
+        _ins(_RET, 0, 0, RET_ERRNO | EAFNOSUPPORT),
+        "personality",
+        _ins(_LD_W_ABS, 0, 0, _ARG0),
+        *[_ins(_JEQ, "allow", 0, v) for v in PERSONAS],
+        "eperm",
+        _ins(_RET, 0, 0, RET_ERRNO | EPERM),
+        "allow",
+        _ins(_RET, 0, 0, RET_ALLOW),
+        "enosys",
+        _ins(_RET, 0, 0, RET_ERRNO | ENOSYS),
+        "kill",
+        _ins(_RET, 0, 0, RET_KILL_PROCESS),
+    ]
+    return _assemble(p)
+
+
+def program() -> bytes | None:
+    """The filter for this host's architecture, or None when we have no table for it."""
+    arch = platform.machine()
+    return build(arch) if arch in AUDIT_ARCH else None
+
+
+def program_fd() -> int | None:
+    """A fresh fd (positioned at 0, not inheritable) holding the program, for `bwrap --seccomp`
+    (bwrap reads it to the end, so each bwrap needs its own); None without a filter."""
+    prog = _cached()
+    if prog is None:
+        return None
+    fd = os.memfd_create("vt-seccomp", os.MFD_CLOEXEC)
+    os.write(fd, prog)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+_CACHE: list = []
+
+
+def _cached() -> bytes | None:
+    if not _CACHE:
+        _CACHE.append(program())
+    return _CACHE[0]
