@@ -26,12 +26,12 @@ test-fast: install
 	$(PY) -m pytest -q -m "not slow" tests
 
 lint: install
-	$(VENV)/bin/ruff format --check vibethinker tests benchmarks
-	$(VENV)/bin/ruff check vibethinker tests benchmarks
+	$(VENV)/bin/ruff format --check vibethinker tests benchmarks scripts
+	$(VENV)/bin/ruff check vibethinker tests benchmarks scripts
 
 format: install
-	$(VENV)/bin/ruff format vibethinker tests benchmarks
-	$(VENV)/bin/ruff check --fix vibethinker tests benchmarks
+	$(VENV)/bin/ruff format vibethinker tests benchmarks scripts
+	$(VENV)/bin/ruff check --fix vibethinker tests benchmarks scripts
 
 bench: install
 	$(PY) benchmarks/run_all.py

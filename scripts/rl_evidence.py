@@ -145,13 +145,13 @@ if __name__ == "__main__":
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--max-seconds", type=float, default=240.0)
-    ap.add_argument("--l2s-steps", type=int, default=30)
+    ap.add_argument("--l2s-steps", type=int, default=40)
     ap.add_argument("--eval-seeds", type=int, default=3)
     ap.add_argument("--eval-n", type=int, default=4)
     ap.add_argument("--eval-limit", type=int, default=100)
     ap.add_argument("--max-new-tokens", type=int, default=96)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--lr", type=float, default=3e-4)
+    ap.add_argument("--lr", type=float, default=1e-4)
     a = ap.parse_args()
     r = main(a.sft, a.data, a.out, a.seeds, a.steps, a.max_seconds, a.l2s_steps, a.eval_seeds,
              a.eval_n, a.eval_limit, a.max_new_tokens, a.threads, a.lr)  # fmt: skip
