@@ -56,6 +56,18 @@ def as_messages(prompt: Prompt) -> list[Message]:
     return list(prompt)
 
 
+def encode_prompt(tokenizer: Any, prompt: Prompt, use_chat_template: bool) -> list[int]:
+    """Prompt -> token ids: through the chat template (with the generation prompt) when the
+    tokenizer has one and it is wanted, else the raw text. Shared by the in-process engines."""
+    if use_chat_template:
+        text = tokenizer.apply_chat_template(
+            as_messages(prompt), add_generation_prompt=True, tokenize=False
+        )
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
+    return list(tokenizer(text)["input_ids"])
+
+
 def truncate_at_stop(text: str, stop: list[str]) -> tuple[str, bool]:
     """Cut `text` before the earliest occurrence of any stop string; (text, whether one hit)."""
     cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)

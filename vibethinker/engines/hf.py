@@ -30,7 +30,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from vibethinker.engines import Prompt, SamplingParams, as_messages, truncate_at_stop
+from vibethinker.engines import Prompt, SamplingParams, encode_prompt, truncate_at_stop
 from vibethinker.log import get_logger
 from vibethinker.types import Completion
 
@@ -239,14 +239,7 @@ class HFSampler:
     # ---- prompts -------------------------------------------------------------------------
     def encode(self, prompt: Prompt) -> list[int]:
         """Prompt -> token ids, through the chat template (with the generation prompt)."""
-        tok = self.tokenizer
-        if self.use_chat_template:
-            text = tok.apply_chat_template(
-                as_messages(prompt), add_generation_prompt=True, tokenize=False
-            )
-            return list(tok(text, add_special_tokens=False)["input_ids"])
-        text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
-        return list(tok(text)["input_ids"])
+        return encode_prompt(self.tokenizer, prompt, bool(self.use_chat_template))
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vibethinker.engines import Prompt, SamplerError, SamplingParams, as_messages
+from vibethinker.engines import Prompt, SamplerError, SamplingParams, encode_prompt
 from vibethinker.types import Completion
 
 
@@ -56,14 +56,7 @@ class VLLMSampler:
         self.use_chat_template = chat_template and getattr(self.tokenizer, "chat_template", None)
 
     def encode(self, prompt: Prompt) -> list[int]:
-        tok = self.tokenizer
-        if self.use_chat_template:
-            text = tok.apply_chat_template(
-                as_messages(prompt), add_generation_prompt=True, tokenize=False
-            )
-            return list(tok(text, add_special_tokens=False)["input_ids"])
-        text = prompt if isinstance(prompt, str) else "\n".join(m["content"] for m in prompt)
-        return list(tok(text)["input_ids"])
+        return encode_prompt(self.tokenizer, prompt, bool(self.use_chat_template))
 
     def generate(
         self, prompts: list[Prompt], n: int, params: SamplingParams | None = None
