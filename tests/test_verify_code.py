@@ -300,3 +300,24 @@ def test_cgroup_paths_and_memory_limit():
     assert cgroups._join("/cg", "/a", "/a/b") == "/cg/b"
     lim = sb.Limits(memory_mb=64, nproc=10)
     assert sb.cgroup_limits(lim) == ((64 + 16) << 20, 28)
+
+
+def test_dotted_entry_point_solution_method():
+    """LiveCodeBench/LeetCode-style `class Solution` tasks: entry_point "Solution.method"."""
+
+    prob = Problem(
+        id="lc",
+        domain="code",
+        prompt="twoSum-ish",
+        test_code="def check(candidate):\n    assert candidate([1, 2], 3) == [0, 1]\n",
+        entry_point="Solution.pair",
+    )
+    good = (
+        "```python\nclass Solution:\n    def pair(self, xs, t):\n"
+        "        for i in range(len(xs)):\n            for j in range(i + 1, len(xs)):\n"
+        "                if xs[i] + xs[j] == t:\n                    return [i, j]\n```"
+    )
+    bad = good.replace("return [i, j]", "return [j, i]")
+    assert verify_code(prob, good).correct
+    s = verify_code(prob, bad)
+    assert not s.correct and s.reason == "wrong_answer"

@@ -167,6 +167,16 @@ def _server():
         send(rep, exc(e))
         os._exit(1)
     send(rep, ("ready",))
+
+    def look(n):
+        # "Solution.method" (LeetCode / LiveCodeBench style): a fresh instance's method per call
+        if n in ns:
+            return ns[n]
+        head, _, attr = n.partition(".")
+        if attr and isinstance(ns.get(head), type):
+            return getattr(ns[head](), attr)
+        raise KeyError(n)
+
     while True:
         try:
             m = recv(req)
@@ -176,18 +186,21 @@ def _server():
             if m[0] == "names":
                 found = {}
                 for n in m[1]:
-                    if n in ns:
-                        if callable(ns[n]):
-                            found[n] = ("fn",)
-                        else:
-                            try:
-                                enc(ns[n])
-                                found[n] = ("val", ns[n])
-                            except Exception:
-                                pass
+                    try:
+                        v = look(n)
+                    except Exception:
+                        continue
+                    if callable(v):
+                        found[n] = ("fn",)
+                    else:
+                        try:
+                            enc(v)
+                            found[n] = ("val", v)
+                        except Exception:
+                            pass
                 send(rep, ("ok", found))
             else:
-                send(rep, ("ok", ns[m[1]](*m[2], **m[3])))
+                send(rep, ("ok", look(m[1])(*m[2], **m[3])))
         except BaseException as e:
             try:
                 send(rep, exc(e))
