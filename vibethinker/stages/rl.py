@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -301,15 +301,6 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
     return str(path)
 
 
-def options(cfg: RLConfig) -> Any:
-    from vibethinker.train.rl import RLOptions
-
-    names = {f for f in RLOptions.__dataclass_fields__}
-    kw = {k: v for k, v in asdict(cfg).items() if k in names}
-    kw["clip_eps_high"] = cfg.clip_eps_high or None
-    return RLOptions(**kw)
-
-
 @register("rl", RLConfig, resumable=True, positional=("model", "data"))
 def run(cfg: RLConfig) -> dict[str, str]:
     """On-policy RL with MGPO on one domain (optionally Long2Short), resumable."""
@@ -342,7 +333,7 @@ def run(cfg: RLConfig) -> dict[str, str]:
     if cfg.kl_coef > 0 or cfg.log_ref_kl:
         ref, _ = policy.load_policy(cfg.model, device)
         ref.eval().requires_grad_(False)
-    res = rl.train(model, tok, problems, options(cfg), out, eval_problems, ref, prompt_fn, verify)
+    res = rl.train(model, tok, problems, cfg, out, eval_problems, ref, prompt_fn, verify)
     final = save_model_and_tokenizer(model, tok, out / "final")
     plot = plot_curves(res["history"], res["evals"], out / "curves.png", f"RL {cfg.domain}"
                        + (" (Long2Short)" if cfg.long2short else ""))  # fmt: skip

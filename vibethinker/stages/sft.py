@@ -298,14 +298,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     if n_cut:
         log.warning("sft: %d of %d samples longer than max_len=%d were cut", n_cut, len(samples),
                     cfg.max_len)  # fmt: skip
-    opts = sft.LoopOptions(
-        epochs=cfg.epochs, max_steps=cfg.max_steps, global_batch=cfg.global_batch,
-        micro_batch=cfg.micro_batch, lr=cfg.lr, final_lr=cfg.final_lr,
-        warmup_frac=cfg.warmup_frac, max_len=cfg.max_len, pack=cfg.pack,
-        save_every=cfg.save_every, max_grad_norm=cfg.max_grad_norm,
-        weight_decay=cfg.weight_decay, seed=cfg.seed,
-    )  # fmt: skip
-    stats = sft.train(model, tok, samples, opts, out)
+    stats = sft.train(model, tok, samples, cfg, out)
     final = save_model_and_tokenizer(model, tok, out / "final")
     del model
     sft.plot_loss(out / "metrics.jsonl", out / "loss.png", f"SFT: {out.name}")

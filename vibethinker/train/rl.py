@@ -37,6 +37,7 @@ from vibethinker.algo.losses import LossStats, clipped_surrogate, kl_k3, tis_wei
 from vibethinker.engines import SamplingParams, make_sampler
 from vibethinker.evaluate.prompts import paper_prompt
 from vibethinker.log import get_logger, is_quiet
+from vibethinker.stages.rl import RLConfig
 from vibethinker.train import policy
 from vibethinker.train.rollout import (
     Batch,
@@ -53,40 +54,17 @@ log = get_logger("train.rl")
 PHASES = ("generate", "verify", "logprobs", "update")
 
 
+# Config: the loop reads the `rl` stage's flat RLConfig itself (one documented field list, no copy
+# of it here). RLOptions is that config with the defaults the loop had standalone (tests,
+# benchmarks): a tiny-world LR and token cap, and clip_eps_high None (0 means the same).
 @dataclass
-class RLOptions:
-    """The numbers the loop needs (the `rl` stage config documents each with the paper's value)."""
+class RLOptions(RLConfig):
+    """RLConfig with standalone-loop defaults (the `rl` stage documents every field)."""
 
-    steps: int = 100
-    prompts_per_step: int = 16
-    group_size: int = 8
     lr: float = 1e-4
     final_lr: float = 1e-5
-    warmup_frac: float = 0.0
-    clip_eps: float = 0.2
-    clip_eps_high: float | None = None
-    kl_coef: float = 0.0
-    advantage: str = "mgpo"
-    lambda_mgpo: float = 1.0
-    std_scale: bool = True
-    adv_eps: float = 1e-6
-    long2short: bool = False
-    l2s_lambda: float = 0.2
     max_new_tokens: int = 256
-    temperature: float = 1.0
-    top_p: float = 1.0
-    tis_cap: float = 2.0
-    truncated_reward: str = "zero"
-    micro_batch: int = 64
-    mini_batches: int = 1
-    max_grad_norm: float = 1.0
-    weight_decay: float = 0.0
-    eval_every: int = 0
-    eval_n: int = 4
-    save_every: int = 0
-    max_seconds: float = 0.0
-    verify_workers: int = 2
-    seed: int = 0
+    clip_eps_high: float | None = None
 
 
 class Timer:
@@ -107,7 +85,7 @@ class Timer:
 # ----------------------------------------------------------------------------- phases
 
 
-def compute_advantages(sc: Scored, opts: RLOptions) -> tuple[torch.Tensor, torch.Tensor]:
+def compute_advantages(sc: Scored, opts: RLConfig) -> tuple[torch.Tensor, torch.Tensor]:
     """[B, G] advantages and [B] MGPO weights from the verified groups."""
     # Note: with std scaling, a group whose responses are ALL correct gets a nonzero std after
     # the Long2Short shift, so its (small) shifts are rescaled to unit size; this is the paper's
@@ -116,8 +94,9 @@ def compute_advantages(sc: Scored, opts: RLOptions) -> tuple[torch.Tensor, torch
     if opts.long2short:
         rewards = batch_long2short(rewards, sc.correct, sc.lengths, opts.l2s_lambda)
     est = ADVANTAGE_ESTIMATORS[opts.advantage]
-    return est(rewards, sc.correct, lam=opts.lambda_mgpo, eps=opts.adv_eps,
-               std_scale=opts.std_scale)  # fmt: skip
+    return est(
+        rewards, sc.correct, lam=opts.lambda_mgpo, eps=opts.adv_eps, std_scale=opts.std_scale
+    )
 
 
 def trained_rows(adv: torch.Tensor, kl_coef: float) -> torch.Tensor:
@@ -147,7 +126,7 @@ def update(
     batch: Batch,
     adv: torch.Tensor,
     rows: torch.Tensor,
-    opts: RLOptions,
+    opts: RLConfig,
     old_logp: torch.Tensor | None = None,
     ref_logp: torch.Tensor | None = None,
     n_seqs: int | None = None,
@@ -169,10 +148,20 @@ def update(
             if opts.tis_cap > 0:
                 tis = tis_weights(old, mb.engine_logp, opts.tis_cap)
         ref = ref_logp[r].to(device) if ref_logp is not None else None
+        # the config's clip_eps_high 0 means "same as clip_eps", which the loss spells None
+        high = opts.clip_eps_high or None
         loss, part = clipped_surrogate(
-            logp, old, adv[r].to(device), mb.mask, opts.clip_eps, opts.clip_eps_high, tis, ref,
-            opts.kl_coef, n_seqs,
-        )  # fmt: skip
+            logp,
+            old,
+            adv[r].to(device),
+            mb.mask,
+            opts.clip_eps,
+            high,
+            tis,
+            ref,
+            opts.kl_coef,
+            n_seqs,
+        )
         loss.backward()
         if tis is not None:
             part.tis_capped = float(((tis >= opts.tis_cap) & mb.mask).sum())
@@ -187,8 +176,14 @@ def update(
             warnings.simplefilter("ignore", UserWarning)
             scheduler.step()
     n_tok = max(st.tokens, 1)
-    return {**st.summary(), "loss": loss_sum, "entropy": ent_sum / n_tok,
-            "engine_kl": mism_sum / n_tok, "grad_norm": gnorm, "trained_rows": int(rows.numel())}  # fmt: skip
+    return {
+        **st.summary(),
+        "loss": loss_sum,
+        "entropy": ent_sum / n_tok,
+        "engine_kl": mism_sum / n_tok,
+        "grad_norm": gnorm,
+        "trained_rows": int(rows.numel()),
+    }
 
 
 def step_metrics(groups: list[Group], sc: Scored, weights: torch.Tensor) -> dict[str, float]:
@@ -259,11 +254,40 @@ def _append(path: Path, row: dict[str, Any]) -> None:
         f.write(json.dumps(row) + "\n")
 
 
+@dataclass
+class Loop:
+    """What every step uses: the policy and its sampler, the prompts, the optimizer, the files."""
+
+    model: Any
+    tokenizer: Any
+    sampler: Any
+    problems: Sequence[Problem]
+    opts: RLConfig
+    prompt_fn: Callable[[Problem], str]
+    verify: Callable[[list[Problem], list[str]], list]
+    ref_model: Any
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    out: Path
+    history: list[dict[str, Any]]
+    evals: list[dict[str, Any]]
+
+    def sampling(self, seed: int) -> SamplingParams:
+        o = self.opts
+        return SamplingParams(
+            temperature=o.temperature,
+            top_p=o.top_p,
+            top_k=0,
+            max_new_tokens=o.max_new_tokens,
+            seed=seed,
+        )
+
+
 def train(
     model: Any,
     tokenizer: Any,
     problems: Sequence[Problem],
-    opts: RLOptions,
+    opts: RLConfig,
     out: str | Path,
     eval_problems: Sequence[Problem] = (),
     ref_model: Any = None,
@@ -275,119 +299,222 @@ def train(
     """Run RL on `model` in place. Writes out/metrics.jsonl (one row per step), out/evals.jsonl
     (held-out evaluations, step 0 = the start) and out/checkpoints/step-XXXXXX. `stop_at` leaves
     after that many steps (checkpointed), as an interruption would."""
-    if verify is None:
-        from vibethinker.verifiers import verify_batch
+    _check_inputs(problems, opts)
+    out = Path(out)
+    optimizer, scheduler, start = _resume(model, opts, out, resume)
+    history, evals = (
+        _rows_upto(out / "metrics.jsonl", start),
+        _rows_upto(out / "evals.jsonl", start),
+    )
+    sampler = make_sampler("hf", model=model, tokenizer=tokenizer)
+    verify = verify or _default_verify(opts.verify_workers)
+    lp = Loop(
+        model,
+        tokenizer,
+        sampler,
+        problems,
+        opts,
+        prompt_fn,
+        verify,
+        ref_model,
+        optimizer,
+        scheduler,
+        out,
+        history,
+        evals,
+    )
+    if start == 0:
+        run_eval(lp, eval_problems, 0)
+    bar = None if is_quiet() else _bar(opts.steps, start)
+    t_begin, done = time.perf_counter(), start
+    for step in range(start, opts.steps):
+        row = rl_step(lp, step)
+        _record(lp, row, bar)
+        done = step + 1
+        out_of_time = opts.max_seconds and time.perf_counter() - t_begin >= opts.max_seconds
+        if opts.eval_every and (done % opts.eval_every == 0 or done == opts.steps or out_of_time):
+            run_eval(lp, eval_problems, done)
+        if _checkpoint(lp, done, stop_at, bool(out_of_time)):
+            break
+    if bar is not None:
+        bar.close()
+    return {
+        "steps_done": done,
+        "steps": opts.steps,
+        "resumed_at": start,
+        "history": lp.history,
+        "evals": lp.evals,
+    }
 
-        def verify(ps, rs):
-            return verify_batch(ps, rs, workers=opts.verify_workers)
 
+def rl_step(lp: Loop, step: int) -> dict[str, Any]:
+    """One step: rollout -> verify -> advantages -> logprobs -> update; returns its metrics row."""
+    opts, timer, t0 = lp.opts, Timer(), time.perf_counter()
+    idx = draw_prompts(len(lp.problems), step, opts.prompts_per_step, opts.seed)
+    batch_problems = [lp.problems[i] for i in idx]
+    params = lp.sampling(opts.seed * 1_000_003 + step)
+    with timer("generate"):
+        groups = rollout(lp.sampler, batch_problems, lp.prompt_fn, opts.group_size, params)
+    with timer("verify"):
+        sc = score_groups(groups, lp.verify, opts.truncated_reward)
+    adv, weights = compute_advantages(sc, opts)
+    adv = adv.flatten()
+    with timer("logprobs"):
+        tb, rows, old_lp, ref_lp = logprob_inputs(lp, groups, adv)
+    with timer("update"):
+        u = update_all(lp, tb, adv, rows, old_lp, ref_lp)
+    return {
+        "step": step + 1,
+        **step_metrics(groups, sc, weights),
+        **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in u.items()},
+        "lr": policy.current_lr(lp.optimizer),
+        **{f"t_{k}": round(timer.t.get(k, 0.0), 4) for k in PHASES},
+        "seconds": round(time.perf_counter() - t0, 4),
+    }
+
+
+def logprob_inputs(
+    lp: Loop, groups: list[Group], adv: torch.Tensor
+) -> tuple[Batch, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """The token batch, its trained rows, and the frozen logprobs the update needs: the
+    reference model's (KL) and pi_old's (only with several updates per batch)."""
+    opts = lp.opts
+    comps = [c for g in groups for c in g.completions]
+    p_ids = [lp.sampler.encode(lp.prompt_fn(g.problem)) for g in groups for _ in g.completions]
+    pad_id = lp.tokenizer.pad_token_id if lp.tokenizer.pad_token_id is not None else 0
+    tb = build_batch(p_ids, comps, pad_id)
+    rows = trained_rows(adv, opts.kl_coef)
+    ref_lp = None
+    if lp.ref_model is not None:
+        ref_lp = frozen_logprobs(lp.ref_model, tb, rows, opts.micro_batch)
+    old_lp = None
+    if opts.mini_batches > 1:
+        old_lp = frozen_logprobs(lp.model, tb, rows, opts.micro_batch)
+    return tb, rows, old_lp, ref_lp
+
+
+def update_all(
+    lp: Loop,
+    tb: Batch,
+    adv: torch.Tensor,
+    rows: torch.Tensor,
+    old_lp: torch.Tensor | None,
+    ref_lp: torch.Tensor | None,
+) -> dict[str, float]:
+    """`mini_batches` optimizer steps over the trained rows; their stats merged."""
+    opts = lp.opts
+    # each of the mini_batches updates averages over its share of the N sequences
+    share = max(1, adv.numel() // opts.mini_batches)
+    ustats = [
+        update(lp.model, lp.optimizer, lp.scheduler, tb, adv, part, opts, old_lp, ref_lp, share)
+        for part in rows.tensor_split(opts.mini_batches)
+    ]
+    return ustats[-1] if len(ustats) == 1 else _merge(ustats)
+
+
+def run_eval(lp: Loop, eval_problems: Sequence[Problem], step: int) -> None:
+    """Held-out avg@n at `step` (once per step: a resumed run does not repeat it)."""
+    opts = lp.opts
+    if not (eval_problems and opts.eval_every) or any(e["step"] == step for e in lp.evals):
+        return
+    params = lp.sampling(opts.seed + 7_777_777)
+    res = evaluate_policy(
+        lp.sampler, eval_problems, opts.eval_n, params, lp.prompt_fn, opts.verify_workers
+    )
+    row = {"step": step, **res}
+    lp.evals.append(row)
+    _append(lp.out / "evals.jsonl", row)
+    log.info(
+        "rl eval @%d: avg@%d %.4f, len(correct) %s",
+        step,
+        opts.eval_n,
+        row["accuracy"],
+        row["len_correct"],
+    )
+
+
+# ----------------------------------------------------------------------------- loop plumbing
+
+
+def _check_inputs(problems: Sequence[Problem], opts: RLConfig) -> None:
     if not problems:
         raise ValueError("rl: no training prompts")
     if opts.advantage not in ADVANTAGE_ESTIMATORS:
-        raise ValueError(f"unknown advantage {opts.advantage!r}; known: "
-                         f"{', '.join(ADVANTAGE_ESTIMATORS)}")  # fmt: skip
-    out = Path(out)
-    ckpts = out / "checkpoints"
+        known = ", ".join(ADVANTAGE_ESTIMATORS)
+        raise ValueError(f"unknown advantage {opts.advantage!r}; known: {known}")
+
+
+def _default_verify(workers: int) -> Callable[[list[Problem], list[str]], list]:
+    from vibethinker.verifiers import verify_batch
+
+    def verify(ps, rs):
+        return verify_batch(ps, rs, workers=workers)
+
+    return verify
+
+
+def _resume(model: Any, opts: RLConfig, out: Path, resume: bool) -> tuple[Any, Any, int]:
+    """Seed, optimizer and LR schedule, then the latest checkpoint in `out` (if any) loaded."""
     out.mkdir(parents=True, exist_ok=True)
-    total_updates = opts.steps * opts.mini_batches
     policy.seed_everything(opts.seed)
     optimizer = policy.make_optimizer(model, opts.lr, opts.weight_decay)
-    scheduler = policy.make_scheduler(optimizer, total_updates, opts.lr, opts.final_lr,
-                                      opts.warmup_frac)  # fmt: skip
+    total_updates = opts.steps * opts.mini_batches
+    scheduler = policy.make_scheduler(
+        optimizer, total_updates, opts.lr, opts.final_lr, opts.warmup_frac
+    )
     start = 0
-    last = policy.latest_checkpoint(ckpts) if resume else None
+    last = policy.latest_checkpoint(out / "checkpoints") if resume else None
     if last is not None:
         state = policy.load_checkpoint(last, model, optimizer, scheduler)
         start = int(state["step"])
         log.info("rl: resumed from %s at step %d/%d", last, start, opts.steps)
-    metrics_path, evals_path = out / "metrics.jsonl", out / "evals.jsonl"
-    history = _read_rows(metrics_path, start)
-    evals = _read_rows(evals_path, start)
-    _rewrite(metrics_path, history)
-    _rewrite(evals_path, evals)
-    sampler = make_sampler("hf", model=model, tokenizer=tokenizer)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    gen = SamplingParams(temperature=opts.temperature, top_p=opts.top_p, top_k=0,
-                         max_new_tokens=opts.max_new_tokens)  # fmt: skip
-    eval_params = SamplingParams(**{**asdict(gen), "seed": opts.seed + 7_777_777})
+    return optimizer, scheduler, start
 
-    def run_eval(step: int) -> None:
-        if eval_problems and opts.eval_every and not any(e["step"] == step for e in evals):
-            row = {
-                "step": step,
-                **evaluate_policy(
-                    sampler, eval_problems, opts.eval_n, eval_params, prompt_fn, opts.verify_workers
-                ),
-            }
-            evals.append(row)
-            _append(evals_path, row)
-            log.info("rl eval @%d: avg@%d %.4f, len(correct) %s", step, opts.eval_n,
-                     row["accuracy"], row["len_correct"])  # fmt: skip
 
-    if start == 0:
-        run_eval(0)
-    extra = {"total_steps": opts.steps, "options": asdict(opts)}
-    bar = None if is_quiet() else _bar(opts.steps, start)
-    t_begin, done = time.perf_counter(), start
-    for step in range(start, opts.steps):
-        timer = Timer()
-        t0 = time.perf_counter()
-        idx = draw_prompts(len(problems), step, opts.prompts_per_step, opts.seed)
-        batch_problems = [problems[i] for i in idx]
-        params = SamplingParams(**{**asdict(gen), "seed": opts.seed * 1_000_003 + step})
-        with timer("generate"):
-            groups = rollout(sampler, batch_problems, prompt_fn, opts.group_size, params)
-        with timer("verify"):
-            sc = score_groups(groups, verify, opts.truncated_reward)
-        adv, weights = compute_advantages(sc, opts)
-        adv = adv.flatten()
-        with timer("logprobs"):
-            comps = [c for g in groups for c in g.completions]
-            p_ids = [sampler.encode(prompt_fn(g.problem)) for g in groups for _ in g.completions]
-            tb = build_batch(p_ids, comps, pad_id)
-            rows = trained_rows(adv, opts.kl_coef)
-            ref_lp = frozen_logprobs(ref_model, tb, rows, opts.micro_batch) if ref_model \
-                is not None else None  # fmt: skip
-            old_lp = frozen_logprobs(model, tb, rows, opts.micro_batch) if opts.mini_batches > 1 \
-                else None  # fmt: skip
-        with timer("update"):
-            # each of the mini_batches updates averages over its share of the N sequences
-            share = max(1, adv.numel() // opts.mini_batches)
-            ustats = [update(model, optimizer, scheduler, tb, adv, part, opts, old_lp, ref_lp,
-                             share) for part in rows.tensor_split(opts.mini_batches)]  # fmt: skip
-        u = ustats[-1] if len(ustats) == 1 else _merge(ustats)
-        dt = time.perf_counter() - t0
-        row = {"step": step + 1, **step_metrics(groups, sc, weights),
-               **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in u.items()},
-               "lr": policy.current_lr(optimizer),
-               **{f"t_{k}": round(timer.t.get(k, 0.0), 4) for k in PHASES},
-               "seconds": round(dt, 4)}  # fmt: skip
-        history.append(row)
-        _append(metrics_path, row)
-        done = step + 1
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(acc=f"{row['accuracy']:.2f}", w=f"{row['mgpo_weight']:.2f}",
-                            s=f"{dt:.2f}")  # fmt: skip
-        out_of_time = opts.max_seconds and time.perf_counter() - t_begin >= opts.max_seconds
-        if opts.eval_every and (done % opts.eval_every == 0 or done == opts.steps or out_of_time):
-            run_eval(done)
-        save = (opts.save_every and done % opts.save_every == 0) or done == opts.steps
-        interrupted = stop_at is not None and done >= stop_at and done < opts.steps
-        if save or interrupted or out_of_time:
-            extra["data_pos"] = done * opts.prompts_per_step
-            policy.save_checkpoint(policy.step_dir(ckpts, done), model, tokenizer, optimizer,
-                                   scheduler, done, extra)  # fmt: skip
-        if interrupted:
-            break
-        if out_of_time:
-            log.warning("rl: wall-clock cap of %.0f s reached after %d/%d steps",
-                        opts.max_seconds, done, opts.steps)  # fmt: skip
-            break
+def _rows_upto(path: Path, step: int) -> list[dict[str, Any]]:
+    """The rows of a JSONL log up to `step`, the file rewritten to hold only those (resume)."""
+    rows = _read_rows(path, step)
+    _rewrite(path, rows)
+    return rows
+
+
+def _record(lp: Loop, row: dict[str, Any], bar: Any) -> None:
+    lp.history.append(row)
+    _append(lp.out / "metrics.jsonl", row)
     if bar is not None:
-        bar.close()
-    return {"steps_done": done, "steps": opts.steps, "resumed_at": start, "history": history,
-            "evals": evals}  # fmt: skip
+        bar.update(1)
+        acc, w, s = f"{row['accuracy']:.2f}", f"{row['mgpo_weight']:.2f}", f"{row['seconds']:.2f}"
+        bar.set_postfix(acc=acc, w=w, s=s)
+
+
+def _checkpoint(lp: Loop, done: int, stop_at: int | None, out_of_time: bool) -> bool:
+    """Save when due (every `save_every`, at the end, or when leaving early); True to stop."""
+    opts = lp.opts
+    save = (opts.save_every and done % opts.save_every == 0) or done == opts.steps
+    interrupted = stop_at is not None and done >= stop_at and done < opts.steps
+    if save or interrupted or out_of_time:
+        extra = {
+            "total_steps": opts.steps,
+            "options": asdict(opts),
+            "data_pos": done * opts.prompts_per_step,
+        }
+        policy.save_checkpoint(
+            policy.step_dir(lp.out / "checkpoints", done),
+            lp.model,
+            lp.tokenizer,
+            lp.optimizer,
+            lp.scheduler,
+            done,
+            extra,
+        )
+    if out_of_time and not interrupted:
+        log.warning(
+            "rl: wall-clock cap of %.0f s reached after %d/%d steps",
+            opts.max_seconds,
+            done,
+            opts.steps,
+        )
+    return bool(interrupted or out_of_time)
 
 
 def _merge(parts: list[dict[str, float]]) -> dict[str, float]:

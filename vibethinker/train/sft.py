@@ -14,10 +14,11 @@ prompts are long or the vocabulary is large.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,29 +26,46 @@ import torch
 import torch.nn.functional as F
 
 from vibethinker.log import get_logger, is_quiet
+from vibethinker.stages.sft import SFTConfig
 from vibethinker.train import packing, policy
 from vibethinker.train.packing import IGNORE, Sample
 
 log = get_logger("train.sft")
 
 
+# Config: the loop reads the `sft` stage's flat SFTConfig itself (one documented field list, no
+# copy of it here). LoopOptions is that config with the defaults the loop had standalone (tests,
+# benchmarks). LOOP_FIELDS are the fields that shape the run: saved with each checkpoint and
+# compared on resume (the stage's paths, filters and eval report may change between sessions).
+LOOP_FIELDS = (
+    "epochs",
+    "max_steps",
+    "global_batch",
+    "micro_batch",
+    "lr",
+    "final_lr",
+    "warmup_frac",
+    "max_len",
+    "pack",
+    "save_every",
+    "max_grad_norm",
+    "weight_decay",
+    "seed",
+)
+
+
 @dataclass
-class LoopOptions:
-    """The numbers the loop needs (the stage config documents each with the paper's value)."""
+class LoopOptions(SFTConfig):
+    """SFTConfig with standalone-loop defaults (the `sft` stage documents every field)."""
 
     epochs: int = 1
-    max_steps: int | None = None
-    global_batch: int = 128
     micro_batch: int = 8
-    lr: float = 5e-5
-    final_lr: float = 8e-8
-    warmup_frac: float = 0.05
     max_len: int = 2048
-    pack: bool = True
-    save_every: int = 0
-    max_grad_norm: float = 1.0
-    weight_decay: float = 0.0
-    seed: int = 0
+
+
+def loop_options(opts: SFTConfig) -> dict[str, Any]:
+    """The fields of `opts` that shape the run (what a resumed checkpoint must agree on)."""
+    return {k: getattr(opts, k) for k in LOOP_FIELDS}
 
 
 # ----------------------------------------------------------------------------- loss
@@ -111,7 +129,7 @@ def train(
     model: Any,
     tokenizer: Any,
     samples: Sequence[Sample],
-    opts: LoopOptions,
+    opts: SFTConfig,
     out: str | Path,
     resume: bool = True,
     stop_at: int | None = None,
@@ -119,37 +137,28 @@ def train(
     """Train `model` in place on `samples`; checkpoints in out/checkpoints/step-XXXXXX, metrics in
     out/metrics.jsonl. With `resume`, continues exactly from the latest checkpoint in `out`.
     `stop_at`: leave after that many steps (checkpointed) as an interruption would."""
-    out = Path(out)
-    ckpts = out / "checkpoints"
-    out.mkdir(parents=True, exist_ok=True)
     if not samples:
         raise ValueError("SFT: no samples to train on")
-    device = next(model.parameters()).device
-    lengths = [len(s.ids) for s in samples]
-    plan = packing.plan_steps(
-        lengths, opts.max_len, opts.pack, opts.global_batch, opts.micro_batch, opts.seed,
-        opts.epochs,
-    )  # fmt: skip
-    if opts.max_steps:
-        plan = plan[: opts.max_steps]
+    out = Path(out)
+    plan = _plan(samples, opts)
     total = len(plan)
-    policy.seed_everything(opts.seed)
-    optimizer = policy.make_optimizer(model, opts.lr, opts.weight_decay)
-    scheduler = policy.make_scheduler(optimizer, total, opts.lr, opts.final_lr, opts.warmup_frac)
-    start = 0
-    last = policy.latest_checkpoint(ckpts) if resume else None
-    if last is not None:
-        state = policy.load_checkpoint(last, model, optimizer, scheduler)
-        start = int(state["step"])
-        _check_same_run(last, state["extra"], opts, total)
-        log.info("resumed from %s at step %d/%d", last, start, total)
+    optimizer, scheduler, start = _resume(model, opts, out, total, resume)
     metrics_path = out / "metrics.jsonl"
     history = _read_metrics(metrics_path, start)
     metrics_path.write_text("".join(json.dumps(r) + "\n" for r in history))
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    device = next(model.parameters()).device
     model.train()
     stats = {"tokens": sum(r.get("tokens", 0) for r in history), "seconds": 0.0}
-    extra = {"total_steps": total, "options": asdict(opts)}
+    save = functools.partial(
+        _save,
+        out / "checkpoints",
+        model,
+        tokenizer,
+        optimizer,
+        scheduler,
+        {"total_steps": total, "options": loop_options(opts)},
+    )
     bar = _bar(total, start)
     with metrics_path.open("a") as mf:
         for step in range(start, total):
@@ -161,17 +170,7 @@ def train(
             dt = time.perf_counter() - t0
             stats["tokens"] += n_tok
             stats["seconds"] += dt
-            row = {
-                "step": step + 1,
-                "epoch": round((step + 1) / total * opts.epochs, 4),
-                "loss": round(loss, 6),
-                "lr": lr,
-                "grad_norm": round(gnorm, 6),
-                "tokens": n_tok,
-                "loss_tokens": n_loss,
-                "tokens_per_s": round(n_tok / dt, 1),
-                "seconds": round(dt, 4),
-            }
+            row = _row(step, total, opts.epochs, loss, lr, gnorm, n_tok, n_loss, dt)
             mf.write(json.dumps(row) + "\n")
             mf.flush()
             history.append(row)
@@ -179,27 +178,74 @@ def train(
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss:.4f}", lr=f"{lr:.2e}", tok_s=f"{n_tok / dt:.0f}")
             done = step + 1
-            if (opts.save_every and done % opts.save_every == 0) or done == total:
-                policy.save_checkpoint(
-                    policy.step_dir(ckpts, done), model, tokenizer, optimizer, scheduler, done,
-                    extra,
-                )  # fmt: skip
-            if stop_at is not None and done >= stop_at and done < total:
-                if not (opts.save_every and done % opts.save_every == 0):
-                    policy.save_checkpoint(
-                        policy.step_dir(ckpts, done), model, tokenizer, optimizer, scheduler,
-                        done, extra,
-                    )  # fmt: skip
+            due = bool(opts.save_every and done % opts.save_every == 0) or done == total
+            interrupted = stop_at is not None and done >= stop_at and done < total
+            if due or interrupted:
+                save(done)
+            if interrupted:
                 break
     if bar is not None:
         bar.close()
     return summarize(history, stats, total, start)
 
 
-def _check_same_run(folder: Path, extra: dict[str, Any], opts: LoopOptions, total: int) -> None:
+def _plan(samples: Sequence[Sample], opts: SFTConfig) -> list:
+    """Micro-batches of sample indices per optimizer step (capped at `max_steps`)."""
+    lengths = [len(s.ids) for s in samples]
+    plan = packing.plan_steps(
+        lengths,
+        opts.max_len,
+        opts.pack,
+        opts.global_batch,
+        opts.micro_batch,
+        opts.seed,
+        opts.epochs,
+    )
+    return plan[: opts.max_steps] if opts.max_steps else plan
+
+
+def _resume(
+    model: Any, opts: SFTConfig, out: Path, total: int, resume: bool
+) -> tuple[Any, Any, int]:
+    """Seed, optimizer and LR schedule, then the latest checkpoint in `out` (if any) loaded."""
+    out.mkdir(parents=True, exist_ok=True)
+    policy.seed_everything(opts.seed)
+    optimizer = policy.make_optimizer(model, opts.lr, opts.weight_decay)
+    scheduler = policy.make_scheduler(optimizer, total, opts.lr, opts.final_lr, opts.warmup_frac)
+    start = 0
+    last = policy.latest_checkpoint(out / "checkpoints") if resume else None
+    if last is not None:
+        state = policy.load_checkpoint(last, model, optimizer, scheduler)
+        start = int(state["step"])
+        _check_same_run(last, state["extra"], opts, total)
+        log.info("resumed from %s at step %d/%d", last, start, total)
+    return optimizer, scheduler, start
+
+
+def _save(ckpts: Path, model, tokenizer, optimizer, scheduler, extra: dict, done: int) -> None:
+    policy.save_checkpoint(
+        policy.step_dir(ckpts, done), model, tokenizer, optimizer, scheduler, done, extra
+    )
+
+
+def _row(step, total, epochs, loss, lr, gnorm, n_tok, n_loss, dt) -> dict[str, Any]:
+    return {
+        "step": step + 1,
+        "epoch": round((step + 1) / total * epochs, 4),
+        "loss": round(loss, 6),
+        "lr": lr,
+        "grad_norm": round(gnorm, 6),
+        "tokens": n_tok,
+        "loss_tokens": n_loss,
+        "tokens_per_s": round(n_tok / dt, 1),
+        "seconds": round(dt, 4),
+    }
+
+
+def _check_same_run(folder: Path, extra: dict[str, Any], opts: SFTConfig, total: int) -> None:
     """Resuming a checkpoint written with other options would silently mix two runs."""
     saved = dict(extra.get("options") or {})
-    now = asdict(opts)
+    now = loop_options(opts)
     for harmless in ("save_every",):
         saved.pop(harmless, None)
         now.pop(harmless, None)
