@@ -73,27 +73,39 @@ def normalize_output(text: str) -> list[str]:
     return lines
 
 
-def _run_stdio_once(
-    code: str, stdin: str, mode: str, limits: sb.Limits, fresh: bool
+def _run(
+    script: str,
+    data: tuple[str, ...],
+    mode: str,
+    limits: sb.Limits,
+    *,
+    stdin: str | None = None,
+    n_uids: int = 1,
+    max_out: int = MAX_OUTPUT,
 ) -> tuple[int | None, bytes]:
-    code_fd = sb.data_fd(code.encode("utf-8", errors="surrogatepass"))
-    in_fd = sb.data_fd(stdin.encode("utf-8", errors="surrogatepass"))
-    out_fd = sb.capture_fd()
-    try:
-        rc = sb.run(
-            RUNNER,
-            mode=mode,
-            limits=limits,
-            fds=(code_fd,),
-            stdin=in_fd,
-            stdout=out_fd,
-            fresh=fresh,
+    """Run a trusted `script` in the sandbox with `data` on fds 3, 4, ... and optional stdin;
+    returns (exit code or None on timeout, captured stdout). A reused sandbox that dies under us
+    (SandboxLost) is retried once in a fresh one-shot sandbox."""
+
+    def once(fresh: bool) -> tuple[int | None, bytes]:
+        fds = [sb.data_fd(d.encode("utf-8", errors="surrogatepass")) for d in data]
+        in_fd = (
+            sb.data_fd(stdin.encode("utf-8", errors="surrogatepass")) if stdin is not None else None
         )
-        out = sb.read_fd(out_fd, MAX_OUTPUT) if rc is not None else b""
-    finally:
-        for fd in (code_fd, in_fd, out_fd):
-            os.close(fd)
-    return rc, out
+        out_fd = sb.capture_fd()
+        try:
+            rc = sb.run(script, mode=mode, limits=limits, n_uids=n_uids, fds=tuple(fds),
+                        stdin=in_fd, stdout=out_fd, fresh=fresh)  # fmt: skip
+            return rc, (sb.read_fd(out_fd, max_out) if rc is not None else b"")
+        finally:
+            for fd in [*fds, out_fd] + ([in_fd] if in_fd is not None else []):
+                os.close(fd)
+
+    try:
+        return once(fresh=False)
+    except sb.SandboxLost as e:
+        _log.warning("%s; rerunning in a one-shot sandbox", e)
+        return once(fresh=True)
 
 
 def run_stdio_case(
@@ -101,11 +113,7 @@ def run_stdio_case(
 ) -> tuple[str, int | None, bytes]:
     """Run a program on one input. Returns (status, exit code, stdout bytes); status is
     "done" or "timeout"."""
-    try:
-        rc, out = _run_stdio_once(code, stdin, mode, limits, fresh=False)
-    except sb.SandboxLost as e:  # a reused sandbox died under us: rerun in a fresh one
-        _log.warning("%s; rerunning in a one-shot sandbox", e)
-        rc, out = _run_stdio_once(code, stdin, mode, limits, fresh=True)
+    rc, out = _run(RUNNER, (code,), mode, limits, stdin=stdin)
     return ("timeout" if rc is None else "done"), rc, out
 
 
@@ -122,29 +130,6 @@ def _verify_stdio(code: str, tests: list[dict[str, str]], mode: str, limits: sb.
     return Score(1.0, True, "ok")
 
 
-def _run_function_once(
-    code: str, payload: str, mode: str, limits: sb.Limits, fresh: bool
-) -> tuple[int | None, str]:
-    code_fd = sb.data_fd(code.encode("utf-8", errors="surrogatepass"))
-    pay_fd = sb.data_fd(payload.encode("utf-8", errors="surrogatepass"))
-    out_fd = sb.capture_fd()
-    try:
-        rc = sb.run(
-            FUNCTION_CHECK,
-            mode=mode,
-            limits=limits,
-            n_uids=2,
-            fds=(code_fd, pay_fd),
-            stdout=out_fd,
-            fresh=fresh,
-        )
-        raw = sb.read_fd(out_fd, 4096).decode("utf-8", errors="replace")
-    finally:
-        for fd in (code_fd, pay_fd, out_fd):
-            os.close(fd)
-    return rc, raw
-
-
 def run_function_check(
     code: str,
     test_code: str,
@@ -157,11 +142,8 @@ def run_function_check(
     `prompt`, when it is code, defines the test's helpers. Returns (passed, reason)."""
     nonce = secrets.token_hex(16)
     payload = f"{nonce}\n{entry_point}\n{len(prompt)}\n{prompt}{test_code}"
-    try:
-        rc, raw = _run_function_once(code, payload, mode, limits, fresh=False)
-    except sb.SandboxLost as e:  # a reused sandbox died under us: rerun in a fresh one
-        _log.warning("%s; rerunning in a one-shot sandbox", e)
-        rc, raw = _run_function_once(code, payload, mode, limits, fresh=True)
+    rc, out = _run(FUNCTION_CHECK, (code, payload), mode, limits, n_uids=2, max_out=4096)
+    raw = out.decode("utf-8", errors="replace")
     if rc is None:
         return False, "timeout"
     parts = raw.split(" ")
