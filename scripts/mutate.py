@@ -1,0 +1,168 @@
+"""Mutation testing of the core (`make mutate`; not in CI: it takes tens of minutes).
+
+mutmut 3 plants one small bug at a time (an operator, a constant, a dropped argument) in the
+functions below and runs the tests that cover each; a mutant that no test fails on "survives".
+It mutates a copy (`mutants/`) of the tree it runs in, and this script runs it in a throw-away
+copy of the repository under --work (default /tmp/vibethinker-mutate), never in the working
+tree, so tests run elsewhere never see a mutated file. One target at a time, tests selected per
+target, one worker by default (the machines are small and shared).
+
+    python scripts/mutate.py                      # every target, report in docs/MUTATION.md
+    python scripts/mutate.py algo.losses train.sft --jobs 2 --no-report
+
+Surviving mutants that cannot change behaviour are listed in EQUIVALENT with the reason; the
+report counts them apart. Anything else that survives is a missing test: write it. To look at one:
+`cd /tmp/vibethinker-mutate/<target> && mutmut show <name>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str  # the module to mutate
+    functions: tuple[str, ...]  # mutant-name globs (mutmut's x_<function> / xǁClassǁmethod)
+    tests: tuple[str, ...]  # the tests that should kill its mutants
+
+
+TARGETS: dict[str, Target] = {
+    "algo.advantages": Target("vibethinker/algo/advantages.py", ("*",),
+                              ("tests/test_advantages.py",)),  # fmt: skip
+    "algo.losses": Target("vibethinker/algo/losses.py", ("*",), ("tests/test_losses.py",)),
+    "algo.passk": Target("vibethinker/algo/passk.py", ("*",), ("tests/test_passk.py",)),
+    "algo.merge": Target("vibethinker/algo/merge.py", ("*",), ("tests/test_merge.py",)),
+    "train.sft": Target("vibethinker/train/sft.py", ("*x_token_loss_sum*", "*x_train_step*",
+                        "*x_backbone_and_head*"), ("tests/test_sft.py", "tests/test_policy.py")),  # fmt: skip
+    "train.rollout": Target("vibethinker/train/rollout.py", ("*x_build_batch*", "*x_response_logprobs*",
+                            "*x__hidden_and_head*", "*x__chunk_logp*"), ("tests/test_rl.py",)),  # fmt: skip
+    "train.rl": Target("vibethinker/train/rl.py", ("*x_compute_advantages*", "*x_trained_rows*",
+                       "*x_update__*", "*x_update_all*", "*x_logprob_inputs*", "*x_frozen_logprobs*"),
+                       ("tests/test_rl.py",)),  # fmt: skip
+    "engines.hf": Target("vibethinker/engines/hf.py", ("*x_sample_next*", "*x_nucleus*",
+                         "*x_inverse_cdf*", "*_sample_batch*"), ("tests/test_engines_hf.py",)),  # fmt: skip
+    "stages.probe_merge": Target("vibethinker/stages/probe_merge.py", ("*x_pick_specialists*",
+                                 "*x_merge_plan*", "*x_run*"), ("tests/test_merge.py",)),  # fmt: skip
+    "verifiers.math": Target("vibethinker/verifiers/math.py", ("*",), ("tests/test_verify_math.py",)),
+}
+
+# Surviving mutants judged equivalent (no input can tell them apart), with the reason. Names are
+# mutmut's, stable while the function's source does not change; re-check them when it does.
+EQUIVALENT: dict[str, str] = {}
+
+RESULT = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
+COPY_IGNORE = shutil.ignore_patterns(
+    ".venv", ".git", "runs", "mutants", "__pycache__", ".pytest_cache", "*.egg-info", ".ruff_cache"
+)
+
+
+def prepare(name: str, t: Target, work: Path) -> Path:
+    """A fresh copy of the repository for `name`, with a [tool.mutmut] section for it."""
+    dst = work / name
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(ROOT, dst, ignore=COPY_IGNORE)
+    sel = ", ".join(json.dumps(x) for x in t.tests)
+    conf = (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["vibethinker"]\n'
+        f"only_mutate = [{json.dumps(t.path)}]\n"
+        f"pytest_add_cli_args_test_selection = [{sel}]\n"
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-x", "-q"]\n'
+        "use_git_change_detection = false\n"
+    )
+    with (dst / "pyproject.toml").open("a") as f:
+        f.write(conf)
+    return dst
+
+
+def run_target(name: str, t: Target, work: Path, jobs: int) -> dict[str, object]:
+    dst = prepare(name, t, work)
+    mutmut = [sys.executable, "-m", "mutmut"]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+    t0 = time.time()
+    globs = [f"{t.path[:-3].replace('/', '.')}.{g}" if g != "*" else "*" for g in t.functions]
+    log = (dst / "mutmut.log").open("w")
+    subprocess.run([*mutmut, "run", "--max-children", str(jobs), *globs], cwd=dst, env=env,
+                   stdout=log, stderr=subprocess.STDOUT, check=False)  # fmt: skip
+    res = subprocess.run([*mutmut, "results", "--all", "true"], cwd=dst, env=env,
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    status: dict[str, str] = {}
+    for line in res.stdout.splitlines():
+        m = RESULT.match(line)
+        if m and any(_match(m.group(1), g) for g in globs):
+            status[m.group(1)] = m.group(2).strip()
+    survived = sorted(k for k, v in status.items() if v != "killed")
+    equivalent = [k for k in survived if k in EQUIVALENT]
+    return {
+        "target": name,
+        "module": t.path,
+        "functions": list(t.functions),
+        "tests": list(t.tests),
+        "mutants": len(status),
+        "killed": sum(v == "killed" for v in status.values()),
+        "equivalent": len(equivalent),
+        "survived": [f"{k}: {status[k]}" for k in survived if k not in EQUIVALENT],
+        "minutes": round((time.time() - t0) / 60, 1),
+    }
+
+
+def _match(name: str, glob: str) -> bool:
+    import fnmatch
+
+    return fnmatch.fnmatch(name, glob)
+
+
+def report(rows: list[dict[str, object]]) -> str:
+    lines = [
+        "| target | module | mutants | killed | survived | equivalent | minutes |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['target']} | `{r['module']}` | {r['mutants']} | {r['killed']} | "
+                     f"{len(r['survived'])} | {r['equivalent']} | {r['minutes']} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("targets", nargs="*", help=f"default: all of {', '.join(TARGETS)}")
+    ap.add_argument("--work", default="/tmp/vibethinker-mutate")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--json", default="", help="also write the per-target results here")
+    args = ap.parse_args()
+    names = args.targets or list(TARGETS)
+    unknown = [n for n in names if n not in TARGETS]
+    if unknown:
+        sys.exit(f"unknown targets {unknown}; known: {', '.join(TARGETS)}")
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for n in names:
+        print(f"mutate: {n} ...", flush=True)
+        r = run_target(n, TARGETS[n], work, args.jobs)
+        rows.append(r)
+        print(f"  {r['killed']}/{r['mutants']} killed, {len(r['survived'])} survived, "
+              f"{r['equivalent']} equivalent ({r['minutes']} min)", flush=True)  # fmt: skip
+        for s in r["survived"]:
+            print("   survived:", s)
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    print()
+    print(report(rows))
+
+
+if __name__ == "__main__":
+    main()
