@@ -19,6 +19,7 @@ STAGE_MODULE = '''
 import json, os, time
 from dataclasses import dataclass
 from pathlib import Path
+from vibethinker.config import runtime
 from vibethinker.stages import register
 
 CALLS = []
@@ -31,6 +32,8 @@ class WriteConfig:
     """what to write"""
     fail: bool = False
     """raise instead"""
+    workers: int = runtime(1)
+    """cannot change results"""
 
 @register("t_write", WriteConfig)
 def run_write(cfg):

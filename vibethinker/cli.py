@@ -1,42 +1,96 @@
 """Command line: `vibethinker run RECIPE [key=value ...]` and `vibethinker <stage> [key=value ...]`.
 
-vibethinker run recipes/tiny.yaml                 # run (or resume) a whole recipe
-vibethinker run recipes/tiny.yaml --dry-run       # print the plan, run nothing
-vibethinker data tiny out=runs/w seed=1           # one stage alone, its config from key=value
-vibethinker eval recipes/tiny.yaml n=4            # one stage, config taken from a recipe entry
-vibethinker stages                                # list the stages
-vibethinker <stage> --help                        # a stage's keys, defaults and meanings
+usage:
+  vibethinker run RECIPE.yaml [key=value ...] [--dry-run] [--quiet]   run (or resume) a recipe
+  vibethinker <stage> [POSITIONAL ...] [key=value ...]                one stage alone
+  vibethinker <stage|name> RECIPE.yaml [key=value ...]                one recipe stage alone,
+                                              written to <run_dir>/single/<name> (not the recipe's)
+  vibethinker status RUN_DIR|RECIPE.yaml [--no-report]                the manifest as a table;
+                                                                      rebuilds report.md
+  vibethinker stages                                                  list the stages
+  vibethinker <command> --help                                        help (keys, defaults, meaning)
+
+examples:
+  vibethinker run recipes/tiny.yaml --dry-run     # the plan, and why each stage (re-)runs
+  vibethinker data tiny out=runs/w seed=1
+  vibethinker eval recipes/tiny.yaml n=4          # -> runs/tiny/single/eval_final
 """
 
 from __future__ import annotations
 
+import re
 import sys
+from pathlib import Path
+from typing import Any
 
 from vibethinker import stages as stage_registry
-from vibethinker.config import ConfigError, config_help, make_config, parse_overrides
+from vibethinker.config import (
+    ConfigError,
+    close_matches,
+    config_help,
+    make_config,
+    parse_overrides,
+)
 from vibethinker.data.io import DataError
 from vibethinker.log import get_logger, setup_logging
 
 log = get_logger("cli")
+GLOBAL_FLAGS = ("--quiet", "--help", "-h")
+COMMAND_FLAGS = {"run": ("--dry-run",), "status": ("--no-report",)}
+RUN_USAGE = """usage: vibethinker run RECIPE.yaml [key=value ...] [--dry-run] [--quiet]
+
+Run the recipe's stages in order into its run_dir; finished stages with an unchanged config are
+skipped, so running it again resumes. Overrides: run_dir=..., model=..., <stage name>.<key>=...
+
+  --dry-run   print the plan (skip / run / resume, and why) and run nothing
+  --quiet     no progress bars; only warnings on the console (run.log keeps everything)"""
+STATUS_USAGE = """usage: vibethinker status RUN_DIR|RECIPE.yaml [--no-report]
+
+Print the run's manifest as a table (status, seconds, outputs per stage, and any single-stage
+runs under RUN_DIR/single) and rebuild RUN_DIR/report.md from what is on disk.
+
+  --no-report   only print the table"""
 
 
-def _split_flags(argv: list[str]) -> tuple[list[str], set[str]]:
-    flags = {a for a in argv if a.startswith("--")}
-    return [a for a in argv if not a.startswith("--")], flags
+def _split_flags(argv: list[str], command: str) -> tuple[list[str], set[str]]:
+    """Separate flags from arguments; an unknown flag is an error (a typo must not start a run)."""
+    known = (*GLOBAL_FLAGS, *COMMAND_FLAGS.get(command, ()))
+    args, flags = [], set()
+    for a in argv:
+        if not a.startswith("-") or re.fullmatch(r"-\d.*", a):
+            args.append(a)
+        elif a in known:
+            flags.add("--help" if a == "-h" else a)
+        else:
+            hint = close_matches(a, known)
+            if a.startswith("--") and "=" in a:
+                hint = hint or f" (config keys are written key=value: {a[2:]})"
+            where = f"vibethinker {command} --help" if command else "vibethinker --help"
+            raise ConfigError(f"unknown option {a}{hint}; see `{where}`")
+    return args, flags
+
+
+def _usage(out: Any = None) -> None:
+    out = out or sys.stdout
+    print(__doc__.split("\n", 2)[2].rstrip(), file=out)
+    print("\nstages: " + ", ".join(sorted(stage_registry.load_all())), file=out)
 
 
 def cmd_run(args: list[str], flags: set[str]) -> int:
-    from vibethinker.recipe import execute, load_recipe, plan
+    from vibethinker.recipe import execute, explain, load_recipe
 
+    if "--help" in flags:
+        print(RUN_USAGE)
+        return 0
     if not args:
-        print("usage: vibethinker run RECIPE.yaml [key=value ...] [--dry-run] [--quiet]")
+        print(RUN_USAGE, file=sys.stderr)
         return 2
     recipe = load_recipe(args[0], parse_overrides(args[1:]))
     if "--dry-run" in flags:
         print(f"recipe {recipe.path} -> run dir {recipe.run_dir} (model: {recipe.model})")
-        for i, (ps, action) in enumerate(plan(recipe), 1):
+        for i, (ps, action, why) in enumerate(explain(recipe), 1):
             keys = " ".join(f"{k}={v}" for k, v in vars(ps.config).items())
-            print(f"{i:2d}. [{action:6s}] {ps.name} ({ps.stage}): {keys}")
+            print(f"{i:2d}. [{action:6s}] {ps.name} ({ps.stage}): {why}\n      {keys}")
         return 0
     execute(recipe, quiet="--quiet" in flags)
     from vibethinker.report import write_report
@@ -46,48 +100,156 @@ def cmd_run(args: list[str], flags: set[str]) -> int:
     return 0
 
 
-def cmd_stage(name: str, args: list[str], flags: set[str]) -> int:
-    spec = stage_registry.get(name)
-    if "--help" in flags or "-h" in args:
-        print(f"vibethinker {name} {' '.join(spec.positional).upper()} [key=value ...]")
-        print(f"  {spec.help}\n\nkeys:\n{config_help(spec.config_cls)}")
+def cmd_status(args: list[str], flags: set[str]) -> int:
+    from vibethinker.report import status_table, write_report
+
+    if "--help" in flags:
+        print(STATUS_USAGE)
         return 0
-    values: dict = {}
-    recipe_path = next((a for a in args if a.endswith((".yaml", ".yml")) and "=" not in a), None)
-    if recipe_path:
+    if len(args) != 1:
+        print(STATUS_USAGE, file=sys.stderr)
+        return 2
+    run_dir = args[0]
+    if run_dir.endswith((".yaml", ".yml")) and Path(run_dir).is_file():
         from vibethinker.recipe import load_recipe
 
-        matches = [s for s in load_recipe(recipe_path).stages if s.stage == name]
-        if not matches:
-            raise ConfigError(f"recipe {recipe_path} has no {name!r} stage")
-        values = dict(vars(matches[0].config))
+        run_dir = load_recipe(run_dir).run_dir
+    if not (Path(run_dir) / "manifest.json").exists():
+        raise FileNotFoundError(f"{run_dir}: no manifest.json (not a run directory, or not run)")
+    print(status_table(run_dir))
+    if "--no-report" not in flags:
+        print(f"\nreport: {write_report(run_dir)}")
+    return 0
+
+
+def _stage_help(name: str) -> str:
+    spec = stage_registry.get(name)
+    pos = " ".join(spec.positional).upper()
+    return (
+        f"usage: vibethinker {name} {pos + ' ' if pos else ''}[key=value ...]\n"
+        f"       vibethinker {name} RECIPE.yaml [key=value ...]   (config from the recipe's "
+        f"{name} entry; outputs to <run_dir>/single/<name>)\n\n  {spec.help}\n\n"
+        f"keys:\n{config_help(spec.config_cls)}"
+    )
+
+
+def _from_recipe(cmd: str, recipe_path: str, values: dict[str, str]) -> tuple[str, dict]:
+    """The config values of the recipe entry `cmd` (a stage name, or a stage type with one
+    entry), with `out` moved to <run_dir>/single/<name> unless given: a single-stage run never
+    writes into a folder the recipe's manifest describes."""
+    from vibethinker.recipe import load_recipe, single_out
+
+    recipe = load_recipe(recipe_path)
+    by_name = [s for s in recipe.stages if s.name == cmd]
+    matches = by_name or [s for s in recipe.stages if s.stage == cmd]
+    if not matches:
+        have = ", ".join(f"{s.name} ({s.stage})" for s in recipe.stages)
+        raise ConfigError(
+            f"recipe {recipe_path} has no stage named or of type {cmd!r}; it has {have}"
+        )
+    if len(matches) > 1:
+        names = ", ".join(s.name for s in matches)
+        raise ConfigError(
+            f"recipe {recipe_path} has {len(matches)} {cmd!r} stages ({names}); name one, e.g. "
+            f"`vibethinker {matches[0].name} {recipe_path} ...`"
+        )
+    ps = matches[0]
+    base = dict(vars(ps.config))
+    base["out"] = single_out(recipe, ps.name, values.get("out"))
+    return ps.stage, {**base, **values}
+
+
+def cmd_stage(cmd: str, args: list[str], flags: set[str]) -> int:
+    recipe_path = next((a for a in args if a.endswith((".yaml", ".yml")) and "=" not in a), None)
+    if "--help" in flags:
+        name = cmd
+        if recipe_path and cmd not in stage_registry.load_all():
+            name, _ = _from_recipe(cmd, recipe_path, {})
+        print(_stage_help(name))
+        return 0
+    if recipe_path:
         args = [a for a in args if a != recipe_path]
     positional = [a for a in args if "=" not in a]
+    overrides = parse_overrides([a for a in args if "=" in a])
+    if recipe_path:
+        name, values = _from_recipe(cmd, recipe_path, overrides)
+    else:
+        name, values = cmd, dict(overrides)
+    spec = stage_registry.get(name)
     if len(positional) > len(spec.positional):
         raise ConfigError(
             f"{name}: unexpected argument(s) {positional[len(spec.positional) :]}; "
             f"use key=value (see `vibethinker {name} --help`)"
         )
     values.update(zip(spec.positional, positional))
-    values.update(parse_overrides([a for a in args if "=" in a]))
     cfg = make_config(spec.config_cls, values, name)
+    if recipe_path:
+        from vibethinker.recipe import prepare_single
+
+        prepare_single(cfg, name)
+        print(f"{name}: writing to {cfg.out} (the recipe's run and manifest are untouched)")
     outputs = spec.fn(cfg) or {}
+    if recipe_path:
+        from vibethinker.recipe import finish_single
+
+        finish_single(cfg)
     for k, v in outputs.items():
         print(f"{k}: {v}")
     return 0
 
 
+_HUB_ERRORS = ("LocalEntryNotFoundError", "OfflineModeIsEnabled", "RepositoryNotFoundError")
+_HUB_TEXT = ("offline mode", "couldn't connect to", "not a valid model identifier",
+             "cannot find the requested files", "local_files_only")  # fmt: skip
+
+
+def hub_hint(e: BaseException, values: dict[str, Any] | None = None) -> str | None:
+    """One line for a model that is neither a local folder nor in the hub cache (offline), with
+    the download command; None when `e` is something else."""
+    chain, cur = [], e
+    while cur is not None and len(chain) < 20:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    text = " ".join(str(c) for c in chain).lower()
+    if not any(type(c).__name__ in _HUB_ERRORS for c in chain) and not any(
+        t in text for t in _HUB_TEXT
+    ):
+        return None
+    ids = [v for v in (values or {}).values() if isinstance(v, str)]  # the config's own ids first
+    ids += [
+        i.rstrip(".")
+        for i in re.findall(r"([A-Za-z0-9][\w.-]*/[\w.-]+)", " ".join(map(str, chain)))
+    ]
+    repo = next((i for i in ids if re.fullmatch(r"[\w.-]+/[\w.-]+", i) and not Path(i).exists()),
+                None)  # fmt: skip
+    what = f"model {repo!r}" if repo else "the model"
+    cmd = f"hf download {repo} --local-dir DIR" if repo else "hf download ORG/NAME --local-dir DIR"
+    return (
+        f"{what} is not a local folder and is not in the Hugging Face cache, and the hub is "
+        f"unreachable or offline: download it first (`{cmd}`) and pass model=DIR"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args, flags = _split_flags(argv)
+    command = next((a for a in argv if not a.startswith("-")), "")
+    try:
+        args, flags = _split_flags(argv, command)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     setup_logging(quiet="--quiet" in flags)
-    if not args or args[0] in ("help", "-h") or (not args and "--help" in flags):
-        print(__doc__)
-        print("stages: " + ", ".join(sorted(stage_registry.load_all())))
-        return 0
+    if not args or args[0] == "help":
+        if "--help" in flags or args[:1] == ["help"]:
+            _usage()
+            return 0
+        _usage(sys.stderr)  # a bare `vibethinker` is a mistake, not a request
+        return 2
     try:
         if args[0] == "run":
             return cmd_run(args[1:], flags)
+        if args[0] == "status":
+            return cmd_status(args[1:], flags)
         if args[0] == "stages":
             for n, s in sorted(stage_registry.load_all().items()):
                 print(f"{n:14s} {s.help}")
@@ -96,7 +258,14 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, DataError, FileNotFoundError, ValueError) as e:
         # Bad input, not a bug: the message is the whole story (the traceback goes to the log).
         log.debug("error", exc_info=True)
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {hub_hint(e) or e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        hint = hub_hint(e)
+        if hint is None:
+            raise
+        log.debug("error", exc_info=True)
+        print(f"error: {hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; run the same command again to resume", file=sys.stderr)

@@ -21,6 +21,32 @@ class ConfigError(ValueError):
     """A bad config key or value; the message says where and what was expected."""
 
 
+def runtime(default: Any = dataclasses.MISSING, **kw: Any) -> Any:
+    """Declare a field that cannot change a stage's results (device, worker counts, request
+    concurrency): a recipe does not re-run a finished stage when only such fields changed.
+
+        device: str = runtime("auto")  # then its docstring line, as for any field
+    """
+    return dataclasses.field(default=default, metadata={"runtime": True}, **kw)
+
+
+def is_runtime(f: dataclasses.Field) -> bool:
+    return bool(f.metadata.get("runtime"))
+
+
+def result_values(cfg: Any) -> dict[str, Any]:
+    """The config's fields that can change its results (everything not declared `runtime`)."""
+    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if not is_runtime(f)}
+
+
+def close_matches(name: str, known: Any) -> str:
+    """' (did you mean x?)' for a likely typo of a known name, else ''."""
+    import difflib
+
+    m = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    return f" (did you mean {m[0]}?)" if m else ""
+
+
 def field_docs(cls: type) -> dict[str, str]:
     """Map field name -> the docstring literal written under it in the class body."""
     try:
@@ -112,8 +138,9 @@ def make_config(cls: type, values: dict[str, Any], where: str = "") -> Any:
     hints = typing.get_type_hints(cls)
     unknown = sorted(set(values) - set(fields))
     if unknown:
+        hint = close_matches(unknown[0], fields) if len(unknown) == 1 else ""
         raise ConfigError(
-            f"{where or cls.__name__}: unknown key(s) {', '.join(unknown)}; "
+            f"{where or cls.__name__}: unknown key(s) {', '.join(unknown)}{hint}; "
             f"valid keys: {', '.join(fields)}"
         )
     kwargs = {k: coerce(v, hints[k], f"{where or cls.__name__}.{k}") for k, v in values.items()}
@@ -156,5 +183,6 @@ def config_help(cls: type) -> str:
             )  # type: ignore[misc]
         )
         t = getattr(hints[f.name], "__name__", str(hints[f.name]).replace("typing.", ""))
-        lines.append(f"  {f.name}={default!r}  ({t})\n      {docs.get(f.name, '')}")
+        tag = "; runtime: changing it does not re-run the stage" if is_runtime(f) else ""
+        lines.append(f"  {f.name}={default!r}  ({t}{tag})\n      {docs.get(f.name, '')}")
     return "\n".join(lines)

@@ -17,7 +17,8 @@ Overrides: `run_dir=...`, `model=...`, and `<name>.<key>=...` for a stage's key.
 The manifest (`<run_dir>/manifest.json`, rewritten atomically) records per stage its status
 (pending, running, done, failed, interrupted), resolved config, start/finish times and outputs.
 Running again skips stages that are done with an unchanged config; a stage whose config changed
-re-runs, and so does everything after it. A stage that did not finish (crash, Ctrl-C, kill -9)
+re-runs, and so does everything after it. Fields declared `runtime` (device, worker counts,
+request concurrency: config.runtime) cannot change results and do not count as a change. A stage that did not finish (crash, Ctrl-C, kill -9)
 is never marked done; a non-resumable stage gets a clean output folder when it re-runs, a
 resumable one (it checkpoints inside its folder) continues from its last checkpoint.
 """
@@ -39,7 +40,7 @@ from typing import Any
 import yaml
 
 from vibethinker import stages as stage_registry
-from vibethinker.config import ConfigError, make_config
+from vibethinker.config import ConfigError, is_runtime, make_config
 from vibethinker.log import get_logger, setup_logging
 
 log = get_logger("recipe")
@@ -162,21 +163,53 @@ def _config_dict(cfg: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(cfg), default=str))
 
 
-def plan(recipe: Recipe) -> list[tuple[PlannedStage, str]]:
-    """Each stage with what a run would do: 'skip' (done, same config) or 'run'/'resume'."""
+def _result_dict(cfg: Any, recorded: dict[str, Any] | None = None) -> dict[str, Any]:
+    """JSON form of the fields that can change results (`runtime` fields are left out)."""
+    runtime = {f.name for f in dataclasses.fields(cfg) if is_runtime(f)}
+    src = _config_dict(cfg) if recorded is None else recorded
+    return {k: v for k, v in src.items() if k not in runtime}
+
+
+def _changes(old: dict[str, Any], new: dict[str, Any], most: int = 3) -> str:
+    keys = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    shown = ", ".join(f"{k} {old.get(k)!r} -> {new.get(k)!r}" for k in keys[:most])
+    return shown + (f" (+{len(keys) - most} more)" if len(keys) > most else "")
+
+
+def explain(recipe: Recipe) -> list[tuple[PlannedStage, str, str]]:
+    """Each stage with what a run would do ('skip', 'run' or 'resume') and why.
+
+    A finished stage is skipped when its config is unchanged apart from `runtime` fields (device,
+    worker counts: they cannot change results); otherwise it and every stage after it re-run."""
     manifest = Manifest(recipe.run_dir)
-    out, dirty = [], False
+    out: list[tuple[PlannedStage, str, str]] = []
+    dirty = ""
     for ps in recipe.stages:
         rec = manifest.data["stages"].get(ps.name, {})
-        same = rec.get("config") == _config_dict(ps.config)
-        if not dirty and rec.get("status") == "done" and same:
-            out.append((ps, "skip"))
+        now = _result_dict(ps.config)
+        then = _result_dict(ps.config, rec["config"]) if rec.get("config") else None
+        same, status = then == now, rec.get("status")
+        if not dirty and status == "done" and same:
+            out.append((ps, "skip", "done, same config"))
             continue
-        dirty = True
         resumable = stage_registry.get(ps.stage).resumable
-        partial = rec.get("status") in ("running", "failed", "interrupted") and same
-        out.append((ps, "resume" if resumable and partial else "run"))
+        partial = status in ("running", "failed", "interrupted") and same
+        if dirty:
+            why = f"an earlier stage ({dirty}) re-runs"
+        elif then is None:
+            why = "not run yet"
+        elif not same:
+            why = "config changed: " + _changes(then, now)
+        else:
+            why = f"last run {status}" + ("; resumes from its checkpoints" if resumable else "")
+        dirty = dirty or ps.name
+        out.append((ps, "resume" if resumable and partial else "run", why))
     return out
+
+
+def plan(recipe: Recipe) -> list[tuple[PlannedStage, str]]:
+    """Each stage with what a run would do: 'skip' (done, same config) or 'run'/'resume'."""
+    return [(ps, action) for ps, action, _ in explain(recipe)]
 
 
 def _inside(child: Path, parent: Path) -> bool:
@@ -192,6 +225,48 @@ def _clean_out(out: str, run_dir: str) -> None:
     p = Path(out)
     if p.exists() and _inside(p, Path(run_dir)) and p.resolve() != Path(run_dir).resolve():
         shutil.rmtree(p) if p.is_dir() else p.unlink()
+
+
+def single_out(recipe: Recipe, name: str, given: str | None = None) -> str:
+    """Output folder of `vibethinker <stage> RECIPE ...` (one recipe stage run alone): by default
+    <run_dir>/single/<name>, so it never overwrites a folder the manifest describes; an explicit
+    `out=` inside a recipe stage's folder is refused (re-run that stage with `vibethinker run`)."""
+    if not given:
+        return f"{recipe.run_dir}/single/{name}"
+    g = Path(given)
+    if g.resolve() == Path(recipe.run_dir).resolve():
+        raise ConfigError(f"out={given} is the recipe's run dir; choose another folder")
+    for ps in recipe.stages:
+        if _inside(g, Path(ps.config.out)):
+            raise ConfigError(
+                f"out={given} is inside recipe stage {ps.name}'s folder {ps.config.out}, which "
+                f"its manifest describes; to re-run that stage use `vibethinker run "
+                f"{recipe.path} {ps.name}.<key>=...`, or choose another out="
+            )
+    return given
+
+
+def prepare_single(cfg: Any, stage: str) -> None:
+    """Before a single-stage run: clear its folder if an earlier single run there had another
+    config (a resumable stage would otherwise continue someone else's checkpoints), and leave
+    `single_run.json` (stage, config, times, status) as its record."""
+    out = Path(cfg.out)
+    marker = out / "single_run.json"
+    if marker.exists():
+        old = json.loads(marker.read_text())
+        same = _result_dict(cfg, old.get("config") or {}) == _result_dict(cfg)
+        if not (same and stage_registry.get(stage).resumable):
+            shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rec = {"stage": stage, "status": "running", "config": _config_dict(cfg), "started": _now()}
+    marker.write_text(json.dumps(rec, indent=2) + "\n")
+
+
+def finish_single(cfg: Any) -> None:
+    marker = Path(cfg.out) / "single_run.json"
+    rec = json.loads(marker.read_text()) if marker.exists() else {}
+    rec.update(status="done", finished=_now())
+    marker.write_text(json.dumps(rec, indent=2) + "\n")
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:

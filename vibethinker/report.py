@@ -1,21 +1,89 @@
 """The run report: one markdown page (plus the stages' PNG plots) a person reads in two minutes.
 
 Each stage may leave a `summary.md` in its output folder (its headline numbers) and PNG plots;
-the report stitches them together in recipe order under a table of status and timings.
+the report stitches them together in recipe order under a table of status and timings. A stage
+summary's own headings are nested under the report's stage heading (`#` becomes `###`).
+`vibethinker status RUN_DIR` prints the same table on the console and rebuilds the report.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
+from typing import Any
+
+_HEADING = re.compile(r"^(#{1,6}) ", re.MULTILINE)
+
+
+def nest_headings(md: str, levels: int = 2) -> str:
+    """Demote every markdown heading by `levels` (at most to level 6), code blocks left alone."""
+    parts = md.split("```")
+    for i in range(0, len(parts), 2):  # even parts are outside fenced code
+        parts[i] = _HEADING.sub(lambda m: "#" * min(6, len(m.group(1)) + levels) + " ", parts[i])
+    return "```".join(parts)
+
+
+def _load(run_dir: str) -> tuple[dict[str, Any], list[str]]:
+    manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
+    stages = manifest.get("stages", {})
+    return manifest, manifest.get("order") or list(stages)
+
+
+def _warnings(rec: dict[str, Any]) -> list[str]:
+    """Warnings a stage left in `warnings.json` in its folder (e.g. RL that learned nothing)."""
+    out = Path((rec.get("config") or {}).get("out", "") or "/nonexistent")
+    f = out / "warnings.json"
+    try:
+        return list(json.loads(f.read_text())) if f.exists() else []
+    except (OSError, ValueError):
+        return []
+
+
+def single_runs(run_dir: str) -> list[tuple[str, dict[str, Any]]]:
+    """Single-stage runs from a recipe (`vibethinker <stage> RECIPE`): <run_dir>/single/*."""
+    found = []
+    for marker in sorted(Path(run_dir).glob("single/*/single_run.json")):
+        try:
+            found.append((marker.parent.name, json.loads(marker.read_text())))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def status_table(run_dir: str) -> str:
+    """The manifest as a plain-text table: stage, type, status, seconds, finished, outputs."""
+    manifest, order = _load(run_dir)
+    stages = manifest.get("stages", {})
+    rows = [("stage", "type", "status", "seconds", "finished", "outputs")]
+    notes = []
+    for name in order:
+        rec = stages.get(name, {"status": "pending"})
+        outs = " ".join(f"{k}={v}" for k, v in (rec.get("outputs") or {}).items())
+        fin = rec.get("finished") or rec.get("started") or ""
+        rows.append((name, rec.get("stage", ""), rec.get("status", "pending"),
+                     str(rec.get("seconds", "")), fin, outs[:80]))  # fmt: skip
+        if rec.get("error"):
+            notes.append(f"{name}: {rec['error']}")
+        notes += [f"{name}: WARNING {w}" for w in _warnings(rec)]
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = [f"run {run_dir}: recipe {manifest.get('recipe')}, model {manifest.get('model')}"]
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r[:5], widths)) + "  " + r[5])
+    singles = single_runs(run_dir)
+    if singles:
+        lines.append("\nsingle-stage runs (not part of the recipe's manifest):")
+        for name, rec in singles:
+            lines.append(f"  single/{name}  {rec.get('stage')}  {rec.get('status')}  "
+                         f"{rec.get('finished') or rec.get('started', '')}")  # fmt: skip
+    return "\n".join(lines + ([""] + notes if notes else []))
 
 
 def write_report(run_dir: str) -> str:
     run = Path(run_dir)
-    manifest = json.loads((run / "manifest.json").read_text())
+    manifest, order = _load(run_dir)
     stages = manifest.get("stages", {})
-    order = manifest.get("order") or list(stages)
     lines = [
         f"# Run report: `{run_dir}`",
         "",
@@ -29,6 +97,9 @@ def write_report(run_dir: str) -> str:
         outs = ", ".join(f"{k}: `{v}`" for k, v in (rec.get("outputs") or {}).items())
         secs = rec.get("seconds", "")
         lines.append(f"| {name} | {rec.get('stage', '')} | {rec['status']} | {secs} | {outs} |")
+    warned = [(n, w) for n in order for w in _warnings(stages.get(n, {}))]
+    if warned:
+        lines += ["", "## Warnings", ""] + [f"- **{n}**: {w}" for n, w in warned]
     for name in order:
         rec = stages.get(name, {})
         out = Path((rec.get("config") or {}).get("out", "")) if rec.get("config") else None
@@ -40,7 +111,7 @@ def write_report(run_dir: str) -> str:
             continue
         lines += ["", f"## {name} ({rec.get('stage')})", ""]
         if summary.exists():
-            lines.append(summary.read_text().strip())
+            lines.append(nest_headings(summary.read_text().strip()))
         for png in pngs:
             lines += ["", f"![{png.stem}]({os.path.relpath(png, run)})"]
     path = run / "report.md"
