@@ -44,6 +44,18 @@ class Completion:
     token_ids: list[int] = field(default_factory=list)  # [T] sampled token ids
     logprobs: list[float] | None = None  # [T] log pi(y_t | ...) of the sampled tokens, if known
     finish_reason: str = "stop"  # "stop" (EOS / stop string) or "length" (hit max tokens)
+    # response length when the engine knows it without the ids (an HTTP server's `usage`);
+    # None = unknown (never 0 for unknown). `n_tokens` below is the one length to read.
+    num_tokens: int | None = None
+
+    @property
+    def n_tokens(self) -> int | None:
+        """Response tokens: the ids, else the logprobs, else `num_tokens`; None if unknown."""
+        if self.token_ids:
+            return len(self.token_ids)
+        if self.logprobs:
+            return len(self.logprobs)
+        return self.num_tokens
 
     @property
     def truncated(self) -> bool:

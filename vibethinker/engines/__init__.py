@@ -68,6 +68,50 @@ def encode_prompt(tokenizer: Any, prompt: Prompt, use_chat_template: bool) -> li
     return list(tokenizer(text)["input_ids"])
 
 
+def chat_end_token(tokenizer: Any) -> int | None:
+    """The token that closes an assistant turn in the tokenizer's chat template (`<|im_end|>` in
+    ChatML/Qwen, `<|eot_id|>` in Llama 3, `<end_of_turn>` in Gemma), or None without a template.
+
+    SFT teaches the model to end its turn with this token, but a base checkpoint's EOS is often
+    another one (Qwen2.5 base: `<|endoftext|>`), so every engine must stop on it too. Found by
+    rendering a one-turn chat and taking the first token after the assistant's text, when that
+    token is a special or added token (plain text there, e.g. a newline, is not a turn end)."""
+    if not getattr(tokenizer, "chat_template", None):
+        return None
+    marker = "VIBETHINKER_TURN_MARKER"
+    msgs = [{"role": "user", "content": "u"}, {"role": "assistant", "content": marker}]
+    try:
+        text = tokenizer.apply_chat_template(msgs, tokenize=False)
+    except Exception:  # templates that refuse a final assistant turn
+        return None
+    at = text.rfind(marker)
+    if at < 0:
+        return None
+    tail = text[at + len(marker) :].lstrip(" ")
+    ids = tokenizer(tail, add_special_tokens=False)["input_ids"] if tail else []
+    if not ids:
+        return None
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    added = set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
+    return int(ids[0]) if ids[0] in special | added else None
+
+
+def stop_token_ids(model: Any, tokenizer: Any, chat: bool = True) -> list[int]:
+    """Every token id that ends a response: the checkpoint's generation_config EOS (an int or a
+    list), the tokenizer's EOS and, when prompts go through the chat template, its turn end."""
+    ids: set[int] = set()
+    gc = getattr(model, "generation_config", None)
+    for v in (getattr(gc, "eos_token_id", None), getattr(tokenizer, "eos_token_id", None)):
+        if isinstance(v, int):
+            ids.add(v)
+        elif isinstance(v, (list, tuple)):
+            ids.update(int(x) for x in v)
+    end = chat_end_token(tokenizer) if chat else None
+    if end is not None:
+        ids.add(end)
+    return sorted(ids)
+
+
 def truncate_at_stop(text: str, stop: list[str]) -> tuple[str, bool]:
     """Cut `text` before the earliest occurrence of any stop string; (text, whether one hit)."""
     cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
@@ -104,6 +148,8 @@ __all__ = [
     "SamplerError",
     "SamplingParams",
     "as_messages",
+    "chat_end_token",
     "make_sampler",
+    "stop_token_ids",
     "truncate_at_stop",
 ]

@@ -9,8 +9,13 @@ loop (benchmarks/sampling.py measures it against `generate`):
   sorted by length so padding is small, longest first so an out-of-memory shows up at once;
 - drops finished rows from the batch (KV cache, mask, positions) as they finish, and exits when
   all rows are done;
-- stops at EOS (kept as the last token, it is part of what the policy produced) and at stop
-  strings (the text is cut before the stop string; the tokens end with the token completing it).
+- stops at EOS (kept as the last token, it is part of what the policy produced): the
+  checkpoint's EOS ids AND the chat template's turn end (`<|im_end|>`), which is what an SFT'd
+  base model emits (`engines.stop_token_ids`); and at stop strings (the text is cut before the
+  stop string; the tokens end with the token completing it);
+- keeps prompt + response within the context: `max_new_tokens=0` means "up to the context"
+  (each row stops at `context_len - prompt length`); an explicit cap that would run past the
+  model's positions is refused (`models.check_context`) rather than silently extrapolated.
 
 Logprobs: `Completion.logprobs[t]` is log pi_theta(y_t | prompt, y_<t) of the RAW policy, i.e. the
 fp32 log_softmax of the logits at temperature 1 without top-p/top-k truncation, whatever the
@@ -30,7 +35,13 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-from vibethinker.engines import Prompt, SamplingParams, encode_prompt, truncate_at_stop
+from vibethinker.engines import (
+    Prompt,
+    SamplingParams,
+    encode_prompt,
+    stop_token_ids,
+    truncate_at_stop,
+)
 from vibethinker.log import get_logger
 from vibethinker.types import Completion
 
@@ -173,13 +184,13 @@ def _new_cache(model: Any, reserve: int) -> Any:
     return cache
 
 
-def _load(path: str, device: str, dtype: str) -> tuple[Any, Any]:
+def _load(path: str, device: str, dtype: str, **load_kw: Any) -> tuple[Any, Any]:
     try:  # the project's loader (tokenizer fixes, dtype policy) when present
         from vibethinker.models import load_model_and_tokenizer
     except ImportError:
         load_model_and_tokenizer = None
     if load_model_and_tokenizer is not None:
-        return load_model_and_tokenizer(path, device=device, dtype=dtype)
+        return load_model_and_tokenizer(path, device=device, dtype=dtype, **load_kw)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     torch_dtype = _resolve_dtype(dtype, device)
@@ -201,7 +212,9 @@ class HFSampler:
 
     `model` is a path (loaded on `device` in `dtype`) or an already-loaded model, e.g. the live RL
     policy so rollouts are on-policy (then `tokenizer` is required and the model stays where it
-    is; its train/eval mode is restored after sampling).
+    is; its train/eval mode is restored after sampling). `context_len` bounds prompt + response
+    (0: the model's max_position_embeddings); `load_kw` go to the loader (e.g.
+    rope_yarn_factor, rope_original_len).
     """
 
     def __init__(
@@ -214,10 +227,12 @@ class HFSampler:
         max_batch_size: int = 256,
         chat_template: bool = True,
         compact_frac: float = 0.75,
+        context_len: int = 0,
+        **load_kw: Any,
     ):
         if isinstance(model, (str, os.PathLike)):
             device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-            model, tok = _load(str(model), device, dtype)
+            model, tok = _load(str(model), device, dtype, **load_kw)
             tokenizer = tokenizer or tok
         if tokenizer is None:
             raise ValueError("HFSampler: pass a tokenizer along with an already-loaded model")
@@ -228,7 +243,13 @@ class HFSampler:
         if chat_template and not self.use_chat_template:
             log.warning("tokenizer has no chat template; prompts are fed as raw text")
         self.compact_frac = compact_frac
-        self.eos_ids = _eos_ids(model, tokenizer)
+        self.eos_ids = stop_token_ids(model, tokenizer, bool(self.use_chat_template))
+        positions = getattr(model.config, "max_position_embeddings", None) or 0
+        if context_len and positions and context_len > positions:
+            from vibethinker.models import check_context
+
+            check_context(model.config, context_len, f"context_len={context_len}")
+        self.context_len = int(context_len or positions or 0)  # 0: unknown, no bound
         pad = tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else (min(self.eos_ids) if self.eos_ids else 0)
         params = inspect.signature(model.forward).parameters
@@ -255,8 +276,9 @@ class HFSampler:
             raise ValueError(f"n must be >= 1, got {n}")
         ids = [self.encode(p) for p in prompts]
         out: list[list[Completion]] = [[] for _ in prompts]
+        max_new = self.response_budget(max((len(x) for x in ids), default=0), params)
         batches = plan_batches(
-            [len(x) for x in ids], n, params.max_new_tokens, self.token_budget, self.max_batch_size
+            [len(x) for x in ids], n, max_new, self.token_budget, self.max_batch_size
         )
         gen = None
         if params.seed is not None:
@@ -275,6 +297,28 @@ class HFSampler:
         finally:
             self.model.train(was_training)
         return out
+
+    def response_budget(self, longest_prompt: int, params: SamplingParams) -> int:
+        """The most response tokens any row may take: `max_new_tokens`, or with 0 the context
+        left after the longest prompt. Refuses a cap that runs past the model's positions."""
+        if params.max_new_tokens <= 0:
+            if not self.context_len:
+                raise ValueError("max_new_tokens=0 (up to the context) needs a known context_len")
+            left = self.context_len - longest_prompt
+            if left <= 0:
+                raise ValueError(f"a prompt of {longest_prompt} tokens fills the context "
+                                 f"({self.context_len}); nothing left to generate")  # fmt: skip
+            return left
+        if self.context_len and longest_prompt + params.max_new_tokens > self.context_len:
+            from vibethinker.models import ContextLengthError, check_context
+
+            need = longest_prompt + params.max_new_tokens
+            check_context(self.model.config, need, f"max_new_tokens={params.max_new_tokens}")
+            raise ContextLengthError(
+                f"max_new_tokens={params.max_new_tokens} + a {longest_prompt}-token prompt exceeds "
+                f"context_len={self.context_len}; lower max_new_tokens or raise context_len"
+            )
+        return params.max_new_tokens
 
     def _forward(self, input_ids, mask, pos, cache, last_only: bool) -> torch.Tensor:
         kw = {self._cache_kw: cache, "use_cache": True}
@@ -295,7 +339,9 @@ class HFSampler:
             mask[r, width - len(p) :] = 1
         inp, mask = inp.to(dev), mask.to(dev)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        cache = _new_cache(self.model, params.max_new_tokens)
+        # per-row response cap: max_new_tokens, or (0) the context left after the row's prompt
+        caps_p = [params.max_new_tokens or self.context_len - len(p) for p in prompt_ids]
+        cache = _new_cache(self.model, max(caps_p))
         logits = self._forward(inp, mask, pos, cache, last_only=True)
         # Prefill once per distinct prompt, then copy its cache to its samples.
         rep = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts)).to(dev)
@@ -308,8 +354,9 @@ class HFSampler:
         lps: list[list[float]] = [[] for _ in range(n_rows)]
         finish: list[str | None] = [None] * n_rows
         hit_stop = [False] * n_rows
+        caps = [caps_p[i] for i in rep.tolist()]
         eos = set(self.eos_ids)
-        for _ in range(params.max_new_tokens):
+        for _ in range(max(caps)):
             tok, lp = sample_next(logits, params, gen)
             for slot, (t, lpv) in enumerate(zip(tok.tolist(), lp.tolist())):
                 r = live[slot]
@@ -321,7 +368,7 @@ class HFSampler:
                     finish[r] = "stop"
                 elif params.stop and self._hits_stop(tokens[r], t, params.stop):
                     finish[r], hit_stop[r] = "stop", True
-                elif len(tokens[r]) >= params.max_new_tokens:
+                elif len(tokens[r]) >= caps[r]:
                     finish[r] = "length"
             alive = [s for s, r in enumerate(live) if finish[r] is None]
             if not alive:
@@ -359,14 +406,3 @@ class HFSampler:
         window = max(len(s) for s in stop) + 4  # a token is at least one character
         text = self.decode(toks[-window:])
         return any(s and s in text for s in stop)
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
-    ids: set[int] = set()
-    gc = getattr(model, "generation_config", None)
-    for v in (getattr(gc, "eos_token_id", None), tokenizer.eos_token_id):
-        if isinstance(v, int):
-            ids.add(v)
-        elif isinstance(v, (list, tuple)):
-            ids.update(int(x) for x in v)
-    return sorted(ids)

@@ -6,13 +6,23 @@ here (as in the hf engine) and are passed to vLLM as token ids, so both engines 
 tokens. Logprobs are those vLLM reports for the sampled token (`logprobs=0`); by default vLLM
 reports them from the raw model (before temperature/top-p), like the hf engine; recent versions
 can be asked for processed ones with `logprobs_mode`, which we leave at its default.
+
+Stopping: vLLM stops on the checkpoint's EOS; the chat template's turn end (`<|im_end|>`, what
+an SFT'd base model emits) is added as `stop_token_ids`. `max_new_tokens=0` lets vLLM fill the
+context (`max_model_len`); `rope_yarn_factor` extends it with YaRN (through `hf_overrides`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from vibethinker.engines import Prompt, SamplerError, SamplingParams, encode_prompt
+from vibethinker.engines import (
+    Prompt,
+    SamplerError,
+    SamplingParams,
+    chat_end_token,
+    encode_prompt,
+)
 from vibethinker.types import Completion
 
 
@@ -37,6 +47,8 @@ class VLLMSampler:
         max_model_len: int | None = None,
         seed: int = 0,
         chat_template: bool = True,
+        rope_yarn_factor: float = 0.0,
+        rope_original_len: int = 0,
         **llm_kw: Any,
     ):
         vllm = _import_vllm()
@@ -51,9 +63,22 @@ class VLLMSampler:
         )
         if max_model_len:
             kw["max_model_len"] = max_model_len
+        if rope_yarn_factor and rope_yarn_factor > 1.0:
+            from transformers import AutoConfig
+
+            from vibethinker.models import apply_yarn, rope_params
+
+            cfg = apply_yarn(AutoConfig.from_pretrained(str(model)), rope_yarn_factor,
+                             rope_original_len)  # fmt: skip
+            kw["hf_overrides"] = {
+                "rope_scaling": rope_params(cfg),
+                "max_position_embeddings": cfg.max_position_embeddings,
+            }
         self.llm = vllm.LLM(**kw)
         self.tokenizer = self.llm.get_tokenizer()
         self.use_chat_template = chat_template and getattr(self.tokenizer, "chat_template", None)
+        end = chat_end_token(self.tokenizer) if self.use_chat_template else None
+        self.stop_ids = [end] if end is not None else []
 
     def encode(self, prompt: Prompt) -> list[int]:
         return encode_prompt(self.tokenizer, prompt, bool(self.use_chat_template))
@@ -67,8 +92,9 @@ class VLLMSampler:
             temperature=params.temperature,
             top_p=params.top_p,
             top_k=params.top_k if params.top_k > 0 else -1,  # vLLM: -1 = off
-            max_tokens=params.max_new_tokens,
+            max_tokens=params.max_new_tokens or None,  # 0/None: up to max_model_len
             stop=list(params.stop) or None,
+            stop_token_ids=list(self.stop_ids) or None,
             seed=params.seed,
             logprobs=0,  # the sampled token's logprob only
         )

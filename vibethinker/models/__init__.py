@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -33,16 +34,85 @@ def _resolve_dtype(dtype: Any) -> Any:
     return value
 
 
+class ContextLengthError(ValueError):
+    """A run asks for more positions (prompt + response) than the model has."""
+
+
+def max_positions(config: Any) -> int | None:
+    """Positions the model was built for (after any RoPE scaling in its config)."""
+    value = getattr(config, "max_position_embeddings", None)
+    return int(value) if value else None
+
+
+def rope_params(config: Any) -> dict[str, Any]:
+    """The config's RoPE settings (`rope_parameters` in transformers 5, `rope_scaling` before)."""
+    value = getattr(config, "rope_parameters", None)
+    if value is None:
+        value = getattr(config, "rope_scaling", None)
+    return dict(value or {})
+
+
+def apply_yarn(config: Any, factor: float, original_len: int = 0) -> Any:
+    """Extend the context of `config` (before the model is built) with YaRN RoPE scaling.
+
+    Positions become `original_len * factor`; `original_len` defaults to the config's
+    max_position_embeddings (the pretraining length). Qwen2.5 documents YaRN with factor 4 and
+    original length 32768 for 128K. The saved checkpoint keeps the setting, so vLLM and plain
+    transformers load it with the same positions."""
+    if factor <= 1.0:
+        raise ValueError(f"rope_yarn_factor must be > 1 to extend the context, got {factor}")
+    orig = int(original_len or rope_params(config).get("original_max_position_embeddings")
+               or config.max_position_embeddings)  # fmt: skip
+    params = {
+        "rope_type": "yarn",
+        "factor": float(factor),
+        "original_max_position_embeddings": orig,
+    }
+    if hasattr(config, "rope_parameters"):  # transformers >= 5
+        theta = rope_params(config).get("rope_theta", getattr(config, "rope_theta", 10000.0))
+        config.rope_parameters = {**params, "rope_theta": theta}
+    else:
+        config.rope_scaling = {**params, "type": "yarn"}
+    config.max_position_embeddings = int(orig * factor)
+    return config
+
+
+def check_context(config: Any, needed: int, what: str) -> None:
+    """Refuse a run that needs more positions than the model has, saying how to fix it."""
+    limit = max_positions(config)
+    if limit is None or needed <= limit:
+        return
+    scaled = rope_params(config).get("rope_type") not in (None, "default")
+    fix = (
+        "lower it, or extend the context with RoPE scaling: "
+        f"rope_yarn_factor={math.ceil(needed / limit * 4) / 4:g} rope_original_len={limit}"
+        if not scaled
+        else "the model's RoPE scaling already gives this limit; raise rope_yarn_factor or lower it"
+    )
+    raise ContextLengthError(
+        f"{what} needs {needed:,} positions (prompt + response) but the model has "
+        f"max_position_embeddings {limit:,}; running past the trained positions gives garbage "
+        f"silently, so this is refused: {fix}"
+    )
+
+
 def load_model_and_tokenizer(
-    name_or_path: str | os.PathLike, device: str = "cpu", dtype: Any = None, **kwargs: Any
+    name_or_path: str | os.PathLike,
+    device: str = "cpu",
+    dtype: Any = None,
+    rope_yarn_factor: float = 0.0,
+    rope_original_len: int = 0,
+    **kwargs: Any,
 ) -> tuple[Any, Any]:
     """Load (model, tokenizer) from a local HF folder or a hub id (the local cache when offline).
 
-    `dtype`: None/"auto" keeps the saved dtype; a torch dtype or its name casts. Extra kwargs go
-    to `AutoModelForCausalLM.from_pretrained` (e.g. attn_implementation). The tokenizer always
-    has a pad token (the EOS when the checkpoint has none). The model is in eval mode.
+    `dtype`: None/"auto" keeps the saved dtype; a torch dtype or its name casts.
+    `rope_yarn_factor` > 1 extends the context with YaRN (`apply_yarn`) before the model is
+    built. Extra kwargs go to `AutoModelForCausalLM.from_pretrained` (e.g. attn_implementation).
+    The tokenizer always has a pad token (the EOS when the checkpoint has none). The model is in
+    eval mode.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     name = str(name_or_path)
     local = Path(name).expanduser()
@@ -54,6 +124,10 @@ def load_model_and_tokenizer(
         raise FileNotFoundError(f"{name}: not a model folder (expected a HF folder or a hub id)")
     try:
         tokenizer = AutoTokenizer.from_pretrained(name)
+        if rope_yarn_factor and rope_yarn_factor > 1.0:
+            config = apply_yarn(AutoConfig.from_pretrained(name), rope_yarn_factor,
+                                rope_original_len)  # fmt: skip
+            kwargs["config"] = config
         model = AutoModelForCausalLM.from_pretrained(name, dtype=_resolve_dtype(dtype), **kwargs)
     except OSError as e:
         if local.is_dir():
@@ -67,6 +141,7 @@ def load_model_and_tokenizer(
         ) from e
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    add_turn_end_to_eos(model, tokenizer)
     model.to(device)
     model.eval()
     log.info(
@@ -79,13 +154,40 @@ def load_model_and_tokenizer(
     return model, tokenizer
 
 
+def add_turn_end_to_eos(model: Any, tokenizer: Any) -> list[int]:
+    """Make the chat template's turn end (e.g. `<|im_end|>`) an EOS of the model's
+    generation_config, after the EOS ids it already has; returns the EOS ids.
+
+    A base checkpoint (Qwen2.5 base: EOS `<|endoftext|>`) stops only on its pretraining EOS, but
+    SFT teaches it to end each assistant turn with the template's turn end: without this, every
+    tool that reads generation_config (transformers `generate`, `transformers serve`, vLLM)
+    samples past the answer up to the token cap."""
+    from vibethinker.engines import chat_end_token
+
+    gc = getattr(model, "generation_config", None)
+    if gc is None:
+        return []
+    eos = gc.eos_token_id
+    ids = [eos] if isinstance(eos, int) else list(eos or [])
+    if not ids and getattr(tokenizer, "eos_token_id", None) is not None:
+        ids = [tokenizer.eos_token_id]
+    end = chat_end_token(tokenizer)
+    if end is not None and end not in ids:
+        ids.append(end)
+    if ids:
+        gc.eos_token_id = ids[0] if len(ids) == 1 else ids
+    return ids
+
+
 def save_model_and_tokenizer(model: Any, tokenizer: Any, out_dir: str | os.PathLike) -> str:
     """`save_pretrained` both into `out_dir` as a folder other tools load without this package.
 
+    The generation_config's EOS carries the chat template's turn end (`add_turn_end_to_eos`).
     transformers 5 names its tokenizer class "TokenizersBackend", which transformers 4 (and so
     vLLM) does not know; "PreTrainedTokenizerFast" loads the same tokenizer.json in both.
     """
     out = Path(out_dir)
+    add_turn_end_to_eos(model, tokenizer)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     cfg_path = out / "tokenizer_config.json"
