@@ -45,12 +45,15 @@ def load_policy(
     device: str | None = None,
     gradient_checkpointing: bool = False,
     attn_implementation: str | None = None,
+    **load_kw: Any,
 ) -> tuple[Any, Any]:
-    """(model, tokenizer) ready to train: fp32 weights on `device`, train mode, no KV cache."""
+    """(model, tokenizer) ready to train: fp32 weights on `device`, train mode, no KV cache.
+    `load_kw` go to the loader (e.g. rope_yarn_factor, rope_original_len)."""
     from vibethinker.models import load_model_and_tokenizer
 
     device = device or default_device()
     kw = {"attn_implementation": attn_implementation} if attn_implementation else {}
+    kw.update(load_kw)
     model, tokenizer = load_model_and_tokenizer(name_or_path, device=device, dtype="float32", **kw)
     model.config.use_cache = False  # a training forward never needs the KV cache
     if gradient_checkpointing:
