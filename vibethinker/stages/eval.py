@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vibethinker.config import runtime
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 
@@ -50,9 +51,9 @@ class EvalConfig:
     """`paper`: the paper's math / multiple-choice prompts; `raw`: the stored prompt as is."""
     limit: int = 0
     """Evaluate only the first `limit` problems (0 = all)."""
-    workers: int = 2
+    workers: int = runtime(2)
     """Verifier workers. Paper: silent; 2 = this CPU."""
-    device: str = ""
+    device: str = runtime("")
     """hf engine: cpu, cuda, cuda:1 ...; empty = cuda when available."""
     dtype: str = "auto"
     """hf/vllm engine: auto (fp32 on CPU, the checkpoint's dtype on GPU), bfloat16, float32."""
@@ -62,9 +63,9 @@ class EvalConfig:
     """openai engine: the server's base URL (API key from OPENAI_API_KEY)."""
     endpoint: str = "chat"
     """openai engine: chat (server applies the chat template) or completions."""
-    concurrency: int = 8
+    concurrency: int = runtime(8)
     """openai engine: requests in flight."""
-    timeout: float = 600.0
+    timeout: float = runtime(600.0)
     """openai engine: seconds per request before a retry."""
 
 

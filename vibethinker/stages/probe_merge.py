@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vibethinker.config import runtime
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 from vibethinker.types import Problem
@@ -59,11 +60,11 @@ class ProbeMergeConfig:
     """Sampling temperature (paper protocol: 1.0, top-p 0.95, top-k off)."""
     prompt_style: str = "paper"
     """User turn: "paper" (the evaluation prompt) or "raw" (the stored prompt)."""
-    workers: int = 2
+    workers: int = runtime(2)
     """Verifier workers."""
     seed: int = 0
     """Sampling seed (the same for every checkpoint, so rows differ by the model only)."""
-    device: str = "auto"
+    device: str = runtime("auto")
     """cpu, cuda, or auto."""
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vibethinker.config import runtime
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 from vibethinker.types import Problem
@@ -50,7 +51,8 @@ class RLConfig:
     """Peak AdamW learning rate. Paper: unpublished; 1e-6 is common for 1-7B RL; the tiny world
     uses 1e-4 (DESIGN.md calibration: slightly high late, hence the decay)."""
     final_lr: float = 1e-7
-    """LR at the last step (cosine decay from `lr`). Paper: unpublished; we choose lr/10."""
+    """LR at the last step (cosine decay from `lr`). Paper: unpublished; a fixed value, not
+    derived from `lr`: the default 1e-7 is the default lr / 10 (set both when changing lr)."""
     warmup_frac: float = 0.0
     """Fraction of steps of linear warm-up. Paper: unpublished; we choose 0."""
     clip_eps: float = 0.2
@@ -117,11 +119,11 @@ class RLConfig:
     """AdamW weight decay. Paper: unpublished."""
     prompt_style: str = "paper"
     """User turn: "paper" (the evaluation prompt of the domain) or "raw"."""
-    verify_workers: int = 2
+    verify_workers: int = runtime(2)
     """Verifier worker processes/threads."""
     seed: int = 0
     """Seed of prompt order, rollouts and the filter."""
-    device: str = "auto"
+    device: str = runtime("auto")
     """cpu, cuda, or auto (cuda when available)."""
 
 

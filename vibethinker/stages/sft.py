@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vibethinker.config import runtime
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 from vibethinker.types import Problem
@@ -93,7 +94,7 @@ class SFTConfig:
     """Token cap of each eval sample."""
     seed: int = 0
     """Seed of data order and sampling."""
-    device: str = "auto"
+    device: str = runtime("auto")
     """cpu, cuda, or auto (cuda when available)."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vibethinker.config import runtime
 from vibethinker.log import get_logger, is_quiet
 from vibethinker.stages import register
 
@@ -27,7 +28,7 @@ class VerifyConfig:
     """JSONL of Problem records, each with a `response` field (the text to score)."""
     out: str = "runs/verify"
     """Output: a `.jsonl` file, or a folder (then `<out>/verified.jsonl`)."""
-    workers: int = 2
+    workers: int = runtime(2)
     """Worker processes (math) / threads (code, stem, instruct). Paper: silent; 2 = this CPU."""
     timeout: float = 0.0
     """Hard wall-clock limit per item in seconds; 0 uses the per-domain defaults (math 10 s,
