@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from vibethinker.engines import SamplingParams, make_sampler, truncate_at_stop
-from vibethinker.engines.hf import HFSampler, plan_batches, sample_next
+from vibethinker.engines.hf import HFSampler, nucleus, plan_batches, sample_next
 
 CHARS = list("0123456789+-*=;{}\\abcdefghijklmnopqrstuvwxyz .,?':")
 SPECIAL = ["<pad>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "\\boxed{"]
@@ -119,7 +119,8 @@ def test_seed_determinism_and_variation(tiny):
 
 
 def test_batching_does_not_change_greedy(tiny):
-    """Left padding, prefix sharing and row compaction must not change what a row computes."""
+    """Left padding and prefix sharing must not change what a row computes (rows finishing at
+    different steps, i.e. compaction: test_compaction_keeps_each_row_its_own_cache)."""
     model, tok = tiny
     greedy = SamplingParams(max_new_tokens=10, temperature=0.0)
     big = HFSampler(model, tok).generate(PROMPTS, 2, greedy)
@@ -131,6 +132,127 @@ def test_batching_does_not_change_greedy(tiny):
         ref = model.generate(p, attention_mask=torch.ones_like(p), do_sample=False,
                              max_new_tokens=10, pad_token_id=tok.pad_token_id)  # fmt: skip
         assert ref[0, p.shape[1] :].tolist() == group[0].token_ids
+
+
+LONG_PROMPTS = ["1+2=", "abc", "what is 3*4?", "9-5", "hello there", "x", "7*7=", "the end"]
+
+
+def _shrinking_forward(monkeypatch):
+    """Record the batch size of every forward of HFSampler (prefill and decode steps)."""
+    sizes: list[int] = []
+    orig = HFSampler._forward
+
+    def spy(self, input_ids, *a, **kw):
+        sizes.append(int(input_ids.shape[0]))
+        return orig(self, input_ids, *a, **kw)
+
+    monkeypatch.setattr(HFSampler, "_forward", spy)
+    return sizes
+
+
+@pytest.fixture(scope="module")
+def sharp():
+    """A tiny model whose greedy decodes differ between prompts (weights scaled up: a random
+    init's greedy output is one repeated character)."""
+    torch.set_num_threads(1)
+    model, tok = tiny_qwen2(seed=3)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(3.0)
+    return model, tok
+
+
+def test_compaction_keeps_each_row_its_own_cache(sharp, monkeypatch):
+    """Rows of different prompts stop at different steps (stop strings), so finished rows are
+    dropped from the batch mid-decode (checked: the decode batch shrinks). Every row must then
+    decode exactly as it does alone: greedy tokens equal a one-row-at-a-time reference without
+    compaction, and sampled rows' logprobs equal a teacher-forced forward over prompt + tokens
+    (a row that continued on another row's KV cache would not)."""
+    model, tok = sharp
+    sizes = _shrinking_forward(monkeypatch)
+    stop = ["a", "+"]
+    greedy = SamplingParams(max_new_tokens=24, temperature=0.0, stop=stop)
+    out = HFSampler(model, tok, compact_frac=0.75).generate(LONG_PROMPTS, 2, greedy)
+    first = sizes[1]  # sizes[0] is the prefill (one row per prompt)
+    assert first == 2 * len(LONG_PROMPTS) and 0 < min(sizes[1:]) < first, sizes
+    lens = {len(c.token_ids) for g in out for c in g}
+    assert len(lens) > 2, lens  # rows really finished at different steps
+    ref = HFSampler(model, tok, token_budget=1, compact_frac=0.0).generate(LONG_PROMPTS, 2, greedy)
+    assert [[c.token_ids for c in g] for g in out] == [[c.token_ids for c in g] for g in ref]
+    assert [[c.text for c in g] for g in out] == [[c.text for c in g] for g in ref]
+
+    s = HFSampler(model, tok, compact_frac=0.9)
+    sizes.clear()
+    sampled = s.generate(LONG_PROMPTS, 3, SamplingParams(max_new_tokens=24, seed=5, stop=stop))
+    assert 0 < min(sizes[1:]) < sizes[1], sizes
+    for prompt, group in zip(LONG_PROMPTS, sampled):
+        p_ids = s.encode(prompt)
+        for c in group:
+            ids = torch.tensor([p_ids + c.token_ids])
+            with torch.no_grad():
+                logp = torch.log_softmax(model(ids).logits[0].float(), -1)
+            pos = torch.arange(len(p_ids) - 1, ids.shape[1] - 1)
+            want = logp[pos, torch.tensor(c.token_ids)]
+            assert torch.allclose(torch.tensor(c.logprobs), want, atol=1e-4), (prompt, c.text)
+
+
+def test_temperature_shapes_the_sampling_distribution():
+    """sample_next draws from softmax(logits / T): empirical frequencies over many draws match
+    it (about 5 standard errors of slack; a fixed seed, so the test is deterministic)."""
+    logits = torch.tensor([[0.0, 1.0, 2.0, -1.0]])
+    n = 6000
+    for temp in (0.5, 1.0, 2.0):
+        g = torch.Generator().manual_seed(11)
+        p = SamplingParams(temperature=temp, top_p=1.0, top_k=0)
+        draws = torch.cat([sample_next(logits.expand(n, -1), p, g)[0]])
+        freq = torch.bincount(draws, minlength=4).double() / n
+        want = torch.softmax(logits[0].double() / temp, -1)
+        assert torch.allclose(freq, want, atol=5 * (0.25 / n) ** 0.5), (temp, freq, want)
+        # the logprob returned is the raw policy's (temperature 1), whatever T
+        _, lp = sample_next(logits, p, g)
+        raw = torch.log_softmax(logits[0], -1)
+        assert float(lp) in [pytest.approx(float(x)) for x in raw]
+
+
+def _nucleus_reference(probs: torch.Tensor, top_p: float) -> list[dict[int, float]]:
+    """Per row: {token: prob} of the nucleus by a full sort (the slow reference)."""
+    out = []
+    for row in probs.tolist():
+        order = sorted(range(len(row)), key=lambda i: -row[i])
+        kept, mass = {}, 0.0
+        for i in order:
+            if mass >= top_p:
+                break
+            kept[i] = row[i]
+            mass += row[i]
+        out.append(kept)
+    return out
+
+
+def test_top_p_fast_path_matches_a_full_sort():
+    """A vocabulary of 5000 (above the top-k shortcut's k0 = 64): peaked rows take the top-k
+    fast path, flat rows the full sort; both keep exactly the reference nucleus."""
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(6, 5000, generator=g)
+    logits[:3] *= 8.0  # peaked: the nucleus is a few tokens
+    probs = torch.softmax(logits, -1)
+    k0 = 64
+    assert bool((probs[:3].amax(-1) * k0 >= 0.9).all())  # these rows qualify for the fast path
+    for top_p in (0.5, 0.9):
+        for rows in (slice(0, 3), slice(0, 6)):  # all peaked (fast) / mixed (full sort)
+            vals, idx = nucleus(probs[rows], top_p, k0)
+            got = [{int(i): float(v) for v, i in zip(vr, ir) if v > 0}
+                   for vr, ir in zip(vals, idx)]  # fmt: skip
+            want = _nucleus_reference(probs[rows], top_p)
+            assert [set(x) for x in got] == [set(x) for x in want]
+            for a, b in zip(got, want):
+                assert all(a[k] == pytest.approx(b[k], rel=1e-6) for k in b)
+        if rows == slice(0, 3):
+            assert vals.shape[-1] == k0  # the fast path ran
+    # sampling with top-p over the large vocabulary only ever returns nucleus tokens
+    peaked = logits[:1].expand(500, -1)
+    toks = sample_next(peaked, SamplingParams(top_p=0.5), g)[0]
+    assert set(toks.tolist()) <= set(_nucleus_reference(probs[:1], 0.5)[0])
 
 
 def _one(s, seed, max_new, stop):

@@ -139,6 +139,51 @@ def test_packed_loss_equals_unpacked_loss(model_tok):
     assert abs(float(leaked) - ref) > 1000 * max(exact, 1e-5), (exact, float(leaked), ref)
 
 
+def test_token_loss_is_the_models_own_next_token_loss(model_tok, monkeypatch):
+    """`token_loss_sum` / n equals transformers' `model(labels=...).loss` on the same batch (HF
+    shifts the labels itself), through both the backbone+head path and the full-logits path.
+    Catches a wrong shift (hidden[:, 1:]) or a wrong target that the packing tests cannot see."""
+    model, tok = model_tok
+    pairs = [(p.prompt, t) for p in _problems(3, seed=7) for t in p.traces]
+    batch = packing.collate(packing.build_samples(pairs, tok, 256), [[i] for i in range(6)],
+                            0, False)  # fmt: skip
+    with torch.no_grad():
+        ref = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                    position_ids=batch["position_ids"], labels=batch["labels"]).loss  # fmt: skip
+        fast, n = sft.token_loss_sum(model, batch)
+        monkeypatch.setattr(sft, "backbone_and_head", lambda m: None)
+        full, n_full = sft.token_loss_sum(model, batch)
+    assert n == n_full == int((batch["labels"][:, 1:] != packing.IGNORE).sum())
+    assert float(fast) / n == pytest.approx(float(ref), rel=1e-5)
+    assert float(full) / n == pytest.approx(float(ref), rel=1e-5)
+
+
+def test_train_step_gradient_is_the_whole_batch_token_mean(model_tok):
+    """Micro-batches of one step: their summed gradient is that of the step's token mean (the
+    loss `model(labels=...)` gives over the whole batch), however the batch is split."""
+    import copy
+
+    model = copy.deepcopy(model_tok[0])
+    tok = model_tok[1]
+    pairs = [(p.prompt, t) for p in _problems(3, seed=8) for t in p.traces]
+    samples = packing.build_samples(pairs, tok, 256)
+    whole = packing.collate(samples, [[i] for i in range(6)], 0, False)
+    model.zero_grad()
+    ref = model(input_ids=whole["input_ids"], attention_mask=whole["attention_mask"],
+                position_ids=whole["position_ids"], labels=whole["labels"]).loss  # fmt: skip
+    ref.backward()
+    g_ref = model.get_output_embeddings().weight.grad.clone()
+    model.zero_grad()
+    micro = [
+        packing.collate(samples, rows, 0, False) for rows in ([[0], [1]], [[2], [3], [4]], [[5]])
+    ]
+    loss, n_loss, _ = sft.train_step(model, micro, "cpu")
+    assert n_loss == int((whole["labels"][:, 1:] != packing.IGNORE).sum())
+    assert loss == pytest.approx(float(ref.detach()), rel=1e-5)
+    g = model.get_output_embeddings().weight.grad
+    assert torch.allclose(g, g_ref, rtol=1e-4, atol=1e-7)
+
+
 def test_packed_and_unpacked_training_take_the_same_steps(tiny, tmp_path):
     def run(pack: bool, out):
         model, tok = policy.load_policy(tiny, "cpu")
