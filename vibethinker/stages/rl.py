@@ -255,6 +255,44 @@ def _fmt(x: Any, nd: int = 3) -> str:
     return "-" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
 
 
+def learning_warnings(cfg: RLConfig, counts: dict, history: list[dict]) -> list[str]:
+    """Why this stage may have learned nothing, each with what to try; [] when it trained.
+
+    Two ways RL finishes `done` with no signal: the stage-start filter leaves a handful of
+    prompts (the same few repeat every step), or the groups are all-correct or all-wrong
+    (p in {0, 1}: every advantage is 0, so nothing is trained)."""
+    out = []
+    n_in, n_out = counts.get("prompts_in"), counts.get("prompts_out")
+    if n_in and n_out is not None and (n_out < cfg.prompts_per_step or n_out < 0.1 * n_in):
+        p0, p1 = counts.get("dropped_p0", 0), counts.get("dropped_p1", 0)
+        tip = "a stronger starting model (more SFT on this domain) or a larger max_new_tokens"
+        out.append(
+            f"the stage-start filter kept only {n_out} of {n_in} prompts ({p0} never solved, "
+            f"{p1} always solved in {counts.get('rollouts')} rollouts); every step reuses these "
+            "few, so expect memorising rather than learning. Try: more prompts (max_prompts, "
+            "data), more filter_rollouts (partly solved prompts then show up), "
+            f"{tip if p0 >= p1 else 'harder prompts'}."
+        )
+    if history:
+        dead = sum(1 for r in history if r.get("trained_rows", 1) == 0)
+        p01 = sum(r.get("frac_p01", 0.0) for r in history) / len(history)
+        if dead >= 0.5 * len(history) or p01 >= 0.9:
+            p0 = sum(r.get("frac_p0", 0.0) for r in history) / len(history)
+            hard = p0 >= p01 / 2
+            trunc = sum(r.get("trunc_rate", 0.0) for r in history) / len(history)
+            tips = "harder prompts, or the stage-start filter (filter_rollouts > 0)"
+            if hard:
+                tips = "a stronger starting model (more SFT), a larger group_size"
+                if trunc > 0.1:
+                    tips += f", a larger max_new_tokens (truncation rate {trunc:.2f})"
+            out.append(
+                f"{dead} of {len(history)} steps trained nothing and {p01:.0%} of groups had p in "
+                f"{{0, 1}} (all {'wrong' if hard else 'correct'} mostly): their advantages are 0, "
+                f"so the policy barely moved. Try: {tips}."
+            )
+    return out
+
+
 def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: float) -> str:
     """Headline numbers: held-out accuracy and correct length at start vs end, train curve
     ends, time per step by phase, filter counts."""
@@ -299,6 +337,8 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
     ]
     if res["resumed_at"]:
         lines.append(f"Resumed at step {res['resumed_at']} (times are this session's).")
+    for w in learning_warnings(cfg, counts, hist):
+        lines += ["", f"**Warning: RL may have learned nothing.** {w}"]
     Path(path).write_text("\n".join(lines) + "\n")
     return str(path)
 
@@ -340,5 +380,9 @@ def run(cfg: RLConfig) -> dict[str, str]:
     plot = plot_curves(res["history"], res["evals"], out / "curves.png", f"RL {cfg.domain}"
                        + (" (Long2Short)" if cfg.long2short else ""))  # fmt: skip
     summary = write_summary(out / "summary.md", cfg, res, counts, time.time() - t0)
+    warns = learning_warnings(cfg, counts, res["history"])
+    for w in warns:  # also in summary.md; warnings.json puts them at the top of the run report
+        log.warning("rl %s: %s", cfg.domain, w)
+    (out / "warnings.json").write_text(json.dumps(warns, indent=1) + "\n")
     return {"model": str(final), "metrics": str(out / "metrics.jsonl"), "curves": plot,
             "summary": summary, "checkpoints": str(out / "checkpoints")}  # fmt: skip

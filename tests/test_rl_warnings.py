@@ -1,0 +1,67 @@
+"""RL that learns nothing must say so (issue 20): in the log, the stage summary and the report."""
+
+from __future__ import annotations
+
+import json
+
+from test_rl import _problems, tiny  # noqa: F401 - the tiny-model fixture
+
+from vibethinker.stages.rl import RLConfig, learning_warnings, write_summary
+from vibethinker.train import policy
+from vibethinker.train.rl import RLOptions, train
+from vibethinker.types import Score
+
+
+def _row(step: int, trained: int, p0: float, p1: float) -> dict:
+    return {"step": step, "trained_rows": trained, "frac_p0": p0, "frac_p1": p1,
+            "frac_p01": p0 + p1, "trunc_rate": 0.0}  # fmt: skip
+
+
+def test_filter_leaving_a_handful_of_prompts_warns():
+    cfg = RLConfig(prompts_per_step=8)
+    counts = {"prompts_in": 48, "dropped_p0": 44, "dropped_p1": 2, "prompts_out": 2,
+              "rollouts": 4}  # fmt: skip
+    (w,) = learning_warnings(cfg, counts, [_row(1, 16, 0.2, 0.1)])
+    assert "kept only 2 of 48 prompts" in w and "stronger starting model" in w
+    assert learning_warnings(cfg, {**counts, "prompts_out": 40}, [_row(1, 16, 0.2, 0.1)]) == []
+    assert learning_warnings(cfg, {"prompts_in": 48, "filter": "off"}, []) == []
+
+
+def test_all_groups_degenerate_warns_with_what_to_try():
+    cfg = RLConfig()
+    hist = [_row(s, 0, 0.0, 1.0) for s in range(1, 11)]
+    (w,) = learning_warnings(cfg, {}, hist)
+    assert "10 of 10 steps trained nothing" in w and "harder prompts" in w
+    hist = [_row(s, 0, 1.0, 0.0) for s in range(1, 11)]
+    assert "more SFT" in learning_warnings(cfg, {}, hist)[0]
+
+
+def test_rl_on_solved_prompts_reports_it_in_the_summary(tiny, tmp_path):  # noqa: F811
+    """Every response 'correct' (p = 1 in every group): the loop trains no row, and the summary
+    says RL learned nothing."""
+    model, tok = policy.load_policy(tiny, "cpu")
+    opts = RLOptions(steps=2, prompts_per_step=4, group_size=2, max_new_tokens=4)
+
+    def always(problems, responses):
+        return [Score(1.0, True, "ok") for _ in responses]
+
+    res = train(model, tok, _problems(8), opts, tmp_path, verify=always)
+    assert all(r["trained_rows"] == 0 for r in res["history"])
+    path = write_summary(tmp_path / "summary.md", opts, res, {"prompts_in": 8, "filter": "off"}, 1)
+    text = open(path).read()
+    assert "**Warning: RL may have learned nothing.**" in text and "2 of 2 steps" in text
+    assert json.dumps(learning_warnings(opts, {}, res["history"]))
+
+
+def test_report_and_status_put_stage_warnings_on_top(tmp_path):
+    from vibethinker.report import status_table, write_report
+
+    out = tmp_path / "rl_code"
+    out.mkdir()
+    (out / "warnings.json").write_text(json.dumps(["the filter kept only 2 of 48 prompts"]))
+    rec = {"stage": "rl", "status": "done", "config": {"out": str(out)}, "seconds": 1}
+    man = {"recipe": "r.yaml", "order": ["rl_code"], "stages": {"rl_code": rec}}
+    (tmp_path / "manifest.json").write_text(json.dumps(man))
+    text = open(write_report(str(tmp_path))).read()
+    assert "## Warnings\n\n- **rl_code**: the filter kept only 2 of 48 prompts" in text
+    assert "rl_code: WARNING the filter kept only 2" in status_table(str(tmp_path))
