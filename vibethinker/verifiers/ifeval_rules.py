@@ -363,3 +363,9 @@ def check_following(instruction_id: str, kwargs: dict[str, Any], text: str) -> b
 
     An empty (whitespace-only) response follows nothing, as in IFEval's evaluation."""
     return bool(text.strip()) and RULES[instruction_id].check(text, kwargs)
+
+
+# IFBench's 58 instruction ids (ifbench_rules.py, ifbench_format.py) share this registry.
+from vibethinker.verifiers.ifbench_rules import IFBENCH_RULES  # noqa: E402
+
+RULES.update({iid: Rule(check, kw) for iid, (check, kw) in IFBENCH_RULES.items()})
