@@ -34,7 +34,7 @@ def test_roundtrip(tmp_path):
     "row, field",
     [
         ({"id": "m", "domain": "math", "prompt": "p"}, "answer"),
-        ({"id": "m", "domain": "math", "prompt": "p", "answer": 5}, "answer"),
+        ({"id": "m", "domain": "math", "prompt": "p", "answer": [5]}, "answer"),
         ({"id": "m", "domain": "bio", "prompt": "p"}, "domain"),
         ({"domain": "math", "prompt": "p", "answer": "1"}, "id"),
         ({"id": "m", "domain": "math", "prompt": "p", "answer": "1", "trace": []}, "trace"),
@@ -69,12 +69,11 @@ def test_skip_invalid_counts(tmp_path, caplog):
     assert any("skipped 2 invalid" in r.getMessage() for r in caplog.records)
 
 
-def test_extra_keys_go_to_meta(tmp_path):
+def test_extra_keys_go_to_meta(tmp_path, caplog):
     path = _write(tmp_path / "v.jsonl", [{**GOOD[0], "response": "\\boxed{2}"}])
-    with pytest.raises(DataError, match="response"):
-        load_problems(path)
     (p,) = load_problems(path, extra=("response",))
     assert p.meta["response"] == "\\boxed{2}"
+    assert not any("not Problem fields" in r.getMessage() for r in caplog.records)
 
 
 def test_hf_style_folder_json_and_parquet(tmp_path):
@@ -99,3 +98,69 @@ def test_missing_file(tmp_path):
 def test_problem_dataclass_defaults():
     p = Problem(id="a", domain="math", prompt="x")
     assert p.meta == {} and p.traces is None
+
+
+def test_dataset_columns_go_to_meta_with_one_warning(tmp_path, caplog):
+    """Issue 10 item 6: public datasets carry extra columns; keep them, warn once."""
+    rows = [{**GOOD[0], "id": f"m{i}", "source": "aops", "level": i, "url": "u"} for i in range(3)]
+    probs = load_problems(_write(tmp_path / "d.jsonl", rows))
+    assert [p.meta for p in probs][2] == {"source": "aops", "level": 2, "url": "u"}
+    warns = [r.getMessage() for r in caplog.records if "not Problem fields" in r.getMessage()]
+    assert len(warns) == 1 and "level, source, url" in warns[0]
+
+
+@pytest.mark.parametrize("typo, field", [("anwser", "answer"), ("test", "tests"),
+                                         ("choice", "choices"), ("subdomian", "subdomain")])  # fmt: skip
+def test_typo_of_a_field_is_still_an_error(tmp_path, typo, field):
+    row = {"id": "m", "domain": "math", "prompt": "p", "answer": "1", typo: "x"}
+    with pytest.raises(DataError, match=f"did you mean '{field}'"):
+        load_problems(_write(tmp_path / "t.jsonl", [row]))
+
+
+def test_numeric_answer_and_id_are_text(tmp_path):
+    rows = [{"id": 7, "domain": "math", "prompt": "2+2", "answer": 4},
+            {"id": "b", "domain": "math", "prompt": "1/2", "answer": 0.5},
+            {"id": "c", "domain": "math", "prompt": "2*2", "answer": 4.0}]  # fmt: skip
+    probs = load_problems(_write(tmp_path / "n.jsonl", rows))
+    assert [(p.id, p.answer) for p in probs] == [("7", "4"), ("b", "0.5"), ("c", "4")]
+
+
+def test_duplicate_ids_warn(tmp_path, caplog):
+    probs = load_problems(_write(tmp_path / "d.jsonl", [GOOD[0], GOOD[0], GOOD[1]]))
+    assert len(probs) == 3
+    assert any("1 id(s) appear more than once ('m1' x2)" in r.getMessage() for r in caplog.records)
+
+
+def test_chat_messages_format(tmp_path):
+    rows = [
+        {"id": "a", "domain": "math", "answer": "2", "messages": [
+            {"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+1?"},
+            {"role": "assistant", "content": "<think>1+1=2</think>\\boxed{2}"}]},
+        {"id": "b", "domain": "math", "answer": "3", "messages": [
+            {"role": "user", "content": "1+2?"}]},
+    ]  # fmt: skip
+    a, b = load_problems(_write(tmp_path / "c.jsonl", rows))
+    assert a.prompt == "1+1?" and a.traces == ["<think>1+1=2</think>\\boxed{2}"]
+    assert a.meta == {"system": "Be brief."} and b.prompt == "1+2?" and b.traces is None
+    multi = {**rows[1], "messages": rows[0]["messages"] * 2}
+    with pytest.raises(DataError, match="multi-turn"):
+        load_problems(_write(tmp_path / "m.jsonl", [multi]))
+
+
+def test_mixture_weights_and_balanced_limit(tmp_path):
+    from vibethinker.data.io import load_mixture, select
+
+    a = _write(tmp_path / "a.jsonl", [{**GOOD[0], "id": f"a{i}"} for i in range(30)])
+    b = _write(tmp_path / "b.jsonl", [{**GOOD[0], "id": f"b{i}"} for i in range(10)])
+    both = load_mixture(f"{a},{b}")
+    assert len(both) == 40
+    mixed = load_mixture(f"{a}, {b}", [0.5, 0.5], seed=1)
+    assert len(mixed) == 40 and sum(p.id.startswith("b") for p in mixed) == 20  # oversampled
+    assert len({p.id for p in mixed if p.id.startswith("a")}) == 20  # no repeats while enough
+    assert load_mixture(f"{a},{b}", [0.5, 0.5], seed=1) == mixed  # seeded
+    with pytest.raises(ValueError, match="2 weights for 1"):
+        load_mixture(str(a), [0.5, 0.5])
+    probs = load_problems(_write(tmp_path / "mixed.jsonl", [*[GOOD[0]] * 10, *GOOD[1:]]))
+    assert [p.domain for p in select(probs, 4)] == ["math", "stem", "code", "instruct"]
+    assert [p.domain for p in select(probs, 0, ["stem", "code"])] == ["stem", "code"]
+    assert len(select(probs, 6)) == 6

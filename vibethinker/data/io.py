@@ -2,14 +2,21 @@
 
 Validation is strict and specific: an error names the file, the line (or row), the field, what
 was expected and what was found. A file with a bad record fails loudly; `skip_invalid=True` skips
-bad records and logs how many (nothing is dropped silently).
+bad records and logs how many (nothing is dropped silently). Real datasets' own columns (source,
+level, url) are carried into `meta` with one warning naming them, but a near-miss of a field name
+(`anwser`) is an error; numeric ids and answers are read as text; duplicate ids warn. A chat row
+(`messages`) stands in for `prompt` (+ a trace). `load_mixture` mixes several datasets with
+weights; `select` takes a domain filter and a limit balanced over domains.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import os
+import random
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
@@ -67,12 +74,56 @@ def _check_type(value: Any, hint: Any) -> bool:
     return True
 
 
+def _close_field(key: str) -> str | None:
+    """The known field `key` is probably a typo of (difflib), if any."""
+    m = difflib.get_close_matches(key, list(_FIELDS), n=1, cutoff=0.8)
+    return m[0] if m else None
+
+
+def _from_messages(row: dict, path: str | os.PathLike, line: int) -> dict:
+    """A chat row (`messages: [{role, content}, ...]`, the TRL/OpenAI format) -> prompt (+ traces):
+    an optional system message, one user turn, and an optional final assistant turn (its text
+    becomes a trace; SFT data). The system text is kept in meta["system"]."""
+    msgs = row.get("messages")
+    if not isinstance(msgs, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("content"), str) for m in msgs
+    ):
+        raise DataError(path, line, "messages", "expected a list of {role, content: str}")
+    roles = [m.get("role") for m in msgs]
+    body = roles[1:] if roles[:1] == ["system"] else roles
+    if body not in (["user"], ["user", "assistant"]):
+        raise DataError(
+            path, line, "messages", f"expected [system], user, [assistant] turns, got {roles} "
+            "(multi-turn conversations are not supported)"
+        )  # fmt: skip
+    if "prompt" in row:
+        raise DataError(path, line, "messages", "give either `prompt` or `messages`, not both")
+    out = {k: v for k, v in row.items() if k != "messages"}
+    out["prompt"] = msgs[roles.index("user")]["content"]
+    if roles[-1] == "assistant":
+        out["traces"] = [*(row.get("traces") or []), msgs[-1]["content"]]
+    if roles[0] == "system":
+        out["meta"] = {**(row.get("meta") or {}), "system": msgs[0]["content"]}
+    return out
+
+
 def problem_from_dict(
-    row: Any, path: str | os.PathLike = "<dict>", line: int = 0, extra: tuple[str, ...] = ()
+    row: Any,
+    path: str | os.PathLike = "<dict>",
+    line: int = 0,
+    extra: tuple[str, ...] = (),
+    unknown: set[str] | None = None,
 ) -> Problem:
-    """Validate one raw record and build a Problem. Keys listed in `extra` go into `meta`."""
+    """Validate one raw record and build a Problem.
+
+    Keys listed in `extra` go into `meta`. Other unknown keys (a dataset's own columns: source,
+    level, url) go into `meta` too and are added to the `unknown` set when one is given (the
+    loader warns once); a key that looks like a typo of a field (`anwser`) is an error. A numeric
+    `id` or `answer` is read as text. `messages` (chat format) stands in for `prompt`."""
     if not isinstance(row, dict):
         raise DataError(path, line, "<record>", f"expected a JSON object, got {_type_name(row)}")
+    if "messages" in row:
+        row = _from_messages(row, path, line)
     kwargs: dict[str, Any] = {}
     meta = dict(row.get("meta") or {})
     for key, value in row.items():
@@ -80,7 +131,15 @@ def problem_from_dict(
             meta[key] = value
             continue
         if key not in _FIELDS:
-            raise DataError(path, line, key, f"unknown field; known fields: {', '.join(_FIELDS)}")
+            close = _close_field(key)
+            if close:
+                raise DataError(path, line, key, f"unknown field; did you mean '{close}'?")
+            meta[key] = value
+            if unknown is not None:
+                unknown.add(key)
+            continue
+        if key in ("id", "answer") and _is_number(value):
+            value = _num_text(value)
         if not _check_type(value, _HINTS[key]):
             raise DataError(
                 path, line, key, f"expected {_HINTS[key]}, got {_type_name(value)} ({value!r:.60})"
@@ -117,6 +176,15 @@ def problem_from_dict(
             raise DataError(path, line, f"instructions[{i}]", "expected {id: str, kwargs: {}}")
     kwargs["meta"] = meta
     return Problem(**kwargs)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _num_text(v: int | float) -> str:
+    """4 -> "4", 4.0 -> "4", 0.5 -> "0.5" (datasets store integer answers as numbers)."""
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
 def problem_to_dict(p: Problem) -> dict[str, Any]:
@@ -190,16 +258,18 @@ def load_problems(
 ) -> list[Problem]:
     """Load and validate Problem records from a file or a folder of data files.
 
-    `extra`: keys allowed beside the Problem fields, stored in `problem.meta` (e.g. "response").
+    `extra`: keys expected beside the Problem fields, stored in `problem.meta` (e.g. "response").
+    Other columns are carried into `meta` with one warning naming them; duplicate ids warn.
     """
     out: list[Problem] = []
     skipped = 0
+    unknown: set[str] = set()
     for f in _files(Path(path)):
         for line, row in _iter_rows(f):
             try:
                 if isinstance(row, DataError):
                     raise row
-                out.append(problem_from_dict(row, f, line, extra))
+                out.append(problem_from_dict(row, f, line, extra, unknown))
             except DataError as e:
                 if not skip_invalid:
                     raise
@@ -208,7 +278,90 @@ def load_problems(
                     log.warning("skipping invalid record: %s", e)
     if skipped:
         log.warning("%s: skipped %d invalid record(s), kept %d", path, skipped, len(out))
+    if unknown:
+        log.warning(
+            "%s: column(s) %s are not Problem fields; kept in each record's `meta`",
+            path, ", ".join(sorted(unknown)),
+        )  # fmt: skip
+    dup = {k: n for k, n in Counter(p.id for p in out).items() if n > 1}
+    if dup:
+        example = ", ".join(f"{k!r} x{n}" for k, n in list(dup.items())[:3])
+        log.warning(
+            "%s: %d id(s) appear more than once (%s); ids should be unique: per-problem results "
+            "and samples are keyed by id", path, len(dup), example,
+        )  # fmt: skip
     return out
+
+
+def split_file(path: str | os.PathLike, split: str) -> Path:
+    """A data folder made by the `data` stage means its `split` file; anything else is as is."""
+    p = Path(path)
+    return p / split if p.is_dir() and (p / split).exists() else p
+
+
+def load_mixture(
+    data: str,
+    probs: list[float] | None = None,
+    seed: int = 0,
+    split: str = "train.jsonl",
+    domains: list[str] | None = None,
+) -> list[Problem]:
+    """Several datasets in one stage, OpenRLHF-style: `data` is one path or a comma-separated
+    list (a data folder means its `split` file); `probs` are their sampling weights.
+
+    Without weights the datasets are concatenated. With weights the result has as many records
+    as all datasets together, dataset i contributing round(w_i * total) of them: drawn without
+    replacement while it has enough, then cycled again (oversampling a small dataset), seeded.
+    `domains` keeps only those domains (applied before weighting)."""
+    paths = [x.strip() for x in str(data).split(",") if x.strip()]
+    if probs and len(probs) != len(paths):
+        raise ValueError(f"data_probs has {len(probs)} weights for {len(paths)} dataset(s)")
+    if probs and (any(w < 0 for w in probs) or sum(probs) <= 0):
+        raise ValueError(f"data_probs must be non-negative with a positive sum, got {probs}")
+    sets = []
+    for p in paths:
+        rows = load_problems(split_file(p, split))
+        sets.append([r for r in rows if not domains or r.domain in domains])
+    if not probs or len(sets) == 1:
+        return [r for rows in sets for r in rows]
+    total, wsum = sum(len(rows) for rows in sets), sum(probs)
+    rng, out = random.Random(seed), []
+    for path, rows, w in zip(paths, sets, probs):
+        want = round(total * w / wsum)
+        if want and not rows:
+            raise ValueError(f"{path}: no records to sample (weight {w})")
+        picked: list[Problem] = []
+        while len(picked) < want:
+            order = rng.sample(rows, len(rows))
+            picked += order[: want - len(picked)]
+        out += picked
+        log.info("mixture: %s weight %.3g -> %d of %d records", path, w, want, len(rows))
+    rng.shuffle(out)
+    return out
+
+
+def select(
+    problems: list[Problem], limit: int = 0, domains: list[str] | None = None
+) -> list[Problem]:
+    """`domains` keeps those domains; `limit` keeps at most that many problems, balanced over
+    the domains present (round-robin in file order), so a mixed file is not cut to its first
+    domain. Per-domain order is kept."""
+    if domains:
+        problems = [p for p in problems if p.domain in domains]
+    if not limit or len(problems) <= limit:
+        return problems
+    by_domain: dict[str, list[Problem]] = {}
+    for p in problems:
+        by_domain.setdefault(p.domain, []).append(p)
+    queues = list(by_domain.values())
+    keep: set[int] = set()
+    i = 0
+    while len(keep) < limit:
+        q = queues[i % len(queues)]
+        if q:
+            keep.add(id(q.pop(0)))
+        i += 1
+    return [p for p in problems if id(p) in keep]
 
 
 def save_problems(path: str | os.PathLike, problems: Iterable[Problem]) -> int:
