@@ -8,7 +8,7 @@ the per-sample JSONL, summary.json, summary.md and passk.png of a result.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,11 +33,12 @@ class EvalResult:
     groups: list[Group]  # [problems], each with n completions and their scores
     metrics: dict[str, dict[str, Any]]  # slice ("all", "math", "math/algebra") -> metrics
     stats: list[dict[str, Any]]  # [problems] per-problem numbers (n, correct, pass, maj, ...)
-    n: int
+    n: int  # the largest n (samples per problem; see n_by_domain)
     ks: list[int]
     params: SamplingParams
     prompts: list[str] = field(default_factory=list)  # [problems] the user turns sent
     seconds: float = 0.0
+    n_by_domain: dict[str, int] = field(default_factory=dict)  # domain -> samples per problem
 
     @property
     def accuracy(self) -> float:
@@ -59,6 +60,7 @@ class EvalResult:
                     "score": s.value, "correct": s.correct, "reason": s.reason,
                     "answer": answer_key(p, c.text), "gold": p.answer,
                     "tokens": n_tokens(c), "finish_reason": c.finish_reason,
+                    "partial_score": s.value,
                 })  # fmt: skip
         return rows
 
@@ -66,6 +68,7 @@ class EvalResult:
         return {
             **meta,
             "n": self.n,
+            "n_by_domain": self.n_by_domain,
             "k": self.ks,
             "params": asdict(self.params),
             "seconds": self.seconds,
@@ -74,10 +77,18 @@ class EvalResult:
         }
 
 
+def samples_per_problem(problems: Sequence[Problem], n: int | Mapping[str, int]) -> list[int]:
+    """n of each problem: one int for all, or a domain -> n map (e.g. the paper's profile:
+    math 64, stem 16, code 8; a domain missing from the map takes its "default" entry, else 8)."""
+    if isinstance(n, int):
+        return [n] * len(problems)
+    return [int(n.get(p.domain, n.get("default", 8))) for p in problems]
+
+
 def evaluate(
     sampler: Sampler,
     problems: Sequence[Problem],
-    n: int = 8,
+    n: int | Mapping[str, int] = 8,
     ks: Sequence[int] = (1, 4, 8),
     params: SamplingParams | None = None,
     workers: int = 2,
@@ -87,23 +98,36 @@ def evaluate(
 ) -> EvalResult:
     """Sample n responses per problem, verify them, and compute the metrics.
 
-    `chunk` problems are sent to the sampler per call (the engine batches inside a call); ks
-    larger than n are dropped with a warning. `equivalent` optionally merges wrong answers for
+    `n` is one count or a domain -> count map (`samples_per_problem`). `chunk` problems are sent
+    to the sampler per call (the engine batches inside a call); ks larger than every n are
+    dropped with a warning (a k larger than a domain's n is left out of that domain). `equivalent` optionally merges wrong answers for
     maj@k beyond normalised-string equality (metrics.py).
     """
     from vibethinker.verifiers import verify_batch
 
     params = params or SamplingParams()
+    ns = samples_per_problem(problems, n)
+    n_max = max(ns, default=n if isinstance(n, int) else 0)
+    if any(x < 1 for x in ns):
+        raise ValueError(f"n must be >= 1, got {n}")
     ks = sorted({int(k) for k in ks})
-    if any(k > n for k in ks):
-        log.warning("dropping k > n=%d from %s", n, ks)
-        ks = [k for k in ks if k <= n]
+    if any(k > n_max for k in ks):
+        log.warning("dropping k > n=%d from %s", n_max, ks)
+        ks = [k for k in ks if k <= n_max]
     t0 = time.perf_counter()
     prompts = [prompt_fn(p) for p in problems]
-    completions = []
-    starts = range(0, len(problems), chunk)
-    for s in progress(starts, desc="eval sample", total=len(starts)):
-        completions.extend(sampler.generate(prompts[s : s + chunk], n, params))
+    completions: list[list[Any]] = [[] for _ in problems]
+    # one sampler call per chunk of problems sharing an n
+    calls = [
+        idx[s : s + chunk]
+        for v in sorted(set(ns))
+        for idx in [[i for i, x in enumerate(ns) if x == v]]
+        for s in range(0, len(idx), chunk)
+    ]
+    for idx in progress(calls, desc="eval sample", total=len(calls)):
+        outs = sampler.generate([prompts[i] for i in idx], ns[idx[0]], params)
+        for i, cs in zip(idx, outs):
+            completions[i] = list(cs)
     flat_p = [p for p, cs in zip(problems, completions) for _ in cs]
     flat_r = [c.text for cs in completions for c in cs]
     scores = verify_batch(flat_p, flat_r, workers=workers)
@@ -114,7 +138,8 @@ def evaluate(
     stats = [group_stats(g, ks, equivalent) for g in groups]
     metrics = aggregate(groups, stats, ks)
     seconds = time.perf_counter() - t0
-    return EvalResult(groups, metrics, stats, n, ks, params, prompts, seconds)
+    by_domain = {p.domain: x for p, x in zip(problems, ns)}
+    return EvalResult(groups, metrics, stats, n_max, ks, params, prompts, seconds, by_domain)
 
 
 def write_outputs(result: EvalResult, out_dir: str | Path, **meta: Any) -> dict[str, str]:
@@ -131,4 +156,11 @@ def write_outputs(result: EvalResult, out_dir: str | Path, **meta: Any) -> dict[
     }
 
 
-__all__ = ["PROMPT_STYLES", "EvalResult", "evaluate", "paper_prompt", "write_outputs"]
+__all__ = [
+    "PROMPT_STYLES",
+    "EvalResult",
+    "evaluate",
+    "paper_prompt",
+    "samples_per_problem",
+    "write_outputs",
+]

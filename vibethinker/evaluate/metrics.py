@@ -1,12 +1,20 @@
 """Evaluation metrics over groups (one problem, its n scored samples), per domain and subdomain.
 
+One notion of correct: a sample is correct when its verifier says `Score.correct` (math and
+stem: the right final answer; code: every test passes; instruct: EVERY instruction of the prompt
+is followed, IFEval's prompt-level strict accuracy). `avg@n`, `pass@k` and `maj@k` all count that
+same verdict, so avg@n = pass@1 exactly. Partial credit (instruct: the fraction of instructions
+followed) is reported apart as `mean_score`, never mixed into avg@n.
+
 Per slice (all, each domain, each domain/subdomain), averaged over its problems:
-- `avg@n`: mean score over the n samples (the paper's Pass@1 "averaged over n");
+- `avg@n`: fraction of correct samples among the n (the paper's Pass@1 "averaged over n");
+- `mean_score`: mean verifier value (equal to avg@n for binary verifiers);
 - `pass@k`: the unbiased estimator (algo/passk.py), for each requested k <= n;
 - `maj@k`: expected majority-vote accuracy over k-subsets (math and stem only; a program or an
   instruction-following reply has no "final answer" to vote on);
 Per slice, over its samples:
-- `mean_tokens`: mean response length in tokens; `mean_correct_tokens`: over correct responses;
+- `mean_tokens`: mean response length in tokens; `mean_correct_tokens`: over correct responses
+  (None when the engine reported no length: never 0 for unknown);
 - `tokens_per_correct`: all tokens spent / correct answers obtained (the cost-normalised view
   reviewers ask for; inf when nothing is correct);
 - `truncation_rate`: fraction of samples that hit the token cap (finish_reason "length").
@@ -116,10 +124,13 @@ def group_stats(
     stats: dict[str, Any] = {
         "n": n,
         "correct": c,
-        "avg": avg_at_n([s.value for s in group.scores]),
+        "avg": avg_at_n([float(x) for x in correct]),  # the one notion of correct (module doc)
+        "score": avg_at_n([s.value for s in group.scores]),
         "pass": {k: pass_at_k(n, c, k) for k in ks if k <= n},
-        "tokens": sum(tokens),
-        "correct_tokens": sum(t for t, ok in zip(tokens, correct) if ok),
+        "tokens": sum(t for t in tokens if t is not None),
+        "counted": sum(t is not None for t in tokens),  # samples whose length is known
+        "correct_tokens": sum(t for t, ok in zip(tokens, correct) if ok and t is not None),
+        "correct_counted": sum(t is not None for t, ok in zip(tokens, correct) if ok),
         "truncated": sum(comp.truncated for comp in group.completions),
     }
     if group.problem.domain in VOTING_DOMAINS:
@@ -129,9 +140,24 @@ def group_stats(
     return stats
 
 
-def n_tokens(comp: Any) -> int:
-    """Response length in tokens (engines that return no ids may still return logprobs)."""
-    return len(comp.token_ids) or len(comp.logprobs or [])
+def n_tokens(comp: Any) -> int | None:
+    """Response length in tokens: the ids, else the logprobs, else the engine's count (an HTTP
+    server's `usage`); None when unknown."""
+    if comp.token_ids:
+        return len(comp.token_ids)
+    if comp.logprobs:
+        return len(comp.logprobs)
+    return getattr(comp, "num_tokens", None)
+
+
+def truncation_verdicts(correct: Sequence[bool], truncated: Sequence[bool]) -> dict[str, list]:
+    """The verdicts of samples under each rule for a sample cut at the token cap (the rl stage's
+    `truncated_reward`): "zero" (a cut sample is wrong) and "verify" (its verifier verdict).
+    Filters compare the two to count the decisions truncation decided."""
+    return {
+        "zero": [bool(c) and not t for c, t in zip(correct, truncated)],
+        "verify": [bool(c) for c in correct],
+    }
 
 
 def slice_names(problem: Any) -> list[str]:
@@ -162,6 +188,7 @@ def _slice(idx: list[int], stats: Sequence[dict[str, Any]], ks: Sequence[int]) -
         "problems": len(st),
         "samples": samples,
         "avg@n": _mean([s["avg"] for s in st]),
+        "mean_score": _mean([s.get("score", s["avg"]) for s in st]),
     }
     for k in ks:
         vals = [s["pass"][k] for s in st if k in s["pass"]]
@@ -171,9 +198,18 @@ def _slice(idx: list[int], stats: Sequence[dict[str, Any]], ks: Sequence[int]) -
         vals = [s["maj"][k] for s in st if k in s.get("maj", {})]
         if vals:
             out[f"maj@{k}"] = _mean(vals)
-    out["mean_tokens"] = tokens / samples if samples else 0.0
-    out["mean_correct_tokens"] = sum(s["correct_tokens"] for s in st) / correct if correct else None
-    out["tokens_per_correct"] = tokens / correct if correct else math.inf
+    counted = sum(s.get("counted", s["n"]) for s in st)
+    c_counted = sum(s.get("correct_counted", s["correct"]) for s in st)
+    out["mean_tokens"] = tokens / counted if counted else None  # None: lengths unknown
+    out["mean_correct_tokens"] = (
+        sum(s["correct_tokens"] for s in st) / c_counted if c_counted else None
+    )
+    if counted < samples:  # some lengths unknown: scale the known mean to all samples
+        out["tokens_per_correct"] = (
+            None if not counted else (tokens / counted * samples / correct if correct else math.inf)
+        )
+    else:
+        out["tokens_per_correct"] = tokens / correct if correct else math.inf
     out["truncation_rate"] = sum(s["truncated"] for s in st) / samples if samples else 0.0
     return out
 

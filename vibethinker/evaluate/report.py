@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-FIXED_COLUMNS = ("problems", "samples", "avg@n")
+FIXED_COLUMNS = ("problems", "samples", "avg@n", "mean_score")
 TAIL_COLUMNS = ("mean_tokens", "mean_correct_tokens", "tokens_per_correct", "truncation_rate")
 
 
@@ -69,19 +69,30 @@ def write_summary_md(path: str | Path, summary: dict[str, Any]) -> str:
     head = [
         f"# Evaluation: {summary.get('model', '')}",
         "",
-        f"data: `{summary.get('data', '')}`; n = {summary.get('n')} samples per problem; "
+        f"data: `{summary.get('data', '')}`; n = {_n_text(summary)} samples per problem; "
         f"temperature {p.get('temperature')}, top-p {p.get('top_p')}, "
-        f"top-k {p.get('top_k') or 'off'}, max new tokens {p.get('max_new_tokens')}; "
+        f"top-k {p.get('top_k') or 'off'}, max new tokens "
+        f"{p.get('max_new_tokens') or 'none (up to the context)'}; "
         f"engine {summary.get('engine', '')}; {summary.get('seconds', 0):.0f} s.",
         "",
-        "avg@n: mean score over the n samples; pass@k: unbiased estimator; maj@k: expected "
-        "majority-vote accuracy over k-subsets (math, stem); tokens_per_correct: all tokens / "
-        "correct answers; truncation_rate: share of samples that hit the token cap.",
+        "avg@n: share of correct samples among the n (correct = the verifier's verdict; "
+        "instruct: every instruction followed), so avg@n = pass@1; mean_score: mean verifier "
+        "value (instruct: fraction of instructions followed); pass@k: unbiased estimator; maj@k: "
+        "expected majority-vote accuracy over k-subsets (math, stem); tokens_per_correct: all "
+        "tokens / correct answers; truncation_rate: share of samples that hit the token cap; "
+        "'-': unknown (e.g. a server that reports no lengths).",
         "",
         "",
     ]
     Path(path).write_text("\n".join(head) + markdown_table(summary["metrics"]) + "\n")
     return str(path)
+
+
+def _n_text(summary: dict[str, Any]) -> str:
+    by = summary.get("n_by_domain") or {}
+    if len(set(by.values())) > 1:
+        return ", ".join(f"{d} {v}" for d, v in by.items())
+    return str(summary.get("n"))
 
 
 def plot_passk(path: str | Path, curves: dict[str, dict[int, float]], title: str = "") -> str:

@@ -53,8 +53,19 @@ class SFTConfig:
     warmup_frac: float = 0.05
     """Fraction of steps of linear warm-up. Paper: 5%."""
     max_len: int = 4096
-    """Tokens per packed row (and per sample: longer samples are cut). Paper: unpublished; the
-    RL context is 64K."""
+    """Tokens per packed row and per sample (prompt + trace): the SFT context. Must fit the
+    model's positions (after RoPE scaling). Paper: unpublished; the RL context is 64K."""
+    overlong: str = "drop"
+    """Samples longer than max_len: "drop" (counted in the summary; a cut trace would train no
+    final answer and no end token) or "cut" (keep the first max_len tokens). Paper: silent."""
+    rope_yarn_factor: float = 0.0
+    """Extend the model's context with YaRN RoPE scaling by this factor (0: off); the saved
+    checkpoints keep it. Needed when max_len exceeds the model's max_position_embeddings."""
+    rope_original_len: int = 0
+    """YaRN's original (pretraining) length; 0: the model's max_position_embeddings."""
+    report_to: str = "none"
+    """Experiment tracking of the per-step metrics: none, tensorboard, wandb, trackio, or a
+    comma list (log.py). Offline when the service is unreachable."""
     pack: bool = True
     """Pack several samples per row (attention and positions stay per sample). Paper: packing."""
     save_every: int = 0
@@ -81,6 +92,10 @@ class SFTConfig:
     """Stage-2 filter: token cap of each reference rollout."""
     filter_engine: str = "hf"
     """Stage-2 filter: sampler engine for the reference model (hf, vllm, openai)."""
+    filter_truncated_reward: str = "zero"
+    """Stage-2 filter: how a reference rollout cut at filter_max_new_tokens is judged, as the
+    rl stage's `truncated_reward`: "zero" (an error) or "verify" (score the cut text). How many
+    keep/drop decisions depend on this is reported (`truncation_decisions`)."""
     prompt_style: str = "paper"
     """User turn of each sample: "paper" (the evaluation prompt of the problem's domain, so the
     model is trained on what it is asked at test time) or "raw" (the stored prompt)."""
@@ -136,29 +151,47 @@ def filter_easy_prompts(
     seed: int,
     prompt_fn: Any = None,
     verify: Any = None,
+    truncated_reward: str = "zero",
 ) -> tuple[list[Problem], dict[str, Any]]:
     """Sample `rollouts` responses per prompt, verify them, keep prompts whose error rate is at
-    least `min_error` (PAPER.md stage 2: 8 rollouts, drop error rate < 0.75)."""
+    least `min_error` (PAPER.md stage 2: 8 rollouts, drop error rate < 0.75). A rollout cut at
+    `max_new_tokens` is judged by `truncated_reward` ("zero": an error; "verify": its text is
+    scored), the rl stage's rule; the counts say how many rollouts were cut and how many
+    keep/drop decisions the rule decided (`truncation_decisions`)."""
     from vibethinker.engines import SamplingParams
+    from vibethinker.evaluate.metrics import truncation_verdicts
 
     if verify is None:
         from vibethinker.verifiers import verify_batch as verify
     params = SamplingParams(max_new_tokens=max_new_tokens, seed=seed)
     prompt_fn = prompt_fn or (lambda p: p.prompt)
     outs = sampler.generate([prompt_fn(p) for p in problems], rollouts, params)
-    flat = [(p, c.text) for p, cs in zip(problems, outs) for c in cs]
-    scores = verify([p for p, _ in flat], [t for _, t in flat])
-    kept, errors = [], []
+    flat = [(p, c) for p, cs in zip(problems, outs) for c in cs]
+    scores = verify([p for p, _ in flat], [c.text for _, c in flat])
+    cut = [c.truncated for _, c in flat]
+    verdicts = truncation_verdicts([s.correct for s in scores], cut)  # rule -> [correct]
+    if truncated_reward not in verdicts:
+        raise ValueError(f"truncated_reward must be one of {sorted(verdicts)}")
+    kept, errors, flips = [], [], 0
     for i, p in enumerate(problems):
-        ok = sum(s.correct for s in scores[i * rollouts : (i + 1) * rollouts])
-        err = 1.0 - ok / rollouts
+        span = slice(i * rollouts, (i + 1) * rollouts)
+        keep = {r: 1.0 - sum(v[span]) / rollouts >= min_error for r, v in verdicts.items()}
+        err = 1.0 - sum(verdicts[truncated_reward][span]) / rollouts
         errors.append(err)
-        if err >= min_error:
+        flips += len(set(keep.values())) > 1
+        if keep[truncated_reward]:
             kept.append(p)
     counts = {
         "easy_prompts_removed": len(problems) - len(kept),
         "ref_mean_error": round(sum(errors) / max(len(errors), 1), 4),
+        "ref_truncated_rollouts": sum(cut),
+        "truncation_decisions": flips,
     }
+    if sum(cut):
+        log.warning("sft filter: %d of %d reference rollouts hit filter_max_new_tokens=%d and "
+                    "count as %s; %d keep/drop decisions depend on that (raise the cap, or set "
+                    "filter_truncated_reward)", sum(cut), len(cut), max_new_tokens,
+                    "errors" if truncated_reward == "zero" else "verified text", flips)  # fmt: skip
     return kept, counts
 
 
@@ -190,7 +223,8 @@ def apply_filters(cfg: SFTConfig, problems: list[Problem], tokenizer: Any) -> tu
         sampler = make_sampler(cfg.filter_engine, **kw)
         problems, c = filter_easy_prompts(problems, sampler, cfg.filter_rollouts,
                                           cfg.filter_min_error, cfg.filter_max_new_tokens,
-                                          cfg.seed, PROMPT_STYLES[cfg.prompt_style])  # fmt: skip
+                                          cfg.seed, PROMPT_STYLES[cfg.prompt_style],
+                                          truncated_reward=cfg.filter_truncated_reward)  # fmt: skip
         del sampler
         counts.update(c)
         log.info("sft filter: %d prompts with reference error rate < %.2f removed",
@@ -208,7 +242,8 @@ def _device(device: str) -> str:
 
 def _filter_key(cfg: SFTConfig) -> dict[str, Any]:
     keys = ("model", "data", "domains", "prompt_style", "min_trace_tokens", "filter_ref_model",
-            "filter_rollouts", "filter_min_error", "filter_max_new_tokens", "seed")  # fmt: skip
+            "filter_rollouts", "filter_min_error", "filter_max_new_tokens",
+            "filter_truncated_reward", "seed")  # fmt: skip
     return {k: getattr(cfg, k) for k in keys}
 
 
@@ -253,7 +288,7 @@ def sampled_pass1(model_dir: str, path: str, n: int, limit: int, max_new: int, s
 
 
 def _summary(cfg: SFTConfig, stats: dict, counts: dict, n_samples: int, n_cut: int,
-             pass1: dict | None) -> str:  # fmt: skip
+             pass1: dict | None, n_dropped: int = 0) -> str:  # fmt: skip
     lines = [
         f"SFT from `{cfg.model}` on `{cfg.data}`: {n_samples} samples (one per trace), "
         f"{cfg.epochs} epoch(s), global batch {cfg.global_batch}, LR {cfg.lr:g} -> "
@@ -267,6 +302,7 @@ def _summary(cfg: SFTConfig, stats: dict, counts: dict, n_samples: int, n_cut: i
         "Filters: "
         + ", ".join(f"{k} {v}" for k, v in counts.items())
         + (f"; {n_cut} samples cut to max_len {cfg.max_len}" if n_cut else "")
+        + (f"; {n_dropped} samples over max_len {cfg.max_len} dropped" if n_dropped else "")
         + ".",
     ]
     if stats.get("resumed_at"):
@@ -288,17 +324,26 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     t0 = time.time()
     out = Path(cfg.out)
     device = _device(cfg.device)
-    model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing)
+    model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing,
+                                    rope_yarn_factor=cfg.rope_yarn_factor,
+                                    rope_original_len=cfg.rope_original_len)  # fmt: skip
+    from vibethinker.models import check_context
+
+    check_context(model.config, cfg.max_len, f"sft max_len={cfg.max_len}")
     problems, counts = load_training_set(cfg, tok)
     from vibethinker.evaluate import PROMPT_STYLES
 
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
     pairs = [(prompt_fn(p), t) for p in problems for t in p.traces or []]
-    samples = packing.build_samples(pairs, tok, cfg.max_len)
+    samples = packing.build_samples(pairs, tok, cfg.max_len, cfg.overlong)
     n_cut = sum(s.truncated for s in samples)
-    if n_cut:
-        log.warning("sft: %d of %d samples longer than max_len=%d were cut", n_cut, len(samples),
-                    cfg.max_len)  # fmt: skip
+    n_dropped = len(pairs) - len(samples)
+    if n_cut or n_dropped:
+        log.warning("sft: %d of %d samples are longer than max_len=%d: %s", n_cut + n_dropped,
+                    len(pairs), cfg.max_len, "cut" if n_cut else "dropped")  # fmt: skip
+    if not samples:
+        raise ValueError(f"sft: every sample is longer than max_len={cfg.max_len} (overlong="
+                         f"{cfg.overlong}); raise max_len or set overlong=cut")  # fmt: skip
     stats = sft.train(model, tok, samples, cfg, out)
     final = save_model_and_tokenizer(model, tok, out / "final")
     del model
@@ -308,10 +353,12 @@ def run(cfg: SFTConfig) -> dict[str, str]:
         pass1 = sampled_pass1(final, cfg.eval_data, cfg.eval_n, cfg.eval_limit,
                               cfg.eval_max_new_tokens, cfg.seed, device,
                               cfg.prompt_style)  # fmt: skip
-    stats.update(samples=len(samples), samples_cut=n_cut, filters=counts, pass1=pass1,
+    stats.update(samples=len(samples), samples_cut=n_cut, samples_dropped_overlong=n_dropped,
+                 filters=counts, pass1=pass1,
                  wall_seconds=round(time.time() - t0, 1))  # fmt: skip
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
-    (out / "summary.md").write_text(_summary(cfg, stats, counts, len(samples), n_cut, pass1))
+    (out / "summary.md").write_text(_summary(cfg, stats, counts, len(samples), n_cut, pass1,
+                                             n_dropped))  # fmt: skip
     log.info("sft done: %d steps, final loss %.4f, %s tokens/s", stats["steps"],
              stats["final_loss"], stats["tokens_per_s"])  # fmt: skip
     return {

@@ -29,7 +29,7 @@ IGNORE = -100
 class Sample:
     ids: list[int]  # [T] prompt + response tokens (chat-formatted)
     mask: list[int]  # [T] 1 where the token is trained on (assistant turn), else 0
-    truncated: bool = False
+    truncated: bool = False  # cut to max_len (only with overlong="cut")
 
 
 def encode_chat(tokenizer: Any, prompt: str, response: str) -> tuple[list[int], list[int]]:
@@ -53,8 +53,12 @@ def encode_chat(tokenizer: Any, prompt: str, response: str) -> tuple[list[int], 
         raise ValueError("chat template: the prompt with generation prompt is not a prefix")
     head_ids = tokenizer(head, add_special_tokens=False)["input_ids"]
     tail = full[len(head) :]
-    # The trained part ends with the turn's EOS; text after it (a newline) is not trained.
-    eos = tokenizer.eos_token or ""
+    # The trained part ends with the turn's end token (`<|im_end|>`; a base model's EOS such as
+    # `<|endoftext|>` is not in the template); text after it (a newline) is not trained.
+    from vibethinker.engines import chat_end_token
+
+    end = chat_end_token(tokenizer)
+    eos = tokenizer.convert_ids_to_tokens(end) if end is not None else (tokenizer.eos_token or "")
     cut = tail.find(eos) + len(eos) if eos and eos in tail else len(tail)
     body_ids = tokenizer(tail[:cut], add_special_tokens=False)["input_ids"]
     rest_ids = tokenizer(tail[cut:], add_special_tokens=False)["input_ids"] if tail[cut:] else []
@@ -62,13 +66,27 @@ def encode_chat(tokenizer: Any, prompt: str, response: str) -> tuple[list[int], 
     return ids, [0] * len(head_ids) + [1] * len(body_ids) + [0] * len(rest_ids)
 
 
-def build_samples(pairs: Sequence[tuple[str, str]], tokenizer: Any, max_len: int) -> list[Sample]:
-    """One Sample per (prompt, response); longer than max_len is cut to max_len (flagged)."""
+OVERLONG = ("drop", "cut")
+
+
+def build_samples(
+    pairs: Sequence[tuple[str, str]], tokenizer: Any, max_len: int, overlong: str = "drop"
+) -> list[Sample]:
+    """One Sample per (prompt, response) of at most max_len tokens.
+
+    `overlong`: "drop" (the default) leaves a longer sample out (the caller counts them as
+    len(pairs) - len(samples)): cut, it would train a trace without its final answer and without
+    the end token, teaching the model to ramble to the cap (stage 2 is exactly the long traces).
+    "cut" keeps its first max_len tokens (flagged `truncated`)."""
+    if overlong not in OVERLONG:
+        raise ValueError(f"overlong must be one of {OVERLONG}, got {overlong!r}")
     out = []
     for prompt, response in pairs:
         ids, mask = encode_chat(tokenizer, prompt, response)
-        cut = len(ids) > max_len
-        out.append(Sample(ids[:max_len], mask[:max_len], cut))
+        if len(ids) <= max_len:
+            out.append(Sample(ids, mask, False))
+        elif overlong == "cut":
+            out.append(Sample(ids[:max_len], mask[:max_len], True))
     return out
 
 
