@@ -3,18 +3,25 @@
 `vibethinker eval model=runs/x/final data=eval.jsonl n=8 k=1,4,8 engine=hf out=runs/x/eval`
 writes `samples.jsonl` (every sample with its score and reason), `summary.json`, `summary.md`
 (a markdown table per domain and subdomain) and `passk.png`. Defaults follow the paper's
-protocol: temperature 1.0, top-p 0.95, top-k off, the paper's prompts, the model's chat template.
+protocol: temperature 1.0, top-p 0.95, top-k off, the paper's prompts, the model's chat template,
+n per domain (math 64, stem/GPQA 16, code 8; `PAPER_N`) and no extra output cap (each response
+may fill the model's context: `max_new_tokens=0`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from vibethinker.config import runtime
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 
 log = get_logger("stages.eval")
+
+# Samples per problem in the paper's protocol (PAPER.md, Evaluation protocol): math 64, GPQA
+# (our stem) 16, code 8. Instruction following is not given; we choose 8.
+PAPER_N = {"math": 64, "stem": 16, "code": 8, "instruct": 8}
 
 
 @dataclass
@@ -29,8 +36,9 @@ class EvalConfig:
     humaneval, ifeval (data/adapters.py)."""
     out: str = "runs/eval"
     """Output folder: samples.jsonl, summary.json, summary.md, passk.png."""
-    n: int = 8
-    """Samples per problem. Paper: math 64, IMO-AnswerBench 16, GPQA 16, code 8."""
+    n: int = 0
+    """Samples per problem; 0 = the paper's per-domain profile (PAPER_N: math 64, stem 16,
+    code 8, instruct 8). Paper: math 64, IMO-AnswerBench 16, GPQA 16, code 8."""
     k: list[int] = field(default_factory=lambda: [1, 4, 8])
     """k values for pass@k and maj@k (k > n are dropped)."""
     engine: str = "hf"
@@ -41,8 +49,16 @@ class EvalConfig:
     """Nucleus sampling. Paper: 0.95."""
     top_k: int = 0
     """Top-k sampling, 0 = off. Paper: off."""
-    max_new_tokens: int = 1024
-    """Cap on response tokens. Paper: no extra cap beyond the context (40K for VibeThinker)."""
+    max_new_tokens: int = 0
+    """Cap on response tokens; 0 = no extra cap: a response may fill the context (prompt +
+    response <= context_len). Paper: no extra cap beyond the context (40K for VibeThinker)."""
+    context_len: int = 0
+    """hf engine: prompt + response token bound; 0 = the model's max_position_embeddings
+    (after RoPE scaling). More than the model's positions is refused without rope_yarn_factor."""
+    rope_yarn_factor: float = 0.0
+    """hf/vllm engine: extend the model's context with YaRN by this factor (0: off)."""
+    rope_original_len: int = 0
+    """YaRN's original length; 0 = the model's max_position_embeddings."""
     stop: list[str] = field(default_factory=list)
     """Stop strings (the model's EOS always stops). Paper: silent."""
     seed: int = 0
@@ -67,11 +83,16 @@ class EvalConfig:
     """openai engine: requests in flight."""
     timeout: float = runtime(600.0)
     """openai engine: seconds per request before a retry."""
+    tokenizer: str = ""
+    """openai engine: the served model's tokenizer folder (default: `model` when it is a local
+    folder): adds the chat template's turn end as a stop string and counts tokens when the
+    server reports none."""
 
 
 def make_engine(cfg: EvalConfig):
     from vibethinker.engines import make_sampler
 
+    rope = {"rope_yarn_factor": cfg.rope_yarn_factor, "rope_original_len": cfg.rope_original_len}
     if cfg.engine == "hf":
         return make_sampler(
             "hf",
@@ -79,8 +100,11 @@ def make_engine(cfg: EvalConfig):
             device=cfg.device or None,
             dtype=cfg.dtype,
             token_budget=cfg.token_budget,
+            context_len=cfg.context_len,
+            **rope,
         )
     if cfg.engine == "openai":
+        tok = cfg.tokenizer or (cfg.model if (Path(cfg.model) / "config.json").exists() else "")
         return make_sampler(
             "openai",
             base_url=cfg.base_url,
@@ -88,8 +112,10 @@ def make_engine(cfg: EvalConfig):
             endpoint=cfg.endpoint,
             concurrency=cfg.concurrency,
             timeout=cfg.timeout,
+            tokenizer=tok or None,
         )
-    return make_sampler(cfg.engine, model=cfg.model, dtype=cfg.dtype, seed=cfg.seed)
+    kw = {"max_model_len": cfg.context_len} if cfg.context_len else {}
+    return make_sampler(cfg.engine, model=cfg.model, dtype=cfg.dtype, seed=cfg.seed, **kw, **rope)
 
 
 def load_eval_problems(cfg: EvalConfig):
@@ -128,12 +154,13 @@ def run(cfg: EvalConfig) -> dict[str, str]:
         stop=list(cfg.stop),
         seed=cfg.seed,
     )
-    log.info("eval: %d problems x %d samples with %s", len(problems), cfg.n, cfg.engine)
+    n = cfg.n if cfg.n > 0 else PAPER_N
+    log.info("eval: %d problems x %s samples with %s", len(problems), n, cfg.engine)
     sampler = make_engine(cfg)
     result = evaluate(
         sampler,
         problems,
-        n=cfg.n,
+        n=n,
         ks=cfg.k,
         params=params,
         workers=cfg.workers,
