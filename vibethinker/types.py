@@ -69,6 +69,20 @@ class Score:
     value: float  # reward in [0, 1] (instruct: fraction of instructions satisfied)
     correct: bool  # the binary verdict (value == 1 for binary verifiers)
     reason: str  # short machine-readable reason, e.g. "ok", "no_boxed_answer", "timeout"
+    # Eval-only, human-readable: what went wrong (code: the failing test's input, expected and
+    # actual output, truncated). It may reveal hidden tests, so it is written to evaluation
+    # samples only; the RL loop reads value/correct and never shows it to the policy.
+    detail: str = ""
+
+
+def case_detail(stdin: str, expected: str, got: str, limit: int = 200) -> str:
+    """The eval-only `Score.detail` of a failed stdin/stdout test: input, expected, got, each cut
+    to `limit` characters ("...[+N chars]" says how much was cut)."""
+
+    def cut(s: str) -> str:
+        return repr(s[:limit]) + (f"...[+{len(s) - limit} chars]" if len(s) > limit else "")
+
+    return f"input {cut(stdin)}; expected {cut(expected)}; got {cut(got)}"
 
 
 @dataclass
