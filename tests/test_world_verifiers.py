@@ -6,8 +6,8 @@ from collections import Counter
 import pytest
 
 from vibethinker.data.world import generate
+from vibethinker.sandbox import find_bwrap
 from vibethinker.verifiers import verify_batch
-from vibethinker.verifiers.sandbox import find_bwrap
 
 
 @pytest.fixture(scope="module")

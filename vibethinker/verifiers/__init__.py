@@ -63,7 +63,7 @@ def check_available(domains: Iterable[str]) -> None:
         if hasattr(fn, "load"):
             fn.load()
         if d == "code":  # a missing sandbox is a setup error: say so before any work starts
-            from vibethinker.verifiers.sandbox import check_mode
+            from vibethinker.sandbox import check_mode
 
             check_mode("bwrap", warn=False)
 

@@ -4,9 +4,15 @@ Two execution modes, chosen per domain in `MODES` (a dict, not branches in the l
 - "process": a pool of worker processes (fresh interpreters, see _BOOT). An item that overruns its deadline gets its worker killed and
   replaced, and scores Score(0, False, "timeout"). For CPU-bound checks in Python (sympy), which
   no thread can interrupt.
-- "thread": daemon threads. For verifiers that already isolate their work in subprocesses with
-  their own time limits (the code sandbox) or wait on I/O (a judge endpoint); an overrun item is
-  abandoned (its thread keeps running, detached) and scores "timeout".
+- "thread": `workers` daemon threads. For verifiers that already isolate their work in
+  subprocesses with their own time limits (the code sandbox) or wait on I/O (a judge endpoint).
+  Each item runs in a sandbox CancelScope: an overrun item scores "timeout" and its sandbox is
+  killed at once (vibethinker/sandbox/base.py), so its thread comes back and takes the next
+  item: never more sandboxes than `workers`. Only a thread that ignores the cancel (e.g. stuck
+  in an HTTP call) is replaced after CANCEL_GRACE_S, and left to finish detached.
+
+Per-item limits: TIMEOUTS per domain, or BACKSTOPS, a function of the problem (the code
+verifier's is derived from its case count and per-case limit, code.backstop).
 """
 
 from __future__ import annotations
@@ -34,6 +40,17 @@ MODES: dict[str, str] = {
 # Per-item wall-clock limits (s). Code and judge calls carry their own inner limits; these are
 # the backstop. The paper is silent on verifier timeouts.
 TIMEOUTS: dict[str, float] = {"math": 10.0, "stem": 5.0, "code": 120.0, "instruct": 120.0}
+
+
+def _code_backstop(problem: Problem) -> float:
+    from vibethinker.verifiers.code import backstop
+
+    return backstop(problem)
+
+
+# Per-item limits that depend on the problem (they replace TIMEOUTS for that domain).
+BACKSTOPS: dict[str, Callable[[Problem], float]] = {"code": _code_backstop}
+CANCEL_GRACE_S = 10.0  # a cancelled item's thread has this long to come back before a new one
 STARTUP_TIMEOUT_S = 60.0  # a fresh worker imports sympy and warms up math-verify (~2 s idle)
 WORKER_MEMORY_MB = 4096  # address-space cap per worker: a memory bomb fails inside the worker
 
@@ -247,13 +264,18 @@ def run_threads(
     workers: int,
     timeout: float | Sequence[float],
     on_done: Callable[[int], None] | None = None,
+    grace: float = CANCEL_GRACE_S,
 ) -> list[tuple[str, Any]]:
-    """Same contract as WorkerPool.map, with daemon threads; an overrun item is abandoned and a
-    fresh thread takes its place."""
+    """Same contract as WorkerPool.map, with `workers` daemon threads. An overrun item scores
+    "timeout" and its CancelScope is cancelled (its sandbox killed): the thread returns and
+    goes on with the queue. A thread still busy `grace` s after its cancel is replaced."""
+    from vibethinker.sandbox.base import CancelScope, cancel_scope
+
     n = len(args_list)
     limits = [float(timeout)] * n if isinstance(timeout, (int, float)) else list(timeout)
     results: list[tuple[str, Any] | None] = [None] * n
-    started: dict[int, float] = {}
+    running: dict[int, tuple[float, CancelScope]] = {}  # item -> (start, scope)
+    cancelled: dict[int, float] = {}  # item -> when it was cancelled (thread not back yet)
     queue = deque(range(n))
     cond = threading.Condition()
 
@@ -263,14 +285,21 @@ def run_threads(
                 if not queue:
                     return
                 i = queue.popleft()
-                started[i] = time.monotonic()
+                scope = CancelScope()
+                running[i] = (time.monotonic(), scope)
             try:
-                res: tuple[str, Any] = ("ok", fn(*args_list[i]))
+                with cancel_scope(scope):
+                    res: tuple[str, Any] = ("ok", fn(*args_list[i]))
             except BaseException as e:  # noqa: BLE001
                 res = ("error", (type(e).__name__, str(e)[:2000]))
             with cond:
-                if results[i] is not None:  # timed out meanwhile: this thread was replaced
-                    return
+                running.pop(i, None)
+                if i in cancelled:  # timed out meanwhile: its result stands as "timeout"
+                    replaced = cancelled.pop(i) < 0
+                    cond.notify_all()
+                    if replaced:
+                        return  # another thread took this one's place
+                    continue
                 results[i] = res
                 cond.notify_all()
             if on_done:
@@ -281,23 +310,27 @@ def run_threads(
 
     for _ in range(min(max(1, workers), n)):
         spawn()
-    done = 0
     with cond:
-        while True:
-            done = sum(r is not None for r in results)
-            if done == n:
-                break
+        while sum(r is not None for r in results) < n:
             now = time.monotonic()
-            expired = [i for i, t in started.items() if results[i] is None and now >= t + limits[i]]
-            for i in expired:
-                results[i] = ("timeout", None)
-                spawn()
-                if on_done:
-                    on_done(i)
-            if expired:
-                continue
-            running = [t + limits[i] for i, t in started.items() if results[i] is None]
-            cond.wait(timeout=max(0.01, min(running) - now) if running else 0.05)
+            for i, (t, scope) in list(running.items()):
+                if i not in cancelled and now >= t + limits[i]:
+                    results[i] = ("timeout", None)
+                    cancelled[i] = now
+                    cond.release()  # kill outside the lock: the thread needs it to come back
+                    try:
+                        scope.cancel()
+                        if on_done:
+                            on_done(i)
+                    finally:
+                        cond.acquire()
+            for i, t in list(cancelled.items()):
+                if 0 <= t and now >= t + grace and i in running:
+                    cancelled[i] = -1.0  # its thread ignores the cancel: give up on it
+                    spawn()
+            waits = [t + limits[i] for i, (t, _) in running.items() if i not in cancelled]
+            waits += [t + grace for i, t in cancelled.items() if t >= 0]
+            cond.wait(timeout=max(0.01, min(waits) - now) if waits else 0.05)
     return results  # type: ignore[return-value]
 
 
@@ -376,7 +409,10 @@ def verify_batch(
     results: list[Score | None] = [None] * len(problems)
 
     def limit(i: int) -> float:
-        return timeout if timeout is not None else TIMEOUTS.get(problems[i].domain, 60.0)
+        if timeout is not None:
+            return timeout
+        d = problems[i].domain
+        return BACKSTOPS[d](problems[i]) if d in BACKSTOPS else TIMEOUTS.get(d, 60.0)
 
     def run_group(mode: str) -> None:
         idx = groups[mode]

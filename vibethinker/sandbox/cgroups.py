@@ -1,18 +1,29 @@
-"""Per-sandbox cgroups: a cap on the *total* memory and process count of one sandbox.
+"""Per-sandbox cgroups: a cap on the *total* memory, processes and CPU of one sandbox.
 
 rlimits are per process: RLIMIT_AS does not count System V or POSIX shared memory, memfd files,
 tmpfs files or kernel objects (inodes, dentries, pipes, sockets), and N processes may each use
 the full RLIMIT_AS. A memory cgroup counts all of that (page cache and tmpfs pages are charged
 to the cgroup that touched them first; kernel objects allocated for its processes are charged
-too), and a pids cgroup caps processes + threads whatever their uids.
+too), a pids cgroup caps processes + threads whatever their uids, and a cpu cgroup caps the CPU
+bandwidth of all of them together (`Limits.cpus` cores: RLIMIT_CPU is per process, so without it
+one check's processes or threads could keep every core of the host busy).
+
+Both versions, since hosts differ (this development machine: v1 for memory, pids and cpu, with a
+v2 hierarchy mounted beside it that holds none of them):
+- v1: memory.limit_in_bytes (+ memsw), pids.max, cpu.cfs_quota_us / cpu.cfs_period_us, and
+  memory.kmem.tcp.limit_in_bytes: v1 does not count TCP socket buffers in the memory limit (a
+  check once held ~165 MB of loopback buffers under an 80 MB cap), so they get the same cap of
+  their own. (Checks get no IPv4/IPv6 sockets unless they ask for a network: seccomp.py.)
+- v2: memory.max (+ memory.swap.max 0), pids.max, cpu.max; v2 charges socket memory to
+  memory.max itself.
 
 Each sandbox (a one-shot bwrap, or a zygote and the one check it runs at a time) gets a cgroup
-under our own: `<own>/vibethinker-<host pid>/<n>` in every hierarchy that has the memory or pids
-controller (cgroup v1 hierarchies, or v2 when it has those controllers). The sandbox is started
+under our own: `<own>/vibethinker-<host pid>/<n>` in every hierarchy that has the memory, pids or
+cpu controller (cgroup v1 hierarchies, or v2 for those of them it has). The sandbox is started
 through `/bin/sh -c 'echo 0 > .../cgroup.procs && exec bwrap ...'`, so bwrap is inside its
 cgroup before it forks anything (no window where a child escapes). The limits are set before
 each check; an over-limit sandbox meets the kernel's OOM killer inside its cgroup (a zygote's
-check children volunteer first: oom_score_adj 1000). Removed when the sandbox is gone.
+check's processes volunteer first: oom_score_adj 1000, base.SETUP). Removed when the sandbox is gone.
 
 Best effort: without a writable hierarchy (no root, read-only /sys/fs/cgroup, no controllers)
 `create()` returns None, logs once at INFO, and the sandbox relies on rlimits alone (then
@@ -30,11 +41,13 @@ import time
 
 from vibethinker.log import get_logger
 
-_log = get_logger("verifiers.cgroups")
+_log = get_logger("sandbox.cgroups")
 
 _lock = threading.Lock()
 _state: dict = {"bases": None, "pid": None, "pending": []}
 _ids = itertools.count()
+CONTROLLERS = ("memory", "pids", "cpu")
+CPU_PERIOD_US = 100_000
 
 
 def _hierarchies() -> list[tuple[str, str]]:
@@ -52,22 +65,25 @@ def _hierarchies() -> list[tuple[str, str]]:
             root, mnt = left.split()[3:5]
             fstype, _, opts = right.split()[:3]
             if fstype == "cgroup":
-                ctrls = [c for c in ("memory", "pids") if c in opts.split(",")]
+                ctrls = [c for c in CONTROLLERS if c in opts.split(",")]
                 for c in ctrls:
                     if c in own:
                         found.append(("v1", c, _join(mnt, root, own[c])))
             elif fstype == "cgroup2" and "<v2>" in own and v2 is None:
                 v2 = _join(mnt, root, own["<v2>"])
     kinds = {c for _, c, _ in found}
-    if v2 is not None and kinds != {"memory", "pids"}:
-        try:
-            with open(os.path.join(v2, "cgroup.controllers")) as f:
-                avail = set(f.read().split())
-        except OSError:
-            avail = set()
-        if avail & ({"memory", "pids"} - kinds):
+    if v2 is not None and kinds != set(CONTROLLERS):
+        if _v2_controllers(v2) & (set(CONTROLLERS) - kinds):
             found.append(("v2", "v2", v2))
     return [(k, d) for k, _, d in dict.fromkeys(found)]
+
+
+def _v2_controllers(d: str) -> set[str]:
+    try:
+        with open(os.path.join(d, "cgroup.controllers")) as f:
+            return set(f.read().split()) & set(CONTROLLERS)
+    except OSError:
+        return set()
 
 
 def _join(mnt: str, root: str, path: str) -> str:
@@ -100,14 +116,15 @@ def _bases() -> list[tuple[str, str]]:
             _sweep_stale(own)
             os.makedirs(base, exist_ok=True)
             if kind == "v2":  # children get the controllers only if we delegate them
-                _write(os.path.join(base, "cgroup.subtree_control"), "+memory +pids")
+                ctrls = " ".join("+" + c for c in sorted(_v2_controllers(own)))
+                _write(os.path.join(base, "cgroup.subtree_control"), ctrls)
             bases.append((kind, base))
         except OSError as e:
             _log.debug("cgroup %s not usable: %s", own, e)
     if not bases:
         _log.info(
             "no writable memory/pids cgroup here: sandboxes are limited by rlimits only "
-            "(per-process address space; see vibethinker/verifiers/cgroups.py)"
+            "(per-process address space; see vibethinker/sandbox/cgroups.py)"
         )
     _state["bases"], _state["pid"] = bases, pid
     return bases
@@ -149,7 +166,7 @@ class Cgroup:
     def __init__(self, dirs: list[tuple[str, str]]):
         self.dirs = dirs
         self.subs: list[Cgroup] = []
-        self._set: tuple[int, int] | None = None
+        self._set: tuple[int, int, float] | None = None
 
     def sub(self, name: str) -> Cgroup:
         """A child cgroup (its usage also counts here), removed with this one."""
@@ -169,20 +186,30 @@ class Cgroup:
         """The files a process writes "0" to, to move itself in (one per hierarchy)."""
         return [os.path.join(d, "cgroup.procs") for _, d in self.dirs]
 
-    def limit(self, memory_bytes: int, pids: int) -> None:
-        """Cap total memory (no swap) and processes + threads; cheap when unchanged."""
-        if self._set == (memory_bytes, pids):
+    def limit(self, memory_bytes: int, pids: int, cpus: float = 0.0) -> None:
+        """Cap total memory (no swap; TCP buffers included), processes + threads and CPU
+        bandwidth (`cpus` cores, 0: none); cheap when unchanged."""
+        if self._set == (memory_bytes, pids, cpus):
             return
+        quota = max(1000, int(cpus * CPU_PERIOD_US)) if cpus > 0 else 0
         for kind, d in self.dirs:
-            if kind == "v1" and os.path.exists(os.path.join(d, "memory.limit_in_bytes")):
-                _v1_memory(d, memory_bytes)
-            elif kind == "v2" and os.path.exists(os.path.join(d, "memory.max")):
-                _write(os.path.join(d, "memory.max"), str(memory_bytes))
+            if kind == "v1":
+                if os.path.exists(os.path.join(d, "memory.limit_in_bytes")):
+                    _v1_memory(d, memory_bytes)
+                _v1_tcp(d, memory_bytes)
+                if os.path.exists(os.path.join(d, "cpu.cfs_quota_us")):
+                    _write(os.path.join(d, "cpu.cfs_period_us"), str(CPU_PERIOD_US))
+                    _write(os.path.join(d, "cpu.cfs_quota_us"), str(quota or -1))
+            elif kind == "v2":
+                if os.path.exists(os.path.join(d, "memory.max")):
+                    _write(os.path.join(d, "memory.max"), str(memory_bytes))
                 if os.path.exists(os.path.join(d, "memory.swap.max")):
                     _write(os.path.join(d, "memory.swap.max"), "0")
+                if os.path.exists(os.path.join(d, "cpu.max")):
+                    _write(os.path.join(d, "cpu.max"), f"{quota or 'max'} {CPU_PERIOD_US}")
             if os.path.exists(os.path.join(d, "pids.max")):
                 _write(os.path.join(d, "pids.max"), str(pids))
-        self._set = (memory_bytes, pids)
+        self._set = (memory_bytes, pids, cpus)
 
     def wrap(self, argv: list[str]) -> list[str]:
         """`argv` started inside this cgroup (the shell moves itself in, then execs)."""
@@ -199,6 +226,19 @@ class Cgroup:
         if left:
             with _lock:
                 _state["pending"].extend(left)
+
+
+def _v1_tcp(d: str, limit: int) -> None:
+    # Best effort: some v1 kernels refuse it (then only seccomp's "no IPv4/IPv6 sockets unless
+    # Limits.network" bounds TCP buffers; logged once).
+    p = os.path.join(d, "memory.kmem.tcp.limit_in_bytes")
+    if os.path.exists(p):
+        try:
+            _write(p, str(limit))
+        except OSError as e:
+            if not _state.get("tcp_warned"):
+                _state["tcp_warned"] = True
+                _log.warning("cgroup v1 refused a TCP buffer limit (%s): sockets unbounded", e)
 
 
 def _v1_memory(d: str, limit: int) -> None:

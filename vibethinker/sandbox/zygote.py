@@ -4,41 +4,46 @@ A one-shot sandbox costs a bwrap set-up plus an interpreter start (~15-40 ms of 
 which is most of a HumanEval check. A zygote pays that once: it is a bubblewrap sandbox built
 exactly like a one-shot one (bwrap.command: same namespaces, read-only root, private /tmp,
 clean environment, capabilities dropped, seccomp filter) whose first process is ZYGOTE below,
-plus CAP_KILL. It never runs untrusted code itself: for each check it receives (over a
-socketpair only it holds) the limits, fresh random uids, the trusted script and the check's fds,
-forks, and the child moves itself into the zygote's "check" cgroup (when the host gives us
-cgroups: the zygote itself stays outside the check's memory limit, so the OOM killer only ever
-picks a check's process), applies the rlimits, places the fds and runs the script exactly as a
-one-shot BOOT would (the script drops to the fresh uids before anything untrusted runs). Used
+plus CAP_KILL and CAP_SYS_ADMIN, and a seccomp filter that lets it (only it) unshare and mount.
+It never runs untrusted code itself: for each check it receives (over a socketpair only it
+holds) the limits, fresh random uids, the trusted script and the check's fds, and forks. The
+child moves itself into the zygote's "check" cgroup (when the host gives us cgroups: the zygote
+itself stays outside the check's limits, so the OOM killer only ever picks a check's process),
+then unshares fresh pid, mount, ipc, uts and network namespaces and forks their init, which
+mounts a fresh /proc (with /proc/sys read-only), /tmp and /dev/shm (size- and inode-capped) and
+hides the cgroup files, forks the check, drops to a uid of its own and reaps. The check installs
+the check seccomp filter on top of the zygote's (no unshare, no mount, no IPv4/IPv6), applies
+the rlimits, places the fds and runs the script exactly as a one-shot BOOT would (the script
+drops to the fresh uids, which clears every capability, before anything untrusted runs). Used
 only as root, where each check gets uids of its own; without root (one shared uid) every check
-gets a one-shot sandbox. The host sets the check cgroup's limits before each check.
+gets a one-shot sandbox, as does a check that asks for a network. The host sets the check
+cgroup's limits before each check.
 
 Why a submission cannot influence a later check (or the zygote):
+- Kernel state: everything namespace-scoped is the check's own and dies with it. Its pid
+  namespace starts at 1 each time (no pid counter carries over) and ends when its init exits:
+  the kernel then kills every process left in it before the zygote sees the exit. Its network
+  namespace has only a loopback that is down, and the check may not open an IPv4/IPv6 or
+  netlink socket anyway (no ports, TIME_WAIT entries or packet counters in /proc/net to leave
+  or read). Its ipc namespace (System V objects and POSIX queues; both refused by the filter
+  and RLIMIT_MSGQUEUE too), uts namespace, /proc, /tmp and /dev/shm (fresh tmpfs: fresh inode
+  numbers, nothing to wipe) are new. There are no ptys (bwrap.py) and no keyrings (seccomp).
 - Memory: a child is a fork, a copy; nothing flows back. The zygote never reads a check's data
   (code, inputs, test code, nonce): they travel as fds that only the child reads, so no later
   child inherits them; it holds only our scripts and old uids.
-- Processes: the zygote is uid 0 and the check's processes run under fresh uids without
-  capabilities, so they cannot signal, trace or read it (/proc/<pid>/mem needs ptrace access);
+- Processes: the zygote is uid 0 in a pid namespace the checks cannot see; the check's
+  processes run under fresh uids without capabilities, so they cannot signal, trace or read it;
   they never hold the control socket (the child closes every fd but its own before the script
-  runs). After each check the zygote kill(-1)s with CAP_KILL, which reaches every process of
-  the pid namespace but itself and bwrap's init, and repeats until /proc shows none alive (fork
-  cannot outrun kill(-1): a fork with a fatal signal pending fails). Only then does it answer,
-  so the host reads a check's stdout after every possible writer is dead. CAP_KILL gives the
-  zygote no power it lacks: with CAP_SETUID it could switch to any uid and signal anyway.
-- Files: the only writable places are the /tmp and /dev/shm tmpfs (root read-only, /dev root
-  0755). The sweep removes whatever is there as the owning uid (which must be one of the check's
-  uids) and insists both are empty. System V IPC, whose objects outlive processes, is refused
-  by the seccomp filter (and any object found in /proc/sysvipc would discard the zygote); POSIX
-  message queues are refused by RLIMIT_MSGQUEUE=0. Sockets, locks, ptys and pipes die with their
-  processes. Fresh uids also mean a fresh RLIMIT_NPROC budget per check.
-- Keyrings: add_key/request_key/keyctl are refused by the seccomp filter: a check can neither
-  read nor leave a key anywhere.
-- Residual, accepted (tests/test_sandbox_redteam.py keeps it as an xfail): counters shared by
-  the namespaces (next pid, tmpfs inode numbers) carry a few bits from one check to the next.
-  That is a channel only between two cooperating submissions; a check's grader data never
-  reaches a submission, so there is nothing to pass on and no way to change another check's
-  verdict through it. Closing it needs a pid namespace and tmpfs per check: CAP_SYS_ADMIN in
-  the zygote (a far larger risk) or a one-shot sandbox per check (about half the throughput).
+  runs). After each check the zygote still kill(-1)s with CAP_KILL and checks /proc until none
+  is alive, and that its own /tmp and /dev/shm are empty and no System V object exists; only
+  then does it answer, so the host reads a check's stdout after every possible writer is dead.
+- Residual: host-wide counters that no namespace separates (e.g. the inode numbers of pipes and
+  sockets, shared with every process on the host, and the load of the machine) still move
+  when a check works; one-shot sandboxes share them too. They are noisy, and a check's grader
+  data never reaches a submission, so a channel between two cooperating submissions through
+  them carries nothing a later check can be graded on beyond what the earlier one could
+  compute itself; tests/test_sandbox_redteam.py measures that the namespace-scoped ones carry
+  nothing.
 - Anything unexpected (a leftover, a failed sweep, a malformed reply, the zygote dying) discards
   the zygote: the host SIGKILLs it (the whole sandbox goes with bwrap's --die-with-parent) and
   starts a new one. Dying before answering raises SandboxLost and the check is rerun in a
@@ -61,23 +66,95 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from vibethinker.log import get_logger
-from vibethinker.verifiers import sandbox as sb
+from vibethinker.sandbox import base as sb
+from vibethinker.sandbox import seccomp
+from vibethinker.sandbox.bwrap import CGROUP_DIR, SHM_MB, cgroup_limits, command, python_argv
 
-_log = get_logger("verifiers.zygote")
+_log = get_logger("sandbox.zygote")
 
 STARTUP_TIMEOUT_S = 30.0  # a loaded machine can take a while to start bwrap + python
 MAX_IDLE = 16  # idle zygotes kept per tmpfs size (~10 MB of memory each)
+TMP_INODES = 16384  # inodes of a check's /tmp and /dev/shm (bytes are capped by Limits.tmp_mb)
 
-# argv: [-c, control socket fd]. Runs as uid 0 in the sandbox with CAP_SETUID/SETGID/KILL.
+# argv: [-c, control socket fd, check seccomp filter (hex), /tmp mount options, /dev/shm mount
+# options]. Runs as uid 0 in the sandbox with CAP_SETUID/SETGID/KILL/SYS_ADMIN.
 ZYGOTE = (
     sb.SETUP
     + r"""
-import signal, socket, time
+import ctypes, signal, socket, time
 
 _ctl = socket.socket(fileno=int(sys.argv[1]))
+_FILTER = bytes.fromhex(sys.argv[2])
+_TMP_OPTS, _SHM_OPTS = sys.argv[3].encode(), sys.argv[4].encode()
 del sys.argv[1:]
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 _codes = {}
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
+_libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
+_NS = 0x00020000 | 0x20000000 | 0x08000000 | 0x04000000 | 0x40000000  # mnt pid ipc uts net
+_NOSUID, _NODEV, _NOEXEC, _RDONLY = 2, 4, 8, 1
+_REMOUNT, _BIND, _REC, _PRIVATE = 32, 4096, 16384, 1 << 18
+
+
+def _ok(r, what):
+    if r != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e), what)
+
+
+def _mount(src, dst, fs, flags, data=None):
+    _ok(_libc.mount(src, dst, fs, flags, data), dst)
+
+
+def _code(status):
+    c = os.waitstatus_to_exitcode(status)
+    return c if c >= 0 else 128 - c
+
+
+def _install_filter():
+    # The check filter, stacked on the zygote's: no unshare, no mount, no IPv4/IPv6 from here on
+    # (no_new_privs is already set by bwrap, so no privilege is needed).
+    if not _FILTER:
+        return
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    buf = ctypes.create_string_buffer(_FILTER, len(_FILTER))
+    prog = Prog(len(_FILTER) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    _ok(_libc.prctl(22, 2, ctypes.addressof(prog), 0, 0), "seccomp")  # PR_SET_SECCOMP, FILTER
+
+
+def _isolate():
+    # In the check's child: fresh namespaces and tmpfs. Only the check itself returns; the two
+    # processes above it (this one, then the namespace's init) pass its exit status up.
+    _ok(_libc.unshare(_NS), "unshare")
+    pid = os.fork()
+    if pid:
+        os._exit(_code(os.waitpid(pid, 0)[1]))
+    # pid 1 of the new pid namespace; its death kills every process left in it
+    _mount(None, b"/", None, _REC | _PRIVATE)
+    _mount(b"proc", b"/proc", b"proc", _NOSUID | _NODEV | _NOEXEC)
+    for d in (b"/proc/sys", b"/proc/sysrq-trigger", b"/proc/irq", b"/proc/bus"):
+        if os.path.exists(d):
+            _mount(d, d, None, _BIND | _REC)
+            _mount(None, d, None, _REMOUNT | _BIND | _RDONLY | _NOSUID | _NODEV | _NOEXEC)
+    _mount(b"tmpfs", b"/tmp", b"tmpfs", _NOSUID | _NODEV, _TMP_OPTS)
+    _mount(b"tmpfs", b"/dev/shm", b"tmpfs", _NOSUID | _NODEV, _SHM_OPTS)
+    if _CG:  # the check cgroup's files: the check is in it already, it need not see them
+        _mount(b"tmpfs", _CGD.encode(), b"tmpfs", _NOSUID | _NODEV | _NOEXEC | _RDONLY, b"size=4k")
+    check = os.fork()
+    if check == 0:
+        _install_filter()
+        return
+    os.closerange(0, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    u = 200000 + int.from_bytes(os.urandom(4), "little") % 1800000
+    os.setgroups([])
+    os.setgid(u)
+    os.setuid(u)
+    while True:  # reap orphans until the check itself is done
+        p, st = os.wait()
+        if p == check:
+            os._exit(_code(st))
 
 
 # The check cgroup (sandbox.command binds its cgroup.procs files here): each check moves
@@ -192,8 +269,9 @@ def _serve():
             _ctl.detach()  # the fd itself is closed by _setup
             try:
                 _enter_cgroup()
+                _isolate()
             except BaseException:
-                os._exit(97)  # never run a check outside its limits
+                os._exit(97)  # never run a check outside its limits or namespaces
             return lim.split(), uids, fds, code
         for fd in fds:
             os.close(fd)
@@ -216,7 +294,7 @@ _setup(_lim, _uids, [(fd, i) for i, fd in enumerate(_fds)])
 del _lim, _uids, _fds, _codes
 exec(_code, {"__name__": "__vibethinker__", "_drop": _drop, "_UIDS": _UIDS})
 """
-).replace("CGROUP_DIR", sb.CGROUP_DIR)
+).replace("CGROUP_DIR", CGROUP_DIR)
 
 _lock = threading.Lock()
 _idle: dict[int, list[Zygote]] = {}
@@ -252,9 +330,13 @@ class Zygote:
 
     def __init__(self, bwrap: str, tmp_mb: int):
         self.tmp_mb = tmp_mb
+        self._closed = False
         host, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         lim = sb.Limits(tmp_mb=tmp_mb)
-        cmd = sb.command(bwrap, lim, sb.python_argv(ZYGOTE, str(child.fileno())), zygote=True)
+        strict = seccomp.program() or b""
+        opts = [f"size={mb * 2**20},nr_inodes={TMP_INODES},mode=1777" for mb in (tmp_mb, SHM_MB)]
+        argv = python_argv(ZYGOTE, str(child.fileno()), strict.hex(), *opts)
+        cmd = command(bwrap, lim, argv, zygote=True)
         self.cg = cmd.cgroup.subs[0] if cmd.cgroup is not None else None  # the check cgroup
         dn = subprocess.DEVNULL
         try:
@@ -293,11 +375,18 @@ class Zygote:
             raise
 
     def close(self) -> None:
-        """SIGKILL the sandbox (bwrap's group; its pid namespace goes with it)."""
+        """SIGKILL the sandbox (bwrap's group; its pid namespace goes with it). Safe from any
+        thread, also while another one waits in run() (a cancelled check: it wakes at once)."""
         with _lock:
             _live.discard(self)
-        self.sock.close()
+            first, self._closed = not self._closed, True
+        if first:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)  # wakes a recv() blocked in run()
+            except OSError:
+                pass
         sb.kill(self.proc)
+        self.sock.close()
 
     def run(
         self,
@@ -315,7 +404,7 @@ class Zygote:
         deadline = time.monotonic() + limits.timeout
         try:
             if self.cg is not None:
-                self.cg.limit(*sb.cgroup_limits(limits))
+                self.cg.limit(*cgroup_limits(limits))
             socket.send_fds(self.sock, [head.encode() + script.encode()], [*send, *fds])
             self.sock.settimeout(max(0.001, deadline - time.monotonic()))  # 0 = non-blocking
             reply = self.sock.recv(64).split()
@@ -325,7 +414,7 @@ class Zygote:
         except OSError as e:
             self.close()
             raise sb.SandboxLost(f"zygote lost: {e}") from e
-        if len(reply) != 2 or reply[1] not in (b"clean", b"dirty"):
+        if self._closed or len(reply) != 2 or reply[1] not in (b"clean", b"dirty"):
             self.close()  # died, or some process of the check could not be killed
             raise sb.SandboxLost(f"zygote answered {reply!r}")
         if reply[1] == b"clean":

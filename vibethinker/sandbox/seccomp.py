@@ -21,9 +21,18 @@ filter removes the kernel attack surface and the few holes the other layers leav
 - `io_uring_*`, `bpf`, `perf_event_open`, `userfaultfd`, `memfd_secret`: large kernel surface;
 - `ptrace`, `process_vm_readv/writev`, `kcmp`, `pidfd_getfd`: no process inspects another;
 - `personality` except the query and the default personas (as Docker's default profile);
-- `socket`/`socketpair` outside AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK: notably AF_VSOCK,
-  which a network namespace does not isolate (a VM's host is reachable through it), AF_ALG,
-  AF_PACKET, AF_KEY.
+- `socket`/`socketpair` of any family but AF_UNIX (and AF_INET/AF_INET6 when the check asks for
+  a network, `Limits.network`): a network namespace is state that outlives a connection
+  (TIME_WAIT sockets, port and packet counters in /proc/net) and TCP buffers are kernel memory
+  a cgroup v1 does not count; AF_NETLINK would subscribe to the host's device events (uevents
+  reach every network namespace of the initial user namespace); AF_VSOCK is not isolated by a
+  network namespace at all (a VM's host is reachable through it); AF_ALG, AF_PACKET, AF_KEY;
+- `mq_open`: POSIX message queues outlive their processes (RLIMIT_MSGQUEUE=0 refuses them too).
+
+Two variants: `build(arch)` for checks, and `build(arch, zygote=True)` for a zygote (zygote.py),
+which additionally may `unshare` and `mount` to give each check fresh namespaces and tmpfs;
+each check then installs the check filter on top of it before anything untrusted runs (stacked
+filters: the strictest answer wins), so a check never holds those two.
 A syscall from another ABI than the host's (i386 `int 0x80` or x32 on x86_64) kills the process:
 a filter written for one table would read the numbers of another wrong.
 
@@ -64,7 +73,9 @@ CLONE_NEW_FLAGS = (
     | 0x20000000  # CLONE_NEWPID
     | 0x40000000  # CLONE_NEWNET
 )
-SOCKET_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
+SOCKET_FAMILIES = (1,)  # AF_UNIX
+NETWORK_FAMILIES = (2, 10)  # AF_INET, AF_INET6 (Limits.network)
+ZYGOTE_ALLOWED = ("unshare", "mount")  # a zygote's per-check namespaces and tmpfs
 PERSONAS = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)  # LINUX, UNAME26, LINUX32(+UNAME26), query
 
 # Denied with EPERM. Numbers from the kernel's uapi headers (asm/unistd_64.h, and
@@ -128,6 +139,7 @@ DENY: dict[str, tuple[int | None, int | None]] = {
     "lookup_dcookie": (212, 18),
     "vhangup": (153, 58),
     "nfsservctl": (180, 42),
+    "mq_open": (240, 180),
     "iopl": (172, None),
     "ioperm": (173, None),
     "modify_ldt": (154, None),
@@ -168,9 +180,12 @@ def _assemble(items: list) -> bytes:
     return b"".join(out)
 
 
-def build(arch: str) -> bytes:
-    """The filter program for `arch` ("x86_64" or "aarch64")."""
+def build(arch: str, network: bool = False, zygote: bool = False) -> bytes:
+    """The filter program for `arch` ("x86_64" or "aarch64"); `network` allows IPv4/IPv6
+    sockets, `zygote` unshare and mount (module doc)."""
     a = {"x86_64": 0, "aarch64": 1}[arch]
+    deny = [nrs[a] for n, nrs in DENY.items() if not (zygote and n in ZYGOTE_ALLOWED)]
+    families = SOCKET_FAMILIES + (NETWORK_FAMILIES if network else ())
     p: list = [
         _ins(_LD_W_ABS, 0, 0, _ARCH),
         _ins(_JEQ, 1, 0, AUDIT_ARCH[arch]),
@@ -179,7 +194,7 @@ def build(arch: str) -> bytes:
     ]
     if arch == "x86_64":
         p.append(_ins(_JGE, "kill", 0, X32_BIT))
-    p += [_ins(_JEQ, "eperm", 0, nrs[a]) for nrs in DENY.values() if nrs[a] is not None]
+    p += [_ins(_JEQ, "eperm", 0, nr) for nr in deny if nr is not None]
     p += [
         _ins(_JEQ, "clone", 0, CLONE[a]),
         _ins(_JEQ, "enosys", 0, CLONE3[a]),
@@ -193,7 +208,7 @@ def build(arch: str) -> bytes:
         _ins(_RET, 0, 0, RET_ALLOW),
         "socket",
         _ins(_LD_W_ABS, 0, 0, _ARG0),  # the address family
-        *[_ins(_JEQ, "allow", 0, f) for f in SOCKET_FAMILIES],
+        *[_ins(_JEQ, "allow", 0, f) for f in families],
         _ins(_RET, 0, 0, RET_ERRNO | EAFNOSUPPORT),
         "personality",
         _ins(_LD_W_ABS, 0, 0, _ARG0),
@@ -210,16 +225,19 @@ def build(arch: str) -> bytes:
     return _assemble(p)
 
 
-def program() -> bytes | None:
+def program(network: bool = False, zygote: bool = False) -> bytes | None:
     """The filter for this host's architecture, or None when we have no table for it."""
-    arch = platform.machine()
-    return build(arch) if arch in AUDIT_ARCH else None
+    key = (network, zygote)
+    if key not in _CACHE:
+        arch = platform.machine()
+        _CACHE[key] = build(arch, network, zygote) if arch in AUDIT_ARCH else None
+    return _CACHE[key]
 
 
-def program_fd() -> int | None:
+def program_fd(network: bool = False, zygote: bool = False) -> int | None:
     """A fresh fd (positioned at 0, not inheritable) holding the program, for `bwrap --seccomp`
     (bwrap reads it to the end, so each bwrap needs its own); None without a filter."""
-    prog = _cached()
+    prog = program(network, zygote)
     if prog is None:
         return None
     fd = os.memfd_create("vt-seccomp", os.MFD_CLOEXEC)
@@ -228,10 +246,4 @@ def program_fd() -> int | None:
     return fd
 
 
-_CACHE: list = []
-
-
-def _cached() -> bytes | None:
-    if not _CACHE:
-        _CACHE.append(program())
-    return _CACHE[0]
+_CACHE: dict[tuple[bool, bool], bytes | None] = {}
