@@ -12,8 +12,10 @@ import re
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 
-_FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)```", re.DOTALL)
+# anchored at one position, two disjoint greedy classes: linear, no backtracking
+_FENCE_LANG_RE = re.compile(r"[ \t]*([A-Za-z0-9_+.-]*)")
 _PY_LANGS = {"python", "py", "python3", "py3"}
+_BRACE_RE = re.compile(r"\\[{}]|[{}]")  # escaped braces are content, not structure
 
 
 def answer_part(response: str) -> str | None:
@@ -30,23 +32,46 @@ def answer_part(response: str) -> str | None:
     return response
 
 
-def last_boxed(text: str, max_len: int | None = None) -> str | None:
-    """Content of the last `\\boxed{...}` (or `\\fbox{...}`) with balanced braces, else None.
+def _box_at(text: str, start: int) -> tuple[bool, str | None]:
+    """The box command at `start` (`\\boxed` or `\\fbox`): (is a box, its content or None).
 
-    An unbalanced last box (truncated output) gives None rather than falling back to an earlier
-    box: the final commitment is what counts. `max_len` caps the content length (None if longer).
+    `\\boxed {x}` and `\\boxed{x}` are the same; `\\boxed 5` (no brace) is LaTeX for one token;
+    `\\boxedfoo` is not a box. An unbalanced brace group gives (True, None)."""
+    i = start + (6 if text.startswith("\\boxed", start) else 5)
+    while i < len(text) and text[i] == " ":
+        i += 1
+    if i < len(text) and text[i] == "{":
+        return True, _balanced(text, i, None)
+    if i < len(text) and text[i] not in "{}\\" and not text[i].isalpha() and not text[i].isspace():
+        return True, text[i]
+    return False, None
+
+
+def _box_starts(text: str) -> list[int]:
+    """Positions of every `\\boxed` / `\\fbox` command, in order (one linear pass per name)."""
+    out: list[int] = []
+    for name in ("\\boxed", "\\fbox"):
+        i = text.find(name)
+        while i >= 0:
+            out.append(i)
+            i = text.find(name, i + len(name))
+    return sorted(out)
+
+
+def last_boxed(text: str, max_len: int | None = None) -> str | None:
+    """Content of the last box (`\\boxed{...}`, `\\fbox{...}`, `\\boxed 5`), else None.
+
+    This is the one notion of "a boxed answer" (`all_boxed` lists the same boxes). An unbalanced
+    last box (truncated output) gives None rather than falling back to an earlier box: the final
+    commitment is what counts. `max_len` caps the content length (None if longer).
     """
     start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
     while start >= 0:
-        i = start + (6 if text.startswith("\\boxed", start) else 5)
-        # `\boxed {x}` and `\boxed{x}` are both fine; `\boxed 5` (no brace) is LaTeX for one token.
-        while i < len(text) and text[i] == " ":
-            i += 1
-        if i < len(text) and text[i] == "{":
-            return _balanced(text, i, max_len)
-        if i < len(text) and text[i] not in "{}\\" and not text[i].isalpha():
-            return text[i]
-        # `\boxedfoo`: not a box command; look further left.
+        is_box, content = _box_at(text, start)
+        if is_box:
+            if content is not None and max_len is not None and len(content) > max_len:
+                return None
+            return content
         start = max(text.rfind("\\boxed", 0, start), text.rfind("\\fbox", 0, start))
     return None
 
@@ -90,24 +115,73 @@ def last_python_block(response: str) -> str | None:
     if part is None:
         return None
     found = None
-    for m in _FENCE_RE.finditer(part):
-        lang = m.group(1).lower()
-        if lang in _PY_LANGS or lang == "":
-            found = m.group(2)
+    for lang, body in fenced_blocks(part):
+        if lang.lower() in _PY_LANGS or lang == "":
+            found = body
     return found
 
 
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """Every closed fenced block as (language tag, body), in order.
+
+    A block opens at three backticks, takes the word right after them (spaces/tabs allowed
+    before it) as its language, skips the rest of that line, and runs to the next three
+    backticks. A scanner rather than a regex: each character is looked at a bounded number of
+    times (no position is rescanned after a failed start), so a megabyte of backticks costs
+    milliseconds. When an opening fence has no newline or no closing fence after it, no later one
+    can have either, so the scan stops there.
+    """
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while True:
+        i = text.find("```", pos)
+        if i < 0:
+            return out
+        m = _FENCE_LANG_RE.match(text, i + 3)
+        j, k = m.start(1), m.end(1)
+        nl = text.find("\n", k)
+        if nl < 0:
+            return out
+        close = text.find("```", nl + 1)
+        if close < 0:
+            return out
+        out.append((text[j:k], text[nl + 1 : close]))
+        pos = close + 3
+
+
 def all_boxed(text: str, limit: int = 20, max_len: int | None = None) -> list[str]:
-    """Contents of every balanced `\\boxed{...}` in `text`, in order (at most `limit`)."""
-    out: list[str] = []
-    start = text.find("\\boxed")
-    while start >= 0 and len(out) < limit:
-        i = start + 6
+    """Contents of every balanced box in `text`, in order (at most `limit`); the boxes are the
+    ones `last_boxed` reads (`\\boxed{}`, `\\fbox{}`, `\\boxed 5`), nested ones included.
+
+    One pass over the braces with a stack (nested or unclosed boxes would make a scan per box
+    quadratic)."""
+    found: list[tuple[int, int, int]] = []  # (command start, content start, content end)
+    brace_box: dict[int, int] = {}  # index of a box's "{" -> the command's start
+    for start in _box_starts(text):
+        i = start + (6 if text.startswith("\\boxed", start) else 5)
         while i < len(text) and text[i] == " ":
             i += 1
         if i < len(text) and text[i] == "{":
-            content = _balanced(text, i, max_len)
-            if content is not None:
-                out.append(content)
-        start = text.find("\\boxed", start + 6)
+            brace_box[i] = start
+        else:
+            is_box, content = _box_at(text, start)
+            if is_box and content is not None:
+                found.append((start, i, i + 1))
+    if brace_box:
+        stack: list[int] = []
+        for m in _BRACE_RE.finditer(text, min(brace_box)):
+            tok = m.group(0)
+            if tok == "{":
+                stack.append(m.start())
+            elif tok == "}" and stack:
+                o = stack.pop()
+                if o in brace_box:
+                    found.append((brace_box[o], o + 1, m.start()))
+    found.sort()
+    out = []
+    for _, a, b in found:
+        if max_len is None or b - a <= max_len:
+            out.append(text[a:b])
+            if len(out) >= limit:
+                break
     return out

@@ -23,29 +23,71 @@ from fractions import Fraction
 
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers.extract import all_boxed, answer_part, last_boxed
+from vibethinker.verifiers.math_forms import (
+    container,
+    decimal_places,
+    drop_name,
+    expand_pm,
+    pred_items,
+    rewrite,
+    significant_digits,
+    split_unit,
+    strip_group,
+)
 
 MAX_ANSWER_CHARS = 1000  # longer boxed content is not a final answer (and a parser-bomb risk)
 MAX_BRACE_DEPTH = 10
 MAX_EXPONENT_DIGITS = 4  # 10^{9999} is fine to evaluate; 10^{99999999} is not
 MAX_FACTORIAL_ARG = 10000  # 10000! has 35,660 digits: cheap; 10^8! is not
 CHECK_TIMEOUT_S = 10.0  # hard limit per sympy check (math-verify's own default is 5 s + 5 s)
-REL_TOL_EXACT = 1e-12  # both sides exact expressions: equal up to evaluation noise
-REL_TOL_DECIMAL = 1e-6  # one side written as a decimal: it is an approximation
+MAX_ITEMS = 20  # values compared one by one in a listed answer
+MIN_SIG_DIGITS = 6  # a decimal standing for an exact irrational/repeating value: 1/3 = 0.333333
+EVAL_DIGITS = 120  # exact-looking non-rational values are compared at this precision...
+EXACT_REL_DIGITS = 100  # ...and agree to this many digits (evaluation noise only)
 
 _log = logging.getLogger("vibethinker.verifiers.math")
 
 # `\mathrm{e}` is parsed by latex2sympy as an upright text symbol that then drops out of products
 # (`2\mathrm{e}` -> 2); rewriting the roman constants to their italic forms keeps them.
 _ROMAN_CONST_RE = re.compile(r"\\(?:mathrm|operatorname|text|rm)\s*\{\s*([ei])\s*\}")
+_RELATION_RE = re.compile(r"=|\\le|\\ge|<|>|\\neq|\\approx|\\in\b")
 _HEDGE_RE = re.compile(r"\\pm|\\mp|\\lor|\\vee|\\cup|\bor\b|\band\b|\beither\b", re.IGNORECASE)
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _DEC_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)$")
 _FRAC_RE = re.compile(r"^([+-]?)\\[dt]?frac\{([+-]?\d+)\}\{([+-]?\d+)\}$|^([+-]?\d+)/(\d+)$")
 _NOISE_RE = re.compile(r"\s+|\$|\\[,!;: ]|\\left|\\right|\\displaystyle")
-# exponent towers: 10^{10^{10}}, 10^{(10^{10})}, 10^10^10, 10^{10}^{10}
-_TOWER_RE = re.compile(
-    r"\^\s*\{[^{}]*\^|\^\s*\{[^{}]*\{[^{}]*\^|\^\s*[\w.]+\s*\^|\^\s*\{[^{}]*\}\s*\^"
-)
+# letters that make an exponent symbolic (variables, \\pi); \\cdot, \\left etc. do not count
+_LETTER_RE = re.compile(r"(?<!\\)\b[A-Za-z]|\\(?!left|right|cdot|times)[A-Za-z]+")
+
+
+def _numeric_tower(s: str) -> bool:
+    """An exponent tower of numbers only: 10^{10^{10}}, 10^{(10^{10})}, 10^10^10, 10^{10}^{10}.
+    A tower with a variable in its exponent (`10^{2^n-n-1}`, a MATH500 gold) stays symbolic and
+    is cheap; a numeric one is evaluated by sympy as an integer with billions of digits."""
+    i = s.find("^")
+    while i >= 0:
+        j = i + 1
+        while j < len(s) and s[j] == " ":
+            j += 1
+        if j < len(s) and s[j] == "{":
+            depth, k = 0, j
+            while k < len(s):
+                depth += (s[k] == "{") - (s[k] == "}")
+                k += 1
+                if depth == 0:
+                    break
+        else:
+            k = j
+            while k < len(s) and (s[k].isalnum() or s[k] in "._"):
+                k += 1
+        exponent = s[j:k]
+        rest = s[k:].lstrip()
+        if ("^" in exponent or rest.startswith("^")) and not _LETTER_RE.search(exponent):
+            return True
+        i = s.find("^", i + 1)
+    return False
+
+
 # latex2sympy reads `10^999999999` as one exponent (LaTeX would take one digit): cap both forms
 _EXP_RE = re.compile(r"\^\s*\{?\s*[+-]?(\d+)")
 _FACT_RE = re.compile(r"(\d+)\s*!")
@@ -61,17 +103,44 @@ def verify_math(problem: Problem, response: str) -> Score:
     pred = last_boxed(part)
     if pred is None:
         return Score(0.0, False, "no_boxed_answer")
-    boxes = {_normalize(b) for b in all_boxed(part, limit=20, max_len=MAX_ANSWER_CHARS)}
-    if len(boxes) > 1:
-        return Score(0.0, False, "hedged_answer")  # several different boxed answers
-    return check_answer(problem.answer, pred)
+    score = check_answer(problem.answer, pred)
+    if not score.correct:
+        return score
+    # Several boxes: compared by value, not text (`\frac12` then `0.5` is one answer). Any box
+    # that is not the gold makes the answer a hedge, a retraction before the last box included:
+    # the answer part is the committed answer, and a box is a commitment.
+    last = _normalize(strip_group(pred))
+    seen = {last}
+    for box in all_boxed(part, limit=20, max_len=MAX_ANSWER_CHARS):
+        key = _normalize(strip_group(box))
+        if key in seen:
+            continue
+        seen.add(key)
+        if not check_answer(problem.answer, box).correct:
+            return Score(0.0, False, "hedged_answer")
+    return score
 
 
 def check_answer(gold: str, pred: str) -> Score:
-    """Is the boxed content `pred` the answer `gold`? Screens, fast path, then guarded sympy."""
+    """Is the boxed content `pred` the answer `gold`? Screens, answer forms (math_forms.py), fast
+    path, then guarded sympy."""
     reason = screen(pred)
     if reason:
         return Score(0.0, False, reason)
+    gold, pred = rewrite(strip_group(gold)), rewrite(strip_group(pred))
+    if _normalize(gold) == _normalize(pred):
+        return Score(1.0, True, "ok")
+    gold, g_unit = split_unit(gold)
+    pred, p_unit = split_unit(pred)
+    if g_unit and p_unit and g_unit != p_unit:
+        return Score(0.0, False, "unit_mismatch")
+    if not _RELATION_RE.search(gold):
+        named = drop_name(pred)
+        if named is not None:
+            pred = named
+    g_items = container(gold)
+    if g_items is not None or expand_pm(gold) is not None and container(pred) is not None:
+        return _check_collection(gold, pred)
     if _hedged(gold, pred):
         return Score(0.0, False, "hedged_answer")
     fast = _fast_equal(gold, pred)
@@ -84,6 +153,33 @@ def check_answer(gold: str, pred: str) -> Score:
     if batch.in_guarded_worker():
         return equivalent(gold, pred)
     return batch.guarded_call(equivalent, (gold, pred), timeout=CHECK_TIMEOUT_S)
+
+
+def _check_collection(gold: str, pred: str) -> Score:
+    """Several values: brackets decide order (math_forms docstring); items compared one by one."""
+    g, p = container(gold), container(pred)
+    g_kind = g[0] if g else "list"
+    p_kind = p[0] if p else "list"
+    if {g_kind, p_kind} == {"tuple", "set"} or (g_kind == "list" and p_kind == "tuple"):
+        return Score(0.0, False, "shape_mismatch")
+    g_items, p_items = pred_items(gold), pred_items(pred)
+    if len(g_items) > MAX_ITEMS or len(p_items) != len(g_items):
+        return Score(0.0, False, "wrong_answer")
+    if g_kind == "tuple":
+        for gi, pi in zip(g_items, p_items):
+            s = check_answer(gi, pi)
+            if not s.correct:
+                return Score(0.0, False, s.reason)
+        return Score(1.0, True, "ok")
+    unused = list(p_items)
+    for gi in g_items:
+        for k, pi in enumerate(unused):
+            if check_answer(gi, pi).correct:
+                del unused[k]
+                break
+        else:
+            return Score(0.0, False, "wrong_answer")
+    return Score(1.0, True, "ok")
 
 
 def screen(s: str) -> str | None:
@@ -99,7 +195,7 @@ def screen(s: str) -> str | None:
             depth -= 1
     if deepest > MAX_BRACE_DEPTH:
         return "answer_too_complex"
-    if _TOWER_RE.search(s) or "\\uparrow" in s:
+    if "\\uparrow" in s or _numeric_tower(s):
         return "answer_too_complex"
     if any(len(m.group(1)) > MAX_EXPONENT_DIGITS for m in _EXP_RE.finditer(s)):
         return "answer_too_complex"
@@ -140,13 +236,10 @@ def _fast_equal(gold: str, pred: str) -> bool | None:
     if g == p:
         return True
     if _INT_RE.match(g) and _INT_RE.match(p):
-        return int(g) == int(p)  # AIME: '025' == 25
+        return int(g) == int(p)  # big integers as integers; AIME: '025' == 25
     fg, fp = _as_fraction(g), _as_fraction(p)
     if fg is not None and fp is not None:
-        if fg == fp:
-            return True
-        tol = _tolerance(_repeating(fg), "." in p)
-        return abs(fg - fp) <= tol * abs(fg)
+        return fg == fp or _decimal_match(abs(fg - fp), _repeating(fg), g, p)
     return None
 
 
@@ -159,10 +252,25 @@ def _repeating(x: Fraction) -> bool:
     return d != 1
 
 
-def _tolerance(gold_inexact: bool, pred_decimal: bool) -> float:
-    """Relative tolerance: a decimal prediction may round a gold that has no finite decimal form
-    (1/3, pi); everything else must be exact (2.5 for 5/2, never 1000000.5 for 1000000)."""
-    return REL_TOL_DECIMAL if (gold_inexact and pred_decimal) else REL_TOL_EXACT
+def _decimal_match(diff, gold_inexact: bool, gold: str, pred: str) -> bool:
+    """Unequal values that still match because a side is written as a decimal.
+
+    Exact answers are compared exactly; a decimal is read at its stated precision:
+    - neither side a decimal: no tolerance (`1/(2^100+1)` is not `1/2^100`);
+    - both decimals: their values must be equal (`2.50` is `2.5`; `0.53` is not `0.5`);
+    - a decimal gold (`0.33`, `3.14`): an exact prediction that rounds to it (`1/3`, `\\pi`);
+    - a decimal prediction of an exact gold: only a gold with no finite decimal form (1/3,
+      `\\pi`), given to at least MIN_SIG_DIGITS significant digits and correct to the last
+      digit written (rounded or truncated): `0.333333` for 1/3, never `0.33`; `0.13` is not 1/8.
+    `diff` is |gold - pred| (a Fraction or a sympy number)."""
+    g_dec, p_dec = decimal_places(gold), decimal_places(pred)
+    if (g_dec is None) == (p_dec is None):
+        return False
+    if g_dec is not None:
+        return bool(diff * 2 * 10**g_dec <= 1)
+    if not gold_inexact or significant_digits(pred) < MIN_SIG_DIGITS:
+        return False
+    return bool(diff * 10**p_dec <= 1)
 
 
 # ---- the sympy path (runs inside a guarded worker process) ----
@@ -233,23 +341,33 @@ def _false_positive(gx, px, gold: str, pred: str) -> str | None:
     if gk == "scalar" and pk != "scalar":
         return "shape_mismatch"  # e.g. {5} or [5, 5] for the number 5
     if gk == "scalar" and pk == "scalar":
-        return _numeric_mismatch(gx, px, pred_decimal="." in pred)
+        return _numeric_mismatch(gx, px, gold, pred)
     return None
 
 
-def _numeric_mismatch(gx, px, pred_decimal: bool) -> str | None:
-    """Exact-enough numeric equality. math-verify rounds to 6 decimals, which lets tiny values
-    such as 1/2^99 and 1/2^98 match, and 1000000.4 match 1000000."""
-    from sympy import Abs
-
+def _numeric_mismatch(gx, px, gold: str, pred: str) -> str | None:
+    """Exact equality for exact answers, stated precision for decimals (`_decimal_match`).
+    math-verify rounds to a few decimals, which lets 1/2^99 match 1/2^98, 1000000.4 match
+    1000000 and `\\pi + 10^{-20}` match `\\pi`."""
     try:
         if not (gx.is_number and px.is_number):
             return None
-        # sympy Floats: arbitrary exponent range (1/2004! underflows a double to 0.0)
-        diff = Abs(gx - px).evalf(30)
-        scale = max(Abs(gx).evalf(30), Abs(px).evalf(30))
-        inexact = not gx.is_Rational or _repeating(Fraction(int(gx.p), int(gx.q)))
-        close = diff == 0 or bool(diff <= _tolerance(inexact, pred_decimal) * scale)
+        gx, px = gx.doit(), px.doit()  # latex2sympy leaves `1 - 1/2^{2018}` unevaluated
+        diff = gx - px
+        if diff == 0:
+            return None
+        if diff.is_Rational:  # both rational (big ones too): exact
+            inexact = not gx.is_Rational or _repeating(Fraction(int(gx.p), int(gx.q)))
+            return None if _decimal_match(abs(diff), inexact, gold, pred) else "numeric_mismatch"
+        # Irrational: compare at EVAL_DIGITS digits (arbitrary exponent range: 1/2004! is fine).
+        from sympy import Abs, Rational
+
+        d = Abs(diff).evalf(EVAL_DIGITS)
+        scale = max(Abs(gx).evalf(EVAL_DIGITS), Abs(px).evalf(EVAL_DIGITS))
+        if d == 0 or bool(d <= Rational(1, 10**EXACT_REL_DIGITS) * scale):
+            return None  # equal up to evaluation noise
+        gx_inexact = not gx.is_Rational or _repeating(Fraction(int(gx.p), int(gx.q)))
+        ok = _decimal_match(d, gx_inexact, gold, pred)
     except Exception:  # not numerically comparable: keep math-verify's symbolic verdict
         return None
-    return None if close else "numeric_mismatch"
+    return None if ok else "numeric_mismatch"

@@ -1,0 +1,297 @@
+"""Answer forms a careful grader reads through, before any parser: pure string functions.
+
+The grading policy they implement (decided here, tested in tests/test_verify_math.py):
+
+- **Names.** `AB = 5`, `|AB| = 12`, `P(A) = \\frac12`, `f(x) = x^2`, `(x, y) = (2, 3)`: when the
+  gold is not itself an equation, a left side that only names the quantity is dropped. A left
+  side that computes something (`3x - y + 13 = 0`, `0 = 0`, `x^2 = 4`) is not a name.
+- **Listings.** When the gold lists several values, `2 \\text{ and } 3`, `x = 2 \\text{ or }
+  x = 3` and `\\pm 2` (for `-2, 2`) list them too. For a single-valued gold, "or", "and" and
+  `\\pm` remain hedges.
+- **Containers.** Brackets decide the kind: `(a, b)` is ordered (a point, a pair), `\\{a, b\\}`
+  is a set, a bare `a, b` takes the gold's kind (ordered for a pair gold, any order for a set or
+  a bare list). A set never matches a pair and a pair never matches a set.
+- **Units.** A unit on one side only is ignored (`3 \\text{ cm}` for 3); units on both sides
+  must agree when both are known units (`5 m` vs `5 km`, `5 cents` vs `\\$5` are wrong;
+  `5 \\text{ meters}` vs `5 m` is fine). Unknown words are left to the parser.
+- **Percent** is a label: `25\\%` compares as 25 (so it matches 25 and not 0.25).
+- **Degrees**: `30°`, `30^\\circ`, `30^{\\circ}` and `30 \\text{ degrees}` are all 30 degrees.
+- **Repeating decimals** `0.\\overline{3}`, `0.1\\overline{6}` are the exact fractions 1/3, 1/6.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+# ---- top-level structure ----------------------------------------------------------------------
+_OPEN = "([{"
+_CLOSE = ")]}"
+
+
+def split_top(s: str, seps: tuple[str, ...]) -> list[str]:
+    """Split `s` at any of `seps` that is outside all brackets (escaped braces count as brackets)."""
+    parts, depth, start, i, n = [], 0, 0, 0, len(s)
+    while i < n:
+        c = s[i]
+        if c == "\\" and i + 1 < n and s[i + 1] in "{}":
+            depth += 1 if s[i + 1] == "{" else -1
+            i += 2
+            continue
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+        elif depth == 0:
+            for sep in seps:
+                if s.startswith(sep, i):
+                    parts.append(s[start:i])
+                    i += len(sep)
+                    start = i
+                    break
+            else:
+                i += 1
+            continue
+        i += 1
+    parts.append(s[start:])
+    return parts
+
+
+def _encloses(s: str, open_: str, close: str) -> bool:
+    """Whether `s` is `open_ ... close` with the first opener matched by the last closer."""
+    if not (s.startswith(open_) and s.endswith(close)) or len(s) < len(open_) + len(close):
+        return False
+    inner = s[len(open_) : len(s) - len(close)]
+    depth = 0
+    for part in re.split(r"(\\[{}]|[()\[\]{}])", inner):
+        if part in ("(", "[", "{", "\\{"):
+            depth += 1
+        elif part in (")", "]", "}", "\\}"):
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def strip_group(s: str) -> str:
+    """`{{5}}` -> `5`; `\\boxed{\\boxed{5}}` -> `5`: grouping braces and nested boxes carry nothing."""
+    while True:
+        t = s.strip()
+        m = re.match(r"\\(?:boxed|fbox)\s*(?=\{)", t)
+        if m and _encloses(t[m.end() :], "{", "}"):
+            t = t[m.end() + 1 : -1]
+        elif _encloses(t, "{", "}"):
+            t = t[1:-1]
+        if t == s:
+            return t
+        s = t
+
+
+# ---- simple rewrites --------------------------------------------------------------------------
+_REPEATING_RE = re.compile(r"(-?)(\d*)\.(\d*)\\overline\s*\{?\s*(\d+)\s*\}?")
+
+
+def _repeating_to_frac(m: re.Match[str]) -> str:
+    sign, whole, fixed, rep = m.group(1), m.group(2) or "0", m.group(3), m.group(4)
+    # x = whole.fixed(rep)(rep)... = whole + (fixed.rep - fixed) / (10^len(fixed) (10^len(rep)-1))
+    num = int(fixed + rep) - int(fixed or "0")
+    den = (10 ** len(rep) - 1) * 10 ** len(fixed)
+    x = int(whole) + Fraction(num, den)
+    return f"{sign}\\frac{{{x.numerator}}}{{{x.denominator}}}"
+
+
+def rewrite(s: str) -> str:
+    """Degree sign and repeating decimals into forms the parser and fast path read."""
+    if "°" in s:
+        s = s.replace("°", "^\\circ")
+    if "\\overline" in s:
+        s = _REPEATING_RE.sub(_repeating_to_frac, s)
+    return s
+
+
+# ---- units and percent ------------------------------------------------------------------------
+_UNIT_WORDS = {
+    "mm": "mm millimeter millimeters millimetre millimetres",
+    "cm": "cm centimeter centimeters centimetre centimetres",
+    "m": "m meter meters metre metres",
+    "km": "km kilometer kilometers kilometre kilometres",
+    "in": "in inch inches",
+    "ft": "ft foot feet",
+    "yd": "yd yard yards",
+    "mi": "mi mile miles",
+    "s": "s sec secs second seconds",
+    "min": "min mins minute minutes",
+    "h": "h hr hrs hour hours",
+    "day": "day days",
+    "week": "week weeks",
+    "year": "year years yr yrs",
+    "g": "g gram grams",
+    "kg": "kg kilogram kilograms",
+    "lb": "lb lbs pound pounds",
+    "usd": "dollar dollars \\$ $",
+    "cent": "cent cents ¢ \\cent",
+    "deg": "deg degree degrees ^\\circ",
+    "rad": "rad radian radians",
+    "l": "l liter liters litre litres",
+    "ml": "ml milliliter milliliters",
+    "mph": "mph",
+}
+UNITS = {w: unit for unit, words in _UNIT_WORDS.items() for w in words.split()}
+_TEXT_RE = re.compile(r"\\(?:text|mathrm|textrm|mbox|textnormal|operatorname)\s*\{([^{}]*)\}")
+_SQUARE = {"square": "2", "sq": "2", "cubic": "3"}
+_NUMBERISH = re.compile(r"^[-+]?(?:\d[\d,]*\.?\d*|\.\d+|\\[dt]?frac\{[^{}]*\}\{[^{}]*\})$")
+
+
+def _unit_of_words(words: str) -> str | None:
+    """`cm`, `square meters`, `cm^2` -> a canonical unit; None when a word is not a unit."""
+    toks = words.replace("^", " ^").split()
+    power, names = "", []
+    for t in toks:
+        t = t.lower().strip(".")
+        if t in _SQUARE:
+            power = _SQUARE[t]
+        elif re.fullmatch(r"\^\{?\d\}?", t):
+            power = re.sub(r"\D", "", t)
+        elif t in ("per", "/"):
+            names.append("/")
+        elif t in UNITS:
+            names.append(UNITS[t])
+        else:
+            return None
+    if not names:
+        return None
+    return "".join(names) + (f"^{power}" if power and power != "1" else "")
+
+
+def split_unit(s: str) -> tuple[str, str | None]:
+    """(the answer without its unit, the canonical unit or None). Only known units are split off;
+    `\\%` and degree marks are units too."""
+    t = s.strip()
+    unit = None
+    if t.startswith("\\$") and len(t) > 2:
+        t, unit = t[2:].strip(), "usd"
+    if t.endswith("\\%") or t.endswith("%"):
+        return t.rstrip("%").rstrip("\\").strip(), "%"
+    m = re.search(r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree)$", t)
+    if m:
+        return t[: m.start()].strip(), "deg"
+    # trailing \text{...} groups (with optional ^2) that spell a unit
+    m = re.search(r"(?:\\[,;!: ]|\s)*((?:" + _TEXT_RE.pattern + r"\s*(?:\^\s*\{?\d\}?)?\s*)+)$", t)
+    if m:
+        words = " ".join(g.group(1) for g in _TEXT_RE.finditer(m.group(1)))
+        power = re.search(r"\}\s*\^\s*\{?(\d)\}?\s*$", m.group(1))
+        u = _unit_of_words(words + (f" ^{power.group(1)}" if power else ""))
+        if u is not None:
+            return t[: m.start()].strip(), u
+        return t, unit
+    # bare `5 km`, `12cm^2` after a plain number
+    m = re.match(r"^(.*?\d)\s*([A-Za-z¢]+(?:\^\{?\d\}?)?)$", t)
+    if m and _NUMBERISH.match(m.group(1).strip()):
+        u = _unit_of_words(m.group(2))
+        if u is not None:
+            return m.group(1).strip(), u
+    return t, unit
+
+
+# ---- names: `AB = 5` --------------------------------------------------------------------------
+_OPERATOR_RE = re.compile(
+    r"[-+*/<>]|\\(?:cdot|times|div|frac|dfrac|tfrac|sqrt|pm|mp|le|ge|neq)\b|\^"
+)
+_RELATION_RE = re.compile(r"=|\\le|\\ge|<|>|\\neq|\\approx")
+
+
+def is_name(lhs: str) -> bool:
+    """Whether `lhs` only names a quantity: `AB`, `|AB|`, `P(A)`, `\\angle A`, `f(x)`, `(x, y)`,
+    `a_{10}`, `m\\angle ABC`; not `3x - y`, `0`, `x^2` or `2AB`."""
+    t = lhs.strip()
+    if not t or not re.search(r"[A-Za-z]", t) or re.match(r"^[-+]?\d", t):
+        return False
+    body = re.sub(r"_\s*(\{[^{}]*\}|\w)", "", t)  # subscripts may hold anything
+    return not _OPERATOR_RE.search(body)
+
+
+def drop_name(pred: str) -> str | None:
+    """The value of `name = value` (chains `AB = CD = 5` too); None when `pred` is no such form."""
+    parts = split_top(pred, ("=",))
+    if len(parts) < 2 or any(p.strip() == "" for p in parts):
+        return None
+    if not all(is_name(p) for p in parts[:-1]):
+        return None
+    value = parts[-1].strip()
+    names = {p.strip() for p in parts[:-1]}
+    if value in names or re.fullmatch(r"[A-Za-z]", value or "-"):
+        return None  # `x = x`, `x = y`: says nothing
+    single = [n for n in names if re.fullmatch(r"[A-Za-z]", n)]
+    if any(re.search(r"(?<![A-Za-z\\])" + n + r"(?![A-Za-z])", value) for n in single):
+        return None  # `x = 2x - 5`: an equation in x, not a value of x
+    return value
+
+
+# ---- listings and containers ------------------------------------------------------------------
+_LIST_SEPS = (",", ";", "\\text{ and }", "\\text{ or }", "\\text{and}", "\\text{or}",
+              "\\quad", "\\qquad", " and ", " or ", "\\text{, }")  # fmt: skip
+
+
+def container(s: str) -> tuple[str, list[str]] | None:
+    """("tuple" | "set" | "list", items) for a top-level collection of 2+ items, else None.
+    Intervals (`[a, b)`, `(a, b]`) and vectors (`[a, b]`) are not containers here."""
+    t = s.strip()
+    t = re.sub(r"^\\left\s*", "", t)
+    t = re.sub(r"\\right\s*(?=[)\]}]$|\\\}$)", "", t)
+    for kind, o, c in (("tuple", "(", ")"), ("set", "\\{", "\\}")):
+        if _encloses(t, o, c):
+            items = split_top(t[len(o) : len(t) - len(c)], (",", ";"))
+            return (kind, [i.strip() for i in items]) if len(items) > 1 else None
+    if t[:1] in "([" and t[-1:] in ")]":
+        return None  # an interval or a vector: the parser's business
+    items = [i.strip() for i in split_top(t, _LIST_SEPS)]
+    if len(items) > 1 and all(items):
+        return "list", items
+    return None
+
+
+def expand_pm(s: str) -> list[str] | None:
+    """`\\pm 2` -> [`2`, `-2`]; `1 \\pm \\sqrt{2}` -> [`1+\\sqrt{2}`, `1-\\sqrt{2}`]. One top-level
+    `\\pm` only; None otherwise."""
+    parts = split_top(s, ("\\pm",))
+    if len(parts) != 2:
+        return None
+    a, b = parts[0].strip(), parts[1].strip()
+    if not b:
+        return None
+    if not a:
+        return [b, f"-{b}" if not b.startswith("-") else b[1:]]
+    return [f"{a}+{b}", f"{a}-({b})"]
+
+
+def pred_items(pred: str) -> list[str]:
+    """The values a prediction lists: items of a container or listing, each with its name
+    (`x = 2`) dropped and `\\pm` expanded."""
+    c = container(pred)
+    raw = c[1] if c else [pred]
+    items: list[str] = []
+    for it in raw:
+        it = it.strip()
+        value = drop_name(it)
+        if value is not None:
+            it = value
+        pm = expand_pm(it)
+        items.extend(pm if pm else [it])
+    return items
+
+
+def decimal_places(s: str) -> int | None:
+    """Most digits after a decimal point in any number written in `s`; None when none is."""
+    found = re.findall(r"\d\.(\d+)|(?<!\d)\.(\d+)", s)
+    if not found:
+        return None
+    return max(len(a or b) for a, b in found)
+
+
+def significant_digits(s: str) -> int:
+    """Significant digits of the longest decimal number written in `s`."""
+    best = 0
+    for m in re.finditer(r"\d*\.\d+|\d+\.\d*", s):
+        digits = m.group(0).replace(".", "").lstrip("0")
+        best = max(best, len(digits))
+    return best
