@@ -82,7 +82,8 @@ def _slow_loss(logp, old, adv, mask, eps, tis, ref, kl_coef):
         for t in toks:
             rho = math.exp(float(logp[i, t] - old[i, t]))
             a = float(adv[i])
-            o = min(rho * a, min(max(rho, 1 - eps), 1 + eps) * a) * float(tis[i, t])
+            w = 1.0 if tis is None else float(tis[i, t])
+            o = min(rho * a, min(max(rho, 1 - eps), 1 + eps) * a) * w
             d = float(ref[i, t] - logp[i, t])
             s += -o + kl_coef * (math.exp(d) - d - 1)
         total += s / len(toks)
@@ -99,11 +100,24 @@ def test_matches_slow_loop_with_tis_and_kl():
     mask = torch.rand(4, 7) > 0.25
     mask[:, 0] = True
     w = tis_weights(old, engine, cap=1.5)
-    loss, st = clipped_surrogate(logp, old, adv, mask, 0.2, tis=w, ref_logp=ref, kl_coef=0.05)
+    loss, st = clipped_surrogate(logp, old, adv, mask, 0.2, engine_logp=engine, tis_cap=1.5,
+                                 ref_logp=ref, kl_coef=0.05)  # fmt: skip
     assert float(loss) == pytest.approx(_slow_loss(logp, old, adv, mask, 0.2, w, ref, 0.05),
                                         abs=1e-5)  # fmt: skip
     assert float(w.max()) <= 1.5
-    assert st.summary()["kl"] == pytest.approx(float(masked_mean(kl_k3(logp, ref), mask)), abs=1e-6)
+    s = st.summary()
+    assert s["kl"] == pytest.approx(float(masked_mean(kl_k3(logp, ref), mask)), abs=1e-6)
+    # the TIS stats come from the loss itself: capped tokens counted there, by a loop here
+    ratios = [math.exp(float(old[i, t] - engine[i, t])) for i, t in mask.nonzero().tolist()]
+    assert st.tis_capped == sum(r >= 1.5 for r in ratios) > 0
+    assert s["tis_mean"] == pytest.approx(sum(min(r, 1.5) for r in ratios) / len(ratios), rel=1e-5)
+    assert s["engine_kl"] == pytest.approx(float(masked_mean(kl_k3(engine, old), mask)), abs=1e-6)
+    # TIS off (cap 0 or no engine logprobs): weights 1, nothing capped, same loss without w
+    for kw in ({"engine_logp": engine, "tis_cap": 0.0}, {}):
+        l0, s0 = clipped_surrogate(logp, old, adv, mask, 0.2, ref_logp=ref, kl_coef=0.05, **kw)
+        assert float(l0) == pytest.approx(_slow_loss(logp, old, adv, mask, 0.2, None, ref, 0.05),
+                                          abs=1e-5)  # fmt: skip
+        assert s0.tis_capped == 0 and s0.summary()["tis_mean"] == 1.0
 
 
 def test_kl_tis_entropy_hand_values():

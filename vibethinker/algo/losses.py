@@ -8,11 +8,12 @@ Shapes: N sequences (prompts x G, possibly one micro-batch of them), T response 
   with rho_it = pi_theta / pi_old per token: each sequence's tokens are averaged first, then
   sequences (the paper's 1/G sum_i 1/|y_i| sum_t, averaged over prompts). Optional extras,
   both off by default:
-  * truncated importance sampling (TIS): when the rollout engine's logprobs differ from the
-    trainer's pi_old (different kernels, bf16, a vLLM server), the samples come from pi_engine,
-    not pi_old; each token's surrogate is multiplied by the detached weight
-    min(pi_old / pi_engine, cap) (Yao et al. 2025, "off-policy RL via TIS"). The paper asks for
-    this correction without giving its form or cap; this is our choice.
+  * truncated importance sampling (TIS, `engine_logp` and `tis_cap` > 0): when the rollout
+    engine's logprobs differ from the trainer's pi_old (different kernels, bf16, a vLLM server),
+    the samples come from pi_engine, not pi_old; each token's surrogate is multiplied by the
+    detached weight min(pi_old / pi_engine, cap) (Yao et al. 2025, "off-policy RL via TIS"). The
+    paper asks for this correction without giving its form or cap; this is our choice. Given
+    `engine_logp`, the stats also carry the engine-vs-trainer mismatch k3(engine, pi_old).
   * a KL penalty to a reference model, kl_coef * k3 per token, with Schulman's k3 estimator
     k3 = exp(ref - logp) - (ref - logp) - 1 (non-negative, unbiased for KL(pi || ref) under
     samples from pi). The paper does not publish a KL term; default 0.
@@ -65,16 +66,18 @@ class LossStats:
     kl_sum: float = 0.0  # sum of k3 over tokens (0 without a reference)
     tis_sum: float = 0.0  # sum of TIS weights (tokens when TIS is off)
     tis_capped: float = 0.0  # tokens whose TIS weight hit the cap
+    engine_kl_sum: float = 0.0  # sum of k3(engine, pi_old) over tokens (0 without engine logps)
 
     def add(self, other: LossStats) -> LossStats:
         return LossStats(
-            self.tokens + other.tokens,
-            self.clipped + other.clipped,
-            self.ratio_sum + other.ratio_sum,
-            max(self.ratio_max, other.ratio_max),
-            self.kl_sum + other.kl_sum,
-            self.tis_sum + other.tis_sum,
-            self.tis_capped + other.tis_capped,
+            tokens=self.tokens + other.tokens,
+            clipped=self.clipped + other.clipped,
+            ratio_sum=self.ratio_sum + other.ratio_sum,
+            ratio_max=max(self.ratio_max, other.ratio_max),
+            kl_sum=self.kl_sum + other.kl_sum,
+            tis_sum=self.tis_sum + other.tis_sum,
+            tis_capped=self.tis_capped + other.tis_capped,
+            engine_kl_sum=self.engine_kl_sum + other.engine_kl_sum,
         )
 
     def summary(self) -> dict[str, float]:
@@ -86,6 +89,7 @@ class LossStats:
             "kl": self.kl_sum / n,
             "tis_mean": self.tis_sum / n,
             "tis_capped_frac": self.tis_capped / n,
+            "engine_kl": self.engine_kl_sum / n,
         }
 
 
@@ -96,15 +100,21 @@ def clipped_surrogate(
     mask: torch.Tensor,
     clip_eps: float = 0.2,
     clip_eps_high: float | None = None,
-    tis: torch.Tensor | None = None,
+    *,
+    engine_logp: torch.Tensor | None = None,
+    tis_cap: float = 0.0,
     ref_logp: torch.Tensor | None = None,
     kl_coef: float = 0.0,
     n_seqs: int | None = None,
 ) -> tuple[torch.Tensor, LossStats]:
     """(scalar loss, stats) of the MGPO clipped surrogate; see the module docstring.
 
-    logp carries gradients; old_logp, tis and ref_logp are treated as constants."""
+    logp carries gradients; old_logp, engine_logp and ref_logp are treated as constants. TIS
+    is on when `engine_logp` is given and `tis_cap` > 0."""
     high = clip_eps if clip_eps_high is None else clip_eps_high
+    tis = None
+    if engine_logp is not None and tis_cap > 0:
+        tis = tis_weights(old_logp, engine_logp, tis_cap)
     m = mask.to(logp.dtype)
     adv = advantages.to(logp.dtype)[:, None]
     ratio = torch.exp(logp - old_logp.detach())
@@ -131,6 +141,9 @@ def clipped_surrogate(
             ratio_max=float(r.max()) if r.numel() else 0.0,
             kl_sum=float(kl[sel].sum()) if kl is not None else 0.0,
             tis_sum=float(tis[sel].sum()) if tis is not None else float(sel.sum()),
-            tis_capped=0.0,
+            tis_capped=float((tis >= tis_cap)[sel].sum()) if tis is not None else 0.0,
+            engine_kl_sum=float(kl_k3(engine_logp.detach(), old_logp.detach())[sel].sum())
+            if engine_logp is not None
+            else 0.0,
         )
     return loss, stats

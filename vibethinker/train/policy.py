@@ -40,6 +40,11 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def resolve_device(device: str | None) -> str:
+    """A stage's `device` option: "auto" (or empty) -> cuda when available, else cpu."""
+    return default_device() if device in (None, "", "auto") else device
+
+
 def load_policy(
     name_or_path: str | os.PathLike,
     device: str | None = None,
@@ -263,3 +268,52 @@ def load_checkpoint(
     if restore_rng and state.get("rng"):
         set_rng_state(state["rng"])
     return state
+
+
+# ----------------------------------------------------------------------------- start or resume
+
+
+def start_or_resume(
+    model: Any,
+    out: Path,
+    *,
+    seed: int,
+    lr: float,
+    final_lr: float,
+    warmup_frac: float,
+    weight_decay: float,
+    total: int,
+    options: dict[str, Any],
+    resume: bool = True,
+) -> tuple[torch.optim.Optimizer, Any, int]:
+    """(optimizer, LR schedule over `total` optimizer steps, the step to start at): seeded, then
+    the latest checkpoint under out/checkpoints loaded when `resume` (weights, optimizer,
+    schedule, RNG). `options` are the run-shaping options the caller saves in each checkpoint
+    (extra["options"]); a checkpoint written with other ones is refused (`check_same_run`)."""
+    out.mkdir(parents=True, exist_ok=True)
+    seed_everything(seed)
+    optimizer = make_optimizer(model, lr, weight_decay)
+    scheduler = make_scheduler(optimizer, total, lr, final_lr, warmup_frac)
+    last = latest_checkpoint(out / "checkpoints") if resume else None
+    if last is None:
+        return optimizer, scheduler, 0
+    state = load_checkpoint(last, model, optimizer, scheduler)
+    check_same_run(last, state.get("extra") or {}, options, total)
+    log.info("resumed from %s at step %d/%d", last, int(state["step"]), total)
+    return optimizer, scheduler, int(state["step"])
+
+
+def check_same_run(
+    folder: Path, extra: dict[str, Any], options: dict[str, Any], total: int
+) -> None:
+    """Resuming a checkpoint written with other options would silently mix two runs: refuse when
+    a saved option differs from `options` (keys the checkpoint lacks are not compared) or the
+    run's total optimizer steps changed."""
+    saved = {k: v for k, v in (extra.get("options") or {}).items() if k in options}
+    diff = {k: (saved[k], options[k]) for k in saved if saved[k] != options[k]}
+    steps = extra.get("total_steps")
+    if diff or (steps is not None and steps != total):
+        raise ValueError(
+            f"{folder} was written by a run with other options {diff or ''} (total steps "
+            f"{steps} vs {total}); use a new `out` or delete its checkpoints"
+        )

@@ -26,17 +26,18 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from vibethinker.algo.advantages import ADVANTAGE_ESTIMATORS, batch_long2short
-from vibethinker.algo.losses import LossStats, clipped_surrogate, kl_k3, tis_weights
+from vibethinker.algo.losses import LossStats, clipped_surrogate
+from vibethinker.config import is_runtime
 from vibethinker.engines import SamplingParams, make_sampler
 from vibethinker.evaluate.prompts import paper_prompt
-from vibethinker.log import get_logger, is_quiet
+from vibethinker.log import get_logger, progress_bar
 from vibethinker.stages.rl import RLConfig
 from vibethinker.train import policy
 from vibethinker.train.rollout import (
@@ -52,6 +53,9 @@ from vibethinker.types import Group, Problem
 
 log = get_logger("train.rl")
 PHASES = ("generate", "verify", "logprobs", "update")
+# Options that may change when a run resumes: where things are, and when to evaluate, save, stop.
+RESUME_MAY_CHANGE = ("model", "data", "out", "eval_data", "eval_every", "eval_n", "eval_limit",
+                     "save_every", "max_seconds", "log_ref_kl", "gradient_checkpointing")  # fmt: skip
 
 
 # Config: the loop reads the `rl` stage's flat RLConfig itself (one documented field list, no copy
@@ -135,36 +139,28 @@ def update(
     N sequences); returns loss stats, entropy, engine-vs-trainer KL and the grad norm."""
     device = next(model.parameters()).device
     n_seqs = n_seqs or adv.numel()
-    st, ent_sum, mism_sum, loss_sum = LossStats(), 0.0, 0.0, 0.0
+    st, ent_sum, loss_sum = LossStats(), 0.0, 0.0
     for s in range(0, rows.numel(), opts.micro_batch):
         r = rows[s : s + opts.micro_batch]
         mb = batch.rows(r).to(device)
         with policy.autocast_context(device):
             logp, ent = response_logprobs(model, mb, with_entropy=True)
         old = old_logp[r].to(device) if old_logp is not None else logp.detach()
-        tis = None
-        if mb.engine_logp is not None:
-            mism_sum += float((kl_k3(mb.engine_logp, old.detach()) * mb.mask).sum())
-            if opts.tis_cap > 0:
-                tis = tis_weights(old, mb.engine_logp, opts.tis_cap)
-        ref = ref_logp[r].to(device) if ref_logp is not None else None
-        # the config's clip_eps_high 0 means "same as clip_eps", which the loss spells None
-        high = opts.clip_eps_high or None
         loss, part = clipped_surrogate(
             logp,
             old,
             adv[r].to(device),
             mb.mask,
-            opts.clip_eps,
-            high,
-            tis,
-            ref,
-            opts.kl_coef,
-            n_seqs,
+            clip_eps=opts.clip_eps,
+            # the config's clip_eps_high 0 means "same as clip_eps", which the loss spells None
+            clip_eps_high=opts.clip_eps_high or None,
+            engine_logp=mb.engine_logp,
+            tis_cap=opts.tis_cap,
+            ref_logp=ref_logp[r].to(device) if ref_logp is not None else None,
+            kl_coef=opts.kl_coef,
+            n_seqs=n_seqs,
         )
         loss.backward()
-        if tis is not None:
-            part.tis_capped = float(((tis >= opts.tis_cap) & mb.mask).sum())
         st = st.add(part)
         ent_sum += float((ent * mb.mask).sum())
         loss_sum += float(loss.detach())
@@ -175,12 +171,10 @@ def update(
         with warnings.catch_warnings():  # "scheduler.step() before optimizer.step()": intended
             warnings.simplefilter("ignore", UserWarning)
             scheduler.step()
-    n_tok = max(st.tokens, 1)
     return {
         **st.summary(),
         "loss": loss_sum,
-        "entropy": ent_sum / n_tok,
-        "engine_kl": mism_sum / n_tok,
+        "entropy": ent_sum / max(st.tokens, 1),
         "grad_norm": gnorm,
         "trained_rows": int(rows.numel()),
     }
@@ -301,31 +295,23 @@ def train(
     after that many steps (checkpointed), as an interruption would."""
     _check_inputs(problems, opts)
     out = Path(out)
-    optimizer, scheduler, start = _resume(model, opts, out, resume)
+    optimizer, scheduler, start = policy.start_or_resume(
+        model, out, seed=opts.seed, lr=opts.lr, final_lr=opts.final_lr,
+        warmup_frac=opts.warmup_frac, weight_decay=opts.weight_decay,
+        total=opts.steps * opts.mini_batches, options=resume_options(opts), resume=resume,
+    )  # fmt: skip
     history, evals = (
         _rows_upto(out / "metrics.jsonl", start),
         _rows_upto(out / "evals.jsonl", start),
     )
     sampler = make_sampler("hf", model=model, tokenizer=tokenizer)
     verify = verify or _default_verify(opts.verify_workers)
-    lp = Loop(
-        model,
-        tokenizer,
-        sampler,
-        problems,
-        opts,
-        prompt_fn,
-        verify,
-        ref_model,
-        optimizer,
-        scheduler,
-        out,
-        history,
-        evals,
-    )
+    lp = Loop(model=model, tokenizer=tokenizer, sampler=sampler, problems=problems, opts=opts,
+              prompt_fn=prompt_fn, verify=verify, ref_model=ref_model, optimizer=optimizer,
+              scheduler=scheduler, out=out, history=history, evals=evals)  # fmt: skip
     if start == 0:
         run_eval(lp, eval_problems, 0)
-    bar = None if is_quiet() else _bar(opts.steps, start)
+    bar = progress_bar(opts.steps, start, "rl")
     t_begin, done = time.perf_counter(), start
     for step in range(start, opts.steps):
         row = rl_step(lp, step)
@@ -336,8 +322,7 @@ def train(
             run_eval(lp, eval_problems, done)
         if _checkpoint(lp, done, stop_at, bool(out_of_time)):
             break
-    if bar is not None:
-        bar.close()
+    bar.close()
     return {
         "steps_done": done,
         "steps": opts.steps,
@@ -406,7 +391,18 @@ def update_all(
     # each of the mini_batches updates averages over its share of the N sequences
     share = max(1, adv.numel() // opts.mini_batches)
     ustats = [
-        update(lp.model, lp.optimizer, lp.scheduler, tb, adv, part, opts, old_lp, ref_lp, share)
+        update(
+            lp.model,
+            lp.optimizer,
+            lp.scheduler,
+            tb,
+            adv,
+            part,
+            opts,
+            old_logp=old_lp,
+            ref_logp=ref_lp,
+            n_seqs=share,
+        )  # fmt: skip
         for part in rows.tensor_split(opts.mini_batches)
     ]
     return ustats[-1] if len(ustats) == 1 else _merge(ustats)
@@ -453,22 +449,11 @@ def _default_verify(workers: int) -> Callable[[list[Problem], list[str]], list]:
     return verify
 
 
-def _resume(model: Any, opts: RLConfig, out: Path, resume: bool) -> tuple[Any, Any, int]:
-    """Seed, optimizer and LR schedule, then the latest checkpoint in `out` (if any) loaded."""
-    out.mkdir(parents=True, exist_ok=True)
-    policy.seed_everything(opts.seed)
-    optimizer = policy.make_optimizer(model, opts.lr, opts.weight_decay)
-    total_updates = opts.steps * opts.mini_batches
-    scheduler = policy.make_scheduler(
-        optimizer, total_updates, opts.lr, opts.final_lr, opts.warmup_frac
-    )
-    start = 0
-    last = policy.latest_checkpoint(out / "checkpoints") if resume else None
-    if last is not None:
-        state = policy.load_checkpoint(last, model, optimizer, scheduler)
-        start = int(state["step"])
-        log.info("rl: resumed from %s at step %d/%d", last, start, opts.steps)
-    return optimizer, scheduler, start
+def resume_options(opts: RLConfig) -> dict[str, Any]:
+    """The options a resumed checkpoint must agree on: all but runtime fields, paths, and what
+    only decides when to evaluate, save or stop (`RESUME_MAY_CHANGE`)."""
+    return {f.name: getattr(opts, f.name) for f in fields(opts)
+            if not is_runtime(f) and f.name not in RESUME_MAY_CHANGE}  # fmt: skip
 
 
 def _rows_upto(path: Path, step: int) -> list[dict[str, Any]]:
@@ -481,10 +466,9 @@ def _rows_upto(path: Path, step: int) -> list[dict[str, Any]]:
 def _record(lp: Loop, row: dict[str, Any], bar: Any) -> None:
     lp.history.append(row)
     _append(lp.out / "metrics.jsonl", row)
-    if bar is not None:
-        bar.update(1)
-        acc, w, s = f"{row['accuracy']:.2f}", f"{row['mgpo_weight']:.2f}", f"{row['seconds']:.2f}"
-        bar.set_postfix(acc=acc, w=w, s=s)
+    bar.update(1)
+    acc, w, s = f"{row['accuracy']:.2f}", f"{row['mgpo_weight']:.2f}", f"{row['seconds']:.2f}"
+    bar.set_postfix(acc=acc, w=w, s=s)
 
 
 def _checkpoint(lp: Loop, done: int, stop_at: int | None, out_of_time: bool) -> bool:
@@ -494,7 +478,7 @@ def _checkpoint(lp: Loop, done: int, stop_at: int | None, out_of_time: bool) -> 
     interrupted = stop_at is not None and done >= stop_at and done < opts.steps
     if save or interrupted or out_of_time:
         extra = {
-            "total_steps": opts.steps,
+            "total_steps": opts.steps * opts.mini_batches,  # optimizer steps, as in SFT's
             "options": asdict(opts),
             "data_pos": done * opts.prompts_per_step,
         }
@@ -502,10 +486,10 @@ def _checkpoint(lp: Loop, done: int, stop_at: int | None, out_of_time: bool) -> 
             policy.step_dir(lp.out / "checkpoints", done),
             lp.model,
             lp.tokenizer,
-            lp.optimizer,
-            lp.scheduler,
-            done,
-            extra,
+            optimizer=lp.optimizer,
+            scheduler=lp.scheduler,
+            step=done,
+            extra=extra,
         )
     if out_of_time and not interrupted:
         log.warning(
@@ -523,9 +507,3 @@ def _merge(parts: list[dict[str, float]]) -> dict[str, float]:
     out["ratio_max"] = max(p["ratio_max"] for p in parts)
     out["trained_rows"] = sum(p["trained_rows"] for p in parts)
     return out
-
-
-def _bar(total: int, start: int) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=start, desc="rl", leave=False)

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from vibethinker.log import get_logger, is_quiet
+from vibethinker.log import get_logger, progress_bar
 from vibethinker.stages.sft import SFTConfig
 from vibethinker.train import packing, policy
 from vibethinker.train.packing import IGNORE, Sample
@@ -64,8 +64,13 @@ class LoopOptions(SFTConfig):
 
 
 def loop_options(opts: SFTConfig) -> dict[str, Any]:
-    """The fields of `opts` that shape the run (what a resumed checkpoint must agree on)."""
+    """The fields of `opts` that shape the run (saved with each checkpoint)."""
     return {k: getattr(opts, k) for k in LOOP_FIELDS}
+
+
+def resume_options(opts: SFTConfig) -> dict[str, Any]:
+    """What a resumed checkpoint must agree on: the loop options but `save_every`."""
+    return {k: v for k, v in loop_options(opts).items() if k != "save_every"}
 
 
 # ----------------------------------------------------------------------------- loss
@@ -142,7 +147,11 @@ def train(
     out = Path(out)
     plan = _plan(samples, opts)
     total = len(plan)
-    optimizer, scheduler, start = _resume(model, opts, out, total, resume)
+    optimizer, scheduler, start = policy.start_or_resume(
+        model, out, seed=opts.seed, lr=opts.lr, final_lr=opts.final_lr,
+        warmup_frac=opts.warmup_frac, weight_decay=opts.weight_decay, total=total,
+        options=resume_options(opts), resume=resume,
+    )  # fmt: skip
     metrics_path = out / "metrics.jsonl"
     history = _read_metrics(metrics_path, start)
     metrics_path.write_text("".join(json.dumps(r) + "\n" for r in history))
@@ -159,7 +168,7 @@ def train(
         scheduler,
         {"total_steps": total, "options": loop_options(opts)},
     )
-    bar = _bar(total, start)
+    bar = progress_bar(total, start, "sft")
     with metrics_path.open("a") as mf:
         for step in range(start, total):
             t0 = time.perf_counter()
@@ -174,9 +183,8 @@ def train(
             mf.write(json.dumps(row) + "\n")
             mf.flush()
             history.append(row)
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss:.4f}", lr=f"{lr:.2e}", tok_s=f"{n_tok / dt:.0f}")
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.4f}", lr=f"{lr:.2e}", tok_s=f"{n_tok / dt:.0f}")
             done = step + 1
             due = bool(opts.save_every and done % opts.save_every == 0) or done == total
             interrupted = stop_at is not None and done >= stop_at and done < total
@@ -184,8 +192,7 @@ def train(
                 save(done)
             if interrupted:
                 break
-    if bar is not None:
-        bar.close()
+    bar.close()
     return summarize(history, stats, total, start)
 
 
@@ -202,24 +209,6 @@ def _plan(samples: Sequence[Sample], opts: SFTConfig) -> list:
         opts.epochs,
     )
     return plan[: opts.max_steps] if opts.max_steps else plan
-
-
-def _resume(
-    model: Any, opts: SFTConfig, out: Path, total: int, resume: bool
-) -> tuple[Any, Any, int]:
-    """Seed, optimizer and LR schedule, then the latest checkpoint in `out` (if any) loaded."""
-    out.mkdir(parents=True, exist_ok=True)
-    policy.seed_everything(opts.seed)
-    optimizer = policy.make_optimizer(model, opts.lr, opts.weight_decay)
-    scheduler = policy.make_scheduler(optimizer, total, opts.lr, opts.final_lr, opts.warmup_frac)
-    start = 0
-    last = policy.latest_checkpoint(out / "checkpoints") if resume else None
-    if last is not None:
-        state = policy.load_checkpoint(last, model, optimizer, scheduler)
-        start = int(state["step"])
-        _check_same_run(last, state["extra"], opts, total)
-        log.info("resumed from %s at step %d/%d", last, start, total)
-    return optimizer, scheduler, start
 
 
 def _save(ckpts: Path, model, tokenizer, optimizer, scheduler, extra: dict, done: int) -> None:
@@ -240,29 +229,6 @@ def _row(step, total, epochs, loss, lr, gnorm, n_tok, n_loss, dt) -> dict[str, A
         "tokens_per_s": round(n_tok / dt, 1),
         "seconds": round(dt, 4),
     }
-
-
-def _check_same_run(folder: Path, extra: dict[str, Any], opts: SFTConfig, total: int) -> None:
-    """Resuming a checkpoint written with other options would silently mix two runs."""
-    saved = dict(extra.get("options") or {})
-    now = loop_options(opts)
-    for harmless in ("save_every",):
-        saved.pop(harmless, None)
-        now.pop(harmless, None)
-    if saved and (saved != now or extra.get("total_steps") != total):
-        diff = {k: (saved.get(k), now.get(k)) for k in now if saved.get(k) != now.get(k)}
-        raise ValueError(
-            f"{folder} was written by a run with other options {diff or ''} (total steps "
-            f"{extra.get('total_steps')} vs {total}); use a new `out` or delete its checkpoints"
-        )
-
-
-def _bar(total: int, start: int) -> Any:
-    if is_quiet():
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=start, desc="sft", leave=False)
 
 
 def summarize(
