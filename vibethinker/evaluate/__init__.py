@@ -61,6 +61,7 @@ class EvalResult:
                     "answer": answer_key(p, c.text), "gold": p.answer,
                     "tokens": n_tokens(c), "finish_reason": c.finish_reason,
                     "partial_score": s.value,
+                    **({"detail": s.detail} if s.detail else {}),  # eval-only (types.Score)
                 })  # fmt: skip
         return rows
 

@@ -39,8 +39,9 @@ class EvalConfig:
     n: int = 0
     """Samples per problem; 0 = the paper's per-domain profile (PAPER_N: math 64, stem 16,
     code 8, instruct 8). Paper: math 64, IMO-AnswerBench 16, GPQA 16, code 8."""
-    k: list[int] = field(default_factory=lambda: [1, 4, 8])
-    """k values for pass@k and maj@k (k > n are dropped)."""
+    k: list[int] = field(default_factory=list)
+    """k values for pass@k and maj@k; empty = follow n: the powers of two below n, and n (n=4:
+    1, 2, 4; the per-domain profile: up to its largest n). k > n are dropped."""
     engine: str = "hf"
     """Sampler: hf (in-process transformers), openai (HTTP server), vllm (in-process, GPU)."""
     temperature: float = 1.0
@@ -66,7 +67,10 @@ class EvalConfig:
     prompt_style: str = "paper"
     """`paper`: the paper's math / multiple-choice prompts; `raw`: the stored prompt as is."""
     limit: int = 0
-    """Evaluate only the first `limit` problems (0 = all)."""
+    """Evaluate at most `limit` problems (0 = all), balanced over the domains in the file
+    (round-robin in file order), so a mixed file is not cut to its first domain."""
+    domains: list[str] = field(default_factory=list)
+    """Evaluate only these domains (empty = all)."""
     workers: int = runtime(2)
     """Verifier workers. Paper: silent; 2 = this CPU."""
     device: str = runtime("")
@@ -127,7 +131,15 @@ def load_eval_problems(cfg: EvalConfig):
         from vibethinker.data.adapters import load_adapter
 
         problems = load_adapter(cfg.format, cfg.data or None, seed=cfg.seed)
-    return problems[: cfg.limit] if cfg.limit else problems
+    from vibethinker.data.io import select
+
+    return select(problems, cfg.limit, list(cfg.domains))
+
+
+def default_ks(n: int | dict) -> list[int]:
+    """k values that follow n: 1, 2, 4, ... below the largest n, and that n."""
+    top = max(n.values()) if isinstance(n, dict) else n
+    return sorted({2**i for i in range(top.bit_length()) if 2**i < top} | {top})
 
 
 @register("eval", EvalConfig, positional=("model", "data"))
@@ -161,7 +173,7 @@ def run(cfg: EvalConfig) -> dict[str, str]:
         sampler,
         problems,
         n=n,
-        ks=cfg.k,
+        ks=list(cfg.k) or default_ks(n),
         params=params,
         workers=cfg.workers,
         prompt_fn=PROMPT_STYLES[cfg.prompt_style],

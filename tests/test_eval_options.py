@@ -1,0 +1,38 @@
+"""Eval options a first-time user trips on (issue 20): k follows n, a limit balanced over domains,
+a domain filter, and the eval-only failure detail written to samples.jsonl."""
+
+import json
+
+from vibethinker.engines import SamplingParams
+from vibethinker.evaluate import EvalResult
+from vibethinker.stages.eval import EvalConfig, default_ks, load_eval_problems
+from vibethinker.types import Completion, Group, Problem, Score, case_detail
+
+
+def test_default_k_follows_n():
+    assert default_ks(4) == [1, 2, 4] and default_ks(1) == [1] and default_ks(6) == [1, 2, 4, 6]
+    assert default_ks({"math": 64, "code": 8}) == [1, 2, 4, 8, 16, 32, 64]
+    assert EvalConfig().k == []  # empty = follow n
+
+
+def test_limit_is_balanced_over_domains_and_domains_filter(tmp_path):
+    rows = [{"id": f"m{i}", "domain": "math", "prompt": "p", "answer": "1"} for i in range(10)]
+    rows += [{"id": f"s{i}", "domain": "stem", "prompt": "p", "answer": "A", "choices": ["x"]}
+             for i in range(10)]  # fmt: skip
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = load_eval_problems(EvalConfig(data=str(path), limit=4))
+    assert [p.id for p in got] == ["m0", "m1", "s0", "s1"]
+    got = load_eval_problems(EvalConfig(data=str(path), domains=["stem"], limit=3))
+    assert [p.id for p in got] == ["s0", "s1", "s2"]
+
+
+def test_failure_detail_reaches_eval_samples_only():
+    p = Problem("c", "code", "p", tests=[{"input": "1\n", "output": "2\n"}])
+    detail = case_detail("1\n", "2\n", "3\n" + "x" * 500, limit=10)
+    assert detail.startswith("input '1\\n'; expected '2\\n'; got '3\\nxxxxxxxx'...[+492 chars]")
+    g = Group(p, [Completion("a"), Completion("b")],
+              [Score(0.0, False, "wrong_answer", detail), Score(1.0, True, "ok")])  # fmt: skip
+    res = EvalResult([g], {}, [], 2, [1], SamplingParams(), prompts=["p"])
+    rows = res.sample_rows()
+    assert rows[0]["detail"] == detail and "detail" not in rows[1]
