@@ -80,7 +80,17 @@ class RLConfig:
     """Response token cap (the RL context). Paper: 64K from the first step (not 16K -> 32K)."""
     truncated_reward: str = "zero"
     """Reward of responses cut at max_new_tokens: "zero" (incorrect) or "verify" (score the cut
-    text). Paper: unpublished; we choose zero (a cut response gave no final answer)."""
+    text), in training AND in the stage-start filter. Paper: unpublished; we choose zero (a cut
+    response gave no final answer)."""
+    rope_yarn_factor: float = 0.0
+    """Extend the model's context with YaRN RoPE scaling by this factor (0: off); needed when
+    the longest prompt + max_new_tokens exceeds the model's max_position_embeddings, which is
+    otherwise refused. The saved checkpoints keep it. Qwen2.5 documents factor 4 (32K -> 128K)."""
+    rope_original_len: int = 0
+    """YaRN's original (pretraining) length; 0: the model's max_position_embeddings."""
+    report_to: str = "none"
+    """Experiment tracking of the per-step metrics: none, tensorboard, wandb, trackio, or a
+    comma list (log.py)."""
     temperature: float = 1.0
     """Rollout sampling temperature. Paper: unpublished for training; 1.0 in evaluation."""
     top_p: float = 1.0
@@ -154,24 +164,42 @@ def load_domain(path: Path, domain: str, limit: int = 0, seed: int | None = None
 
 
 def filter_prompts(
-    problems: list[Problem], sampler: Any, n: int, params: Any, prompt_fn: Any, verify: Any
+    problems: list[Problem],
+    sampler: Any,
+    n: int,
+    params: Any,
+    prompt_fn: Any,
+    verify: Any,
+    truncated_reward: str = "zero",
 ) -> tuple[list[Problem], dict[str, Any]]:
-    """Stage-start filter: keep prompts whose accuracy over n rollouts is strictly in (0, 1)."""
+    """Stage-start filter: keep prompts whose accuracy over n rollouts is strictly in (0, 1).
+    A rollout cut at max_new_tokens is judged by `truncated_reward`, as training will reward
+    it; `truncation_decisions` counts the prompts whose keep/drop the rule decided."""
+    import torch
+
+    from vibethinker.evaluate.metrics import truncation_verdicts
     from vibethinker.train.rollout import rollout, score_groups
 
     groups = rollout(sampler, problems, prompt_fn, n, params)
-    sc = score_groups(groups, verify)
-    p = sc.correct.float().mean(-1)
+    sc = score_groups(groups, verify, "verify")  # raw verdicts; the rule is applied below
+    cut = sc.truncated.flatten().tolist()
+    rules = truncation_verdicts(sc.correct.flatten().tolist(), cut)
+    acc = {r: torch.tensor(v, dtype=torch.float32).view(sc.correct.shape).mean(-1)
+           for r, v in rules.items()}  # fmt: skip
+    p = acc[truncated_reward]
+    inside = {r: (a > 0) & (a < 1) for r, a in acc.items()}
     keep = [pr for pr, a in zip(problems, p.tolist()) if 0.0 < a < 1.0]
     counts = {"prompts_in": len(problems), "dropped_p0": int((p == 0).sum()),
               "dropped_p1": int((p == 1).sum()), "prompts_out": len(keep),
-              "start_accuracy": round(float(p.mean()), 4), "rollouts": n}  # fmt: skip
+              "start_accuracy": round(float(p.mean()), 4), "rollouts": n,
+              "truncated_rollouts": int(sum(cut)), "truncated_reward": truncated_reward,
+              "truncation_decisions": int((inside["zero"] != inside["verify"]).sum())}  # fmt: skip
     return keep, counts
 
 
 def _filter_key(cfg: RLConfig) -> dict[str, Any]:
     keys = ("model", "data", "domain", "filter_rollouts", "max_prompts", "max_new_tokens",
-            "temperature", "top_p", "prompt_style", "seed")  # fmt: skip
+            "temperature", "top_p", "prompt_style", "seed", "truncated_reward")  # fmt: skip
     return {k: getattr(cfg, k) for k in keys}
 
 
@@ -195,7 +223,13 @@ def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -
         params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=0,
                                 max_new_tokens=cfg.max_new_tokens, seed=cfg.seed + 99)  # fmt: skip
         probs, counts = filter_prompts(probs, sampler, cfg.filter_rollouts, params, prompt_fn,
-                                       verify)  # fmt: skip
+                                       verify, cfg.truncated_reward)  # fmt: skip
+        if counts["truncated_rollouts"]:
+            log.warning("rl filter: %d of %d rollouts hit max_new_tokens=%d (judged by "
+                        "truncated_reward=%s); %d keep/drop decisions depend on it",
+                        counts["truncated_rollouts"], counts["prompts_in"] * cfg.filter_rollouts,
+                        cfg.max_new_tokens, cfg.truncated_reward,
+                        counts["truncation_decisions"])  # fmt: skip
         log.info("rl filter (%d rollouts/prompt): %d in, %d dropped at p=0, %d at p=1, %d kept",
                  cfg.filter_rollouts, counts["prompts_in"], counts["dropped_p0"],
                  counts["dropped_p1"], counts["prompts_out"])  # fmt: skip
@@ -205,6 +239,18 @@ def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -
     save_problems(cache, probs)
     meta.write_text(json.dumps({"key": _filter_key(cfg), "counts": counts}, indent=2) + "\n")
     return probs, counts
+
+
+def check_rl_context(cfg: RLConfig, model: Any, sampler: Any, prompt_fn: Any) -> None:
+    """Refuse, before any rollout, a run whose longest prompt + max_new_tokens exceeds the
+    model's positions (a 64K cap on a 32K model without RoPE scaling)."""
+    from vibethinker.models import check_context
+
+    probs = load_domain(_split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed)
+    longest = max((len(sampler.encode(prompt_fn(p))) for p in probs), default=0)
+    check_context(model.config, longest + cfg.max_new_tokens,
+                  f"rl: max_new_tokens={cfg.max_new_tokens} + the longest prompt "
+                  f"({longest} tokens)")  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- report
@@ -358,13 +404,15 @@ def run(cfg: RLConfig) -> dict[str, str]:
     t0 = time.time()
     out = Path(cfg.out)
     device = _device(cfg.device)
-    model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing)
+    rope = {"rope_yarn_factor": cfg.rope_yarn_factor, "rope_original_len": cfg.rope_original_len}
+    model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing, **rope)
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
 
     def verify(ps, rs):
         return verify_batch(ps, rs, workers=cfg.verify_workers)
 
     sampler = make_sampler("hf", model=model, tokenizer=tok)
+    check_rl_context(cfg, model, sampler, prompt_fn)
     problems, counts = training_prompts(cfg, sampler, prompt_fn, verify)
     del sampler
     eval_path = cfg.eval_data or (str(Path(cfg.data) / "eval.jsonl") if Path(cfg.data).is_dir()
@@ -373,7 +421,7 @@ def run(cfg: RLConfig) -> dict[str, str]:
         cfg.eval_every and Path(eval_path).exists() else []  # fmt: skip
     ref = None
     if cfg.kl_coef > 0 or cfg.log_ref_kl:
-        ref, _ = policy.load_policy(cfg.model, device)
+        ref, _ = policy.load_policy(cfg.model, device, **rope)
         ref.eval().requires_grad_(False)
     res = rl.train(model, tok, problems, cfg, out, eval_problems, ref, prompt_fn, verify)
     final = save_model_and_tokenizer(model, tok, out / "final")

@@ -309,20 +309,27 @@ def train(
     lp = Loop(model=model, tokenizer=tokenizer, sampler=sampler, problems=problems, opts=opts,
               prompt_fn=prompt_fn, verify=verify, ref_model=ref_model, optimizer=optimizer,
               scheduler=scheduler, out=out, history=history, evals=evals)  # fmt: skip
+    from vibethinker.log import make_tracker  # experiment tracking (report_to)
+
+    tracker = make_tracker(getattr(opts, "report_to", "none"), out, out.name, vars(opts))
     if start == 0:
         run_eval(lp, eval_problems, 0)
     bar = progress_bar(opts.steps, start, "rl")
     t_begin, done = time.perf_counter(), start
     for step in range(start, opts.steps):
         row = rl_step(lp, step)
+        tracker.log(row, row["step"])
         _record(lp, row, bar)
         done = step + 1
         out_of_time = opts.max_seconds and time.perf_counter() - t_begin >= opts.max_seconds
         if opts.eval_every and (done % opts.eval_every == 0 or done == opts.steps or out_of_time):
             run_eval(lp, eval_problems, done)
+            if lp.evals and lp.evals[-1]["step"] == done:
+                tracker.log({f"eval_{k}": v for k, v in lp.evals[-1].items()}, done)
         if _checkpoint(lp, done, stop_at, bool(out_of_time)):
             break
     bar.close()
+    tracker.close()
     return {
         "steps_done": done,
         "steps": opts.steps,

@@ -169,6 +169,9 @@ def train(
         {"total_steps": total, "options": loop_options(opts)},
     )
     bar = progress_bar(total, start, "sft")
+    from vibethinker.log import make_tracker  # experiment tracking (report_to)
+
+    tracker = make_tracker(getattr(opts, "report_to", "none"), out, out.name, vars(opts))
     with metrics_path.open("a") as mf:
         for step in range(start, total):
             t0 = time.perf_counter()
@@ -181,6 +184,7 @@ def train(
             stats["seconds"] += dt
             row = _row(step, total, opts.epochs, loss, lr, gnorm, n_tok, n_loss, dt)
             mf.write(json.dumps(row) + "\n")
+            tracker.log(row, row["step"])
             mf.flush()
             history.append(row)
             bar.update(1)
@@ -193,6 +197,7 @@ def train(
             if interrupted:
                 break
     bar.close()
+    tracker.close()
     return summarize(history, stats, total, start)
 
 
