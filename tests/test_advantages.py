@@ -1,4 +1,5 @@
-"""Advantages, MGPO weights and the Long2Short shift against hand-computed numbers and loops."""
+"""Advantages, MGPO weights and the Long2Short shift against hand-computed numbers and the slow
+reference forms in tests/reference.py (one implementation in the package, the loops here)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,8 @@ import random
 
 import pytest
 import torch
-
-from vibethinker.algo.advantages import (
-    ADVANTAGE_ESTIMATORS,
-    batch_advantages,
-    batch_long2short,
-    batch_max_entropy_deviation,
+from reference import (
+    advantages,
     group_accuracy,
     group_advantages,
     long2short_rewards,
@@ -20,79 +17,119 @@ from vibethinker.algo.advantages import (
     mgpo_weight,
 )
 
+from vibethinker.algo.advantages import (
+    ADVANTAGE_ESTIMATORS,
+    batch_accuracy,
+    batch_advantages,
+    batch_long2short,
+    batch_max_entropy_deviation,
+)
+
+
+def _dme(p: float) -> float:  # the package's D_ME at one p
+    return float(batch_max_entropy_deviation(torch.tensor([p])))
+
+
+def _weight(p: float, lam: float) -> float:  # the package's MGPO weight of a group with p(q) = p
+    g = 8
+    correct = torch.tensor([[i < round(p * g) for i in range(g)]])
+    return float(batch_advantages(correct.float(), correct, lam)[1])
+
+
+def _adv(rewards, lam=0.0, eps=1e-6, std_scale=True, correct=None):  # one group's advantages
+    r = torch.tensor([rewards], dtype=torch.float32)
+    c = torch.tensor([correct]) if correct is not None else r > 0.5
+    return batch_advantages(r, c, lam, eps, std_scale)[0][0].tolist()
+
+
+def _l2s(rewards, correct, lengths, lam=0.2):  # one group's Long2Short rewards
+    t = torch.tensor
+    return batch_long2short(t([rewards], dtype=torch.float32), t([correct]), t([lengths]), lam)[
+        0
+    ].tolist()
+
 
 def test_group_accuracy():
     assert group_accuracy([True, False, False, True]) == 0.5
-    assert group_accuracy([]) == 0.0
+    assert batch_accuracy(torch.tensor([[True, False, False, True], [True] * 4])).tolist() == [
+        0.5,
+        1.0,
+    ]
 
 
-def test_max_entropy_deviation_hand_values():
+@pytest.mark.parametrize("dme", [max_entropy_deviation, _dme], ids=["reference", "package"])
+def test_max_entropy_deviation_hand_values(dme):
     # p = 0.5: both terms are 0.5 log 1 = 0
-    assert max_entropy_deviation(0.5) == 0.0
+    assert dme(0.5) == 0.0
     # p in {0, 1}: 0 log 0 = 0 and 1 log(1/0.5) = log 2 = 0.693147
-    assert max_entropy_deviation(0.0) == pytest.approx(0.693147, abs=1e-6)
-    assert max_entropy_deviation(1.0) == pytest.approx(0.693147, abs=1e-6)
+    assert dme(0.0) == pytest.approx(0.693147, abs=1e-6)
+    assert dme(1.0) == pytest.approx(0.693147, abs=1e-6)
     # p = 0.25: 0.25 log 0.5 + 0.75 log 1.5 = -0.173287 + 0.304099 = 0.130812
-    assert max_entropy_deviation(0.25) == pytest.approx(0.130812, abs=1e-6)
-    assert max_entropy_deviation(0.75) == pytest.approx(0.130812, abs=1e-6)  # symmetric
-    with pytest.raises(ValueError):
-        max_entropy_deviation(1.5)
+    assert dme(0.25) == pytest.approx(0.130812, abs=1e-6)
+    assert dme(0.75) == pytest.approx(0.130812, abs=1e-6)  # symmetric
 
 
-def test_mgpo_weight_hand_values():
+@pytest.mark.parametrize("weight", [mgpo_weight, _weight], ids=["reference", "package"])
+def test_mgpo_weight_hand_values(weight):
     # lambda = 2, p = 0.25: exp(-2 * 0.130812) = exp(-0.261624) = 0.769800
-    assert mgpo_weight(0.25, 2.0) == pytest.approx(0.769800, abs=1e-6)
+    assert weight(0.25, 2.0) == pytest.approx(0.769800, abs=1e-6)
     # p in {0, 1}: exp(-lambda log 2) = 2^-lambda; lambda = 1 -> 0.5
-    assert mgpo_weight(1.0, 1.0) == pytest.approx(0.5)
-    assert mgpo_weight(0.5, 5.0) == 1.0  # the max-entropy group keeps full weight
+    assert weight(1.0, 1.0) == pytest.approx(0.5)
+    assert weight(0.0, 3.0) == pytest.approx(0.125)
+    assert weight(0.5, 5.0) == 1.0  # the max-entropy group keeps full weight
     for p in (0.0, 0.125, 0.5, 0.875, 1.0):
-        assert mgpo_weight(p, 0.0) == 1.0  # lambda = 0 is GRPO
+        assert weight(p, 0.0) == 1.0  # lambda = 0 is GRPO
     with pytest.raises(ValueError):
-        mgpo_weight(0.5, -1.0)
+        batch_advantages(torch.ones(1, 2), torch.ones(1, 2, dtype=torch.bool), -1.0)
 
 
-def test_group_advantages_hand_values():
+def _group_adv(rewards, weight=1.0, eps=1e-6, std_scale=True):
+    """The package's advantages of one group, with its weight applied by hand."""
+    return [weight * a for a in _adv(rewards, 0.0, eps, std_scale)]
+
+
+@pytest.mark.parametrize("adv", [group_advantages, _group_adv], ids=["reference", "package"])
+def test_group_advantages_hand_values(adv):
     # r = [1,0,0,0]: mean 0.25, centred [.75,-.25,-.25,-.25], population std sqrt(.1875)=.433013
     # -> [1.732051, -0.577350 x3]
-    a = group_advantages([1, 0, 0, 0], eps=0.0)
+    a = adv([1, 0, 0, 0], eps=0.0)
     assert a == pytest.approx([1.732051, -0.577350, -0.577350, -0.577350], abs=1e-6)
     # MGPO weight at p = .25, lambda = 2 (0.769800) scales them: [1.333333, -0.444444 x3]
-    a = group_advantages([1, 0, 0, 0], weight=0.769800, eps=0.0)
+    a = adv([1, 0, 0, 0], weight=0.769800, eps=0.0)
     assert a == pytest.approx([1.333333, -0.444444, -0.444444, -0.444444], abs=1e-5)
     # no std scaling: just the centred rewards
-    assert group_advantages([1, 0, 0, 0], std_scale=False) == pytest.approx(
-        [0.75, -0.25] + [-0.25] * 2
-    )
+    assert adv([1, 0, 0, 0], std_scale=False) == pytest.approx([0.75, -0.25] + [-0.25] * 2)
     # all equal: no signal, eps keeps it finite
-    assert group_advantages([1, 1, 1, 1]) == [0.0] * 4
-    assert sum(group_advantages([1, 0, 1, 1, 0, 0])) == pytest.approx(0.0, abs=1e-12)
+    assert adv([1, 1, 1, 1]) == [0.0] * 4
+    assert sum(adv([1, 0, 1, 1, 0, 0])) == pytest.approx(0.0, abs=1e-6)
+    # eps is added to the std: std of [1, 0] is 0.5, eps 0.5 -> (0.5) / 1.0
+    assert adv([1, 0], eps=0.5) == pytest.approx([0.5, -0.5])
 
 
-def test_long2short_hand_values():
+@pytest.mark.parametrize("l2s", [long2short_rewards, _l2s], ids=["reference", "package"])
+def test_long2short_hand_values(l2s):
     # correct lengths 10, 20, 40 -> s = [.1, .05, .025], s_bar = .058333,
     # s - s_bar = [.041667, -.008333, -.033333], max |.| = .041667
     # shift = 0.2 * [1, -0.2, -0.8] = [.2, -.04, -.16]; the incorrect response keeps 0
-    r = long2short_rewards([1, 1, 1, 0], [True, True, True, False], [10, 20, 40, 5], 0.2)
+    r = l2s([1, 1, 1, 0], [True, True, True, False], [10, 20, 40, 5], 0.2)
     assert r == pytest.approx([1.2, 0.96, 0.84, 0.0])
     assert sum(r[:3]) == pytest.approx(3.0)  # zero-sum over C
+    # lambda scales the shift; a reward other than 1 keeps its own base
+    r = l2s([0.5, 1, 0], [True, True, False], [10, 30, 5], 0.3)
+    assert r == pytest.approx([0.8, 0.7, 0.0])
+    # an empty correct response counts as length 1: s = [1, .5], shift [.2, -.2]
+    assert l2s([1, 1], [True, True], [0, 2], 0.2) == pytest.approx([1.2, 0.8])
 
 
-def test_long2short_no_shift_cases():
+@pytest.mark.parametrize("l2s", [long2short_rewards, _l2s], ids=["reference", "package"])
+def test_long2short_no_shift_cases(l2s):
     # one correct response: nothing to compare with
-    assert long2short_rewards([1, 0, 0], [True, False, False], [5, 9, 3]) == [1.0, 0.0, 0.0]
-    # equal correct lengths
-    assert long2short_rewards([1, 1, 0], [True, True, False], [7, 7, 3]) == [1.0, 1.0, 0.0]
+    assert l2s([1, 0, 0], [True, False, False], [5, 9, 3]) == [1.0, 0.0, 0.0]
+    # equal correct lengths (an incorrect one of another length does not count)
+    assert l2s([1, 1, 0], [True, True, False], [7, 7, 3]) == [1.0, 1.0, 0.0]
+    assert l2s([1, 1, 1], [True, True, True], [3000, 3000, 3000]) == [1.0, 1.0, 1.0]
     # no correct response
-    assert long2short_rewards([0, 0], [False, False], [3, 4]) == [0.0, 0.0]
-
-
-def _slow_batch(rewards, correct, lam, eps, std_scale):
-    adv, w = [], []
-    for r, c in zip(rewards, correct):
-        wt = mgpo_weight(group_accuracy(c), lam)
-        w.append(wt)
-        adv.append(group_advantages(r, wt, eps, std_scale))
-    return adv, w
+    assert l2s([0, 0], [False, False], [3, 4]) == [0.0, 0.0]
 
 
 @pytest.mark.parametrize("std_scale", [True, False])
@@ -112,7 +149,7 @@ def test_batch_matches_slow_loop(lam, std_scale):
     for fr, sr in zip(fast_shift.tolist(), shifted):
         assert fr == pytest.approx(sr, abs=1e-6)
     adv, w = batch_advantages(t(shifted), t(correct), lam, 1e-6, std_scale)
-    slow_adv, slow_w = _slow_batch(shifted, correct, lam, 1e-6, std_scale)
+    slow_adv, slow_w = advantages(shifted, correct, lam, 1e-6, std_scale)
     assert w.tolist() == pytest.approx(slow_w, abs=1e-6)
     for fr, sr in zip(adv.tolist(), slow_adv):
         assert fr == pytest.approx(sr, abs=1e-5)

@@ -1,96 +1,29 @@
 """Group advantages for GRPO / MGPO and the Long2Short reward shift (PAPER.md, stages 2 and 3).
 
-For one prompt q with G responses, rewards r_i and binary verdicts c_i:
-- `group_accuracy`: p(q) = mean_i 1[c_i]  (the verdict, not `r_i == 1`: after a Long2Short shift
-  a correct reward is no longer exactly 1);
-- `max_entropy_deviation`: D_ME(p || 0.5) = p log(p/0.5) + (1-p) log((1-p)/0.5), with 0 log 0 = 0
-  (natural log; 0 at p = 0.5, log 2 = 0.693 at p in {0, 1});
-- `mgpo_weight`: w(q) = exp(-lambda * D_ME); lambda = 0 gives w = 1, i.e. plain GRPO;
-- `group_advantages`: A_i = w * (r_i - mean(r)) / (std(r) + eps); with `std_scale=False` the
-  division is dropped (Dr. GRPO style). std is the population std of the G rewards (divide by
-  G): the paper writes std(r) without saying which; with 0/1 rewards it is sqrt(p(1-p));
-- `long2short_rewards`: r_i' = r_i + lambda * (s_i - s_bar) / max_{j in C} |s_j - s_bar| for i in
-  the correct set C, s_i = 1 / L_i, s_bar the mean over C; incorrect responses keep r_i; no shift
-  when |C| < 2 or all correct lengths are equal. The shift sums to zero over C.
+Over [B, G] tensors: B prompts q, G responses each, rewards r_i and binary verdicts c_i.
+- `batch_accuracy`: p(q) = mean_i 1[c_i]  (the verdict, not `r_i == 1`: after a Long2Short shift
+  a correct reward is no longer exactly 1); the one place p(q) is computed;
+- `batch_max_entropy_deviation`: D_ME(p || 0.5) = p log(p/0.5) + (1-p) log((1-p)/0.5), with
+  0 log 0 = 0 (natural log; 0 at p = 0.5, log 2 = 0.693 at p in {0, 1});
+- `batch_advantages`: MGPO weight w(q) = exp(-lambda * D_ME) (lambda = 0 gives w = 1, i.e. plain
+  GRPO) and A_i = w * (r_i - mean(r)) / (std(r) + eps); with `std_scale=False` the division is
+  dropped (Dr. GRPO style). std is the population std of the G rewards (divide by G): the paper
+  writes std(r) without saying which; with 0/1 rewards it is sqrt(p(1-p));
+- `batch_long2short`: r_i' = r_i + lambda * (s_i - s_bar) / max_{j in C} |s_j - s_bar| for i in
+  the correct set C, s_i = 1 / L_i (a length of 0 counts as 1), s_bar the mean over C; incorrect
+  responses keep r_i; no shift when |C| < 2 or all correct lengths are equal. The shift sums to
+  zero over C.
 
-`batch_advantages` is the vectorised form over [B, G] tensors (tested against the scalar
-functions). Estimators are chosen by name from `ADVANTAGE_ESTIMATORS` (STYLE.md 6).
+One implementation each; tests/reference.py holds slow per-group loops written from the paper,
+and the tests compare the two. Estimators are chosen by name from `ADVANTAGE_ESTIMATORS`
+(STYLE.md 6).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
-
-LOG2 = math.log(2.0)
-
-
-# ----------------------------------------------------------------------------- scalar forms
-
-
-def group_accuracy(correct: Sequence[bool]) -> float:
-    """p(q): the fraction of correct responses in the group (0 for an empty group)."""
-    return sum(bool(c) for c in correct) / len(correct) if len(correct) else 0.0
-
-
-def _xlogx_over_half(x: float) -> float:
-    """x log(x / 0.5) with 0 log 0 = 0."""
-    return 0.0 if x <= 0.0 else x * math.log(x / 0.5)
-
-
-def max_entropy_deviation(p: float) -> float:
-    """D_ME(p || 0.5), the KL divergence of Bernoulli(p) from Bernoulli(0.5), in nats."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be in [0, 1], got {p}")
-    return _xlogx_over_half(p) + _xlogx_over_half(1.0 - p)
-
-
-def mgpo_weight(p: float, lam: float) -> float:
-    """w(q) = exp(-lambda * D_ME(p || 0.5)); 1 for lambda = 0 (GRPO) and at p = 0.5."""
-    if lam < 0:
-        raise ValueError(f"lambda must be >= 0, got {lam}")
-    return math.exp(-lam * max_entropy_deviation(p))
-
-
-def group_advantages(
-    rewards: Sequence[float], weight: float = 1.0, eps: float = 1e-6, std_scale: bool = True
-) -> list[float]:
-    """A_i = weight * (r_i - mean r) / (std r + eps) (population std); no division without
-    std_scale. A group whose rewards are all equal gets zero advantages."""
-    g = len(rewards)
-    if g == 0:
-        return []
-    mean = sum(rewards) / g
-    centred = [r - mean for r in rewards]
-    scale = 1.0
-    if std_scale:
-        scale = 1.0 / (math.sqrt(sum(c * c for c in centred) / g) + eps)
-    return [weight * c * scale for c in centred]
-
-
-def long2short_rewards(
-    rewards: Sequence[float], correct: Sequence[bool], lengths: Sequence[int], lam: float = 0.2
-) -> list[float]:
-    """The Long2Short shift (PAPER.md stage 3): shorter correct responses gain, longer lose.
-
-    Lengths are response lengths in tokens (must be > 0 for correct responses)."""
-    if not len(rewards) == len(correct) == len(lengths):
-        raise ValueError("rewards, correct and lengths must have the same length")
-    out = [float(r) for r in rewards]
-    idx = [i for i, c in enumerate(correct) if c]
-    if len(idx) < 2:
-        return out
-    s = {i: 1.0 / lengths[i] for i in idx}
-    s_bar = sum(s.values()) / len(idx)
-    denom = max(abs(v - s_bar) for v in s.values())
-    if denom <= 0.0:  # all correct responses have the same length
-        return out
-    for i in idx:
-        out[i] += lam * (s[i] - s_bar) / denom
-    return out
-
 
 # ----------------------------------------------------------------------------- batched forms
 
@@ -110,7 +43,7 @@ def batch_max_entropy_deviation(p: torch.Tensor) -> torch.Tensor:
 def batch_long2short(
     rewards: torch.Tensor, correct: torch.Tensor, lengths: torch.Tensor, lam: float = 0.2
 ) -> torch.Tensor:
-    """[B, G] rewards, verdicts, lengths -> [B, G] shifted rewards (see `long2short_rewards`)."""
+    """[B, G] rewards, verdicts, lengths -> [B, G] shifted rewards (module docstring)."""
     r = rewards.double()
     c = correct.bool()
     n_c = c.sum(-1, keepdim=True)

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from vibethinker.algo.advantages import ADVANTAGE_ESTIMATORS, batch_long2short
+from vibethinker.algo.advantages import ADVANTAGE_ESTIMATORS, batch_accuracy, batch_long2short
 from vibethinker.algo.losses import LossStats, clipped_surrogate
 from vibethinker.config import is_runtime
 from vibethinker.engines import SamplingParams, make_sampler
@@ -182,7 +182,7 @@ def update(
 
 def step_metrics(groups: list[Group], sc: Scored, weights: torch.Tensor) -> dict[str, float]:
     """Reward, accuracy, MGPO weight, degenerate-group fractions, lengths, truncation."""
-    p = sc.correct.float().mean(-1)
+    p = batch_accuracy(sc.correct)
     lens = sc.lengths.float()
     c = sc.correct
 
@@ -222,11 +222,20 @@ def evaluate_policy(
     lc = [len(c.token_ids) for c, s in comps if s.correct]
     return {
         "accuracy": res.accuracy,
+        "stderr": _stderr([sum(s.correct for s in g.scores) / len(g.scores) for g in res.groups]),
         "len_correct": sum(lc) / len(lc) if lc else None,
         "len_all": sum(len(c.token_ids) for c, _ in comps) / max(len(comps), 1),
         "trunc_rate": sum(c.truncated for c, _ in comps) / max(len(comps), 1),
         "seconds": res.seconds,
     }
+
+
+def _stderr(xs: list[float]) -> float | None:
+    """Standard error of the mean over problems (the held-out panels' error bars)."""
+    if len(xs) < 2:
+        return None
+    m = sum(xs) / len(xs)
+    return (sum((x - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs)) ** 0.5
 
 
 # ----------------------------------------------------------------------------- loop
