@@ -16,6 +16,7 @@ loss equals the per-sample loss.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,7 @@ def encode_chat(tokenizer: Any, prompt: str, response: str) -> tuple[list[int], 
     must be a prefix of the full conversation (checked).
     """
     msgs = [{"role": "user", "content": prompt}, {"role": "assistant", "content": response}]
-    if "generation" in (getattr(tokenizer, "chat_template", None) or ""):
+    if re.search(r"{%-?\s*generation\s*-?%}", getattr(tokenizer, "chat_template", None) or ""):
         enc = tokenizer.apply_chat_template(
             msgs, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
         )
