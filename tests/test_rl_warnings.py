@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 from test_rl import _problems, tiny  # noqa: F401 - the tiny-model fixture
 
-from vibethinker.stages.rl import RLConfig, learning_warnings, write_summary
+from vibethinker.stages.rl import RLConfig, learning_warnings, plot_curves, write_summary
 from vibethinker.train import policy
 from vibethinker.train.rl import RLOptions, train
 from vibethinker.types import Score
@@ -37,20 +38,25 @@ def test_all_groups_degenerate_warns_with_what_to_try():
 
 
 def test_rl_on_solved_prompts_reports_it_in_the_summary(tiny, tmp_path):  # noqa: F811
-    """Every response 'correct' (p = 1 in every group): the loop trains no row, and the summary
-    says RL learned nothing."""
+    """Degenerate groups (4-token responses are all cut, and a cut response scores 0: p = 0 in
+    every group): the loop trains no row, and the summary says RL learned nothing."""
     model, tok = policy.load_policy(tiny, "cpu")
-    opts = RLOptions(steps=2, prompts_per_step=4, group_size=2, max_new_tokens=4)
+    opts = RLOptions(steps=2, prompts_per_step=4, group_size=2, max_new_tokens=4, eval_every=2,
+                     eval_n=2)  # fmt: skip
 
     def always(problems, responses):
         return [Score(1.0, True, "ok") for _ in responses]
 
-    res = train(model, tok, _problems(8), opts, tmp_path, verify=always)
+    res = train(model, tok, _problems(8), opts, tmp_path, _problems(4), verify=always)
     assert all(r["trained_rows"] == 0 for r in res["history"])
     path = write_summary(tmp_path / "summary.md", opts, res, {"prompts_in": 8, "filter": "off"}, 1)
     text = open(path).read()
     assert "**Warning: RL may have learned nothing.**" in text and "2 of 2 steps" in text
     assert json.dumps(learning_warnings(opts, {}, res["history"]))
+    # held-out panels carry error bars: one standard error over problems
+    assert all(e["stderr"] is not None for e in res["evals"]) and len(res["evals"]) == 2
+    assert re.search(r"\| accuracy \| \d\.\d{3} \+- \d\.\d{3} \|", text)
+    assert plot_curves(res["history"], res["evals"], tmp_path / "c.png", "t").endswith("c.png")
 
 
 def test_report_and_status_put_stage_warnings_on_top(tmp_path):

@@ -272,9 +272,11 @@ def plot_curves(history: list[dict], evals: list[dict], png: str | Path, title: 
     ax.set(xlabel="step", title="training batches", ylim=(0, 1.05))
     ax.legend(fontsize=7)
     ax = axes[1]
-    if evals:
-        ax.plot([e["step"] for e in evals], [e["accuracy"] for e in evals], "o-", color="C3")
-    ax.set(xlabel="step", ylabel="avg@n", title="held-out accuracy")
+    if evals:  # error bars: one standard error over held-out problems
+        err = [e.get("stderr") or 0.0 for e in evals]
+        ax.errorbar([e["step"] for e in evals], [e["accuracy"] for e in evals], yerr=err,
+                    fmt="o-", color="C3", capsize=3)  # fmt: skip
+    ax.set(xlabel="step", ylabel="avg@n (+-1 s.e.)", title="held-out accuracy")
     ax = axes[2]
     for key, lab in (("len_correct", "correct"), ("len_incorrect", "incorrect")):
         pts = [(r["step"], r[key]) for r in history if r.get(key) is not None]
@@ -339,6 +341,10 @@ def learning_warnings(cfg: RLConfig, counts: dict, history: list[dict]) -> list[
     return out
 
 
+def _se(e: dict) -> str:
+    return f" +- {e['stderr']:.3f}" if e.get("stderr") is not None else ""
+
+
 def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: float) -> str:
     """Headline numbers: held-out accuracy and correct length at start vs end, train curve
     ends, time per step by phase, filter counts."""
@@ -365,7 +371,8 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
         f"| held-out ({cfg.domain}, avg@{cfg.eval_n}) | start (step {e0.get('step', '-')}) | "
         f"end (step {e1.get('step', '-')}) |",
         "|---|---:|---:|",
-        f"| accuracy | {_fmt(e0.get('accuracy'))} | **{_fmt(e1.get('accuracy'))}** |",
+        f"| accuracy | {_fmt(e0.get('accuracy'))}{_se(e0)} | **{_fmt(e1.get('accuracy'))}**"
+        f"{_se(e1)} |",
         f"| mean tokens, correct answers | {_fmt(e0.get('len_correct'), 1)} | "
         f"{_fmt(e1.get('len_correct'), 1)} |",
         f"| truncation rate | {_fmt(e0.get('trunc_rate'))} | {_fmt(e1.get('trunc_rate'))} |",
