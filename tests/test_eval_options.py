@@ -36,3 +36,20 @@ def test_failure_detail_reaches_eval_samples_only():
     res = EvalResult([g], {}, [], 2, [1], SamplingParams(), prompts=["p"])
     rows = res.sample_rows()
     assert rows[0]["detail"] == detail and "detail" not in rows[1]
+
+
+def test_passk_axis_ticks_are_the_integer_ks():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from vibethinker.evaluate.report import integer_k_axis
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2, 4, 8], [0.1, 0.2, 0.3, 0.4])
+    ax.set_xscale("log", base=2)
+    integer_k_axis(ax, [1, 2, 4, 8])
+    fig.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4", "8"]
+    plt.close(fig)

@@ -95,6 +95,16 @@ def _n_text(summary: dict[str, Any]) -> str:
     return str(summary.get("n"))
 
 
+def integer_k_axis(ax: Any, ks: list[int]) -> None:
+    """Ticks at the k values used, labelled as integers (not 1.0, 2.0, 4.0), no minor ticks."""
+    import matplotlib.ticker
+
+    if ks:
+        ax.set_xticks(ks)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:.0f}"))
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+
+
 def plot_passk(path: str | Path, curves: dict[str, dict[int, float]], title: str = "") -> str:
     """pass@k against k (log2 axis), one line per slice."""
     import matplotlib
@@ -109,7 +119,7 @@ def plot_passk(path: str | Path, curves: dict[str, dict[int, float]], title: str
             ks = sorted(curve)
             ax.plot(ks, [curve[k] for k in ks], marker="o", label=name)
     ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    integer_k_axis(ax, sorted({k for c in curves.values() for k in c}))
     ax.set_xlabel("k (samples)")
     ax.set_ylabel("pass@k")
     ax.set_ylim(0, 1.02)
