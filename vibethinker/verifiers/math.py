@@ -295,9 +295,12 @@ def equivalent(gold: str, pred: str) -> Score:
         return Score(0.0, False, "bad_problem:unparseable_answer")
     if not p:
         return Score(0.0, False, "unparseable_answer")
-    if not verify(list(g), list(p), timeout_seconds=None):
-        return Score(0.0, False, "wrong_answer")
     gx, px = g[0], p[0]
+    if not verify(list(g), list(p), timeout_seconds=None):
+        # math-verify rounds; a decimal gold read at its precision (`3.14` for `\\pi`) is ours
+        if _kind(gx) == _kind(px) == "scalar" and _numeric_verdict(gx, px, gold, pred):
+            return Score(1.0, True, "ok")
+        return Score(0.0, False, "wrong_answer")
     if isinstance(gx, str) or isinstance(px, str):
         return Score(1.0, True, "ok")  # a string-level match (e.g. text answers)
     reason = _false_positive(gx, px, gold, pred)
@@ -346,28 +349,31 @@ def _false_positive(gx, px, gold: str, pred: str) -> str | None:
 
 
 def _numeric_mismatch(gx, px, gold: str, pred: str) -> str | None:
-    """Exact equality for exact answers, stated precision for decimals (`_decimal_match`).
-    math-verify rounds to a few decimals, which lets 1/2^99 match 1/2^98, 1000000.4 match
-    1000000 and `\\pi + 10^{-20}` match `\\pi`."""
+    """Why two numbers math-verify calls equal are not (None when they are, or cannot tell)."""
+    return "numeric_mismatch" if _numeric_verdict(gx, px, gold, pred) is False else None
+
+
+def _numeric_verdict(gx, px, gold: str, pred: str) -> bool | None:
+    """Exact equality for exact answers, stated precision for decimals (`_decimal_match`); None
+    when the values are not both numbers. math-verify rounds to a few decimals, which lets
+    1/2^99 match 1/2^98, 1000000.4 match 1000000 and `\\pi + 10^{-20}` match `\\pi`."""
     try:
-        if not (gx.is_number and px.is_number):
+        if isinstance(gx, str) or isinstance(px, str) or not (gx.is_number and px.is_number):
             return None
         gx, px = gx.doit(), px.doit()  # latex2sympy leaves `1 - 1/2^{2018}` unevaluated
         diff = gx - px
         if diff == 0:
-            return None
+            return True
+        gx_inexact = not gx.is_Rational or _repeating(Fraction(int(gx.p), int(gx.q)))
         if diff.is_Rational:  # both rational (big ones too): exact
-            inexact = not gx.is_Rational or _repeating(Fraction(int(gx.p), int(gx.q)))
-            return None if _decimal_match(abs(diff), inexact, gold, pred) else "numeric_mismatch"
+            return _decimal_match(abs(diff), gx_inexact, gold, pred)
         # Irrational: compare at EVAL_DIGITS digits (arbitrary exponent range: 1/2004! is fine).
         from sympy import Abs, Rational
 
         d = Abs(diff).evalf(EVAL_DIGITS)
         scale = max(Abs(gx).evalf(EVAL_DIGITS), Abs(px).evalf(EVAL_DIGITS))
         if d == 0 or bool(d <= Rational(1, 10**EXACT_REL_DIGITS) * scale):
-            return None  # equal up to evaluation noise
-        gx_inexact = not gx.is_Rational or _repeating(Fraction(int(gx.p), int(gx.q)))
-        ok = _decimal_match(d, gx_inexact, gold, pred)
+            return True  # equal up to evaluation noise
+        return _decimal_match(d, gx_inexact, gold, pred)
     except Exception:  # not numerically comparable: keep math-verify's symbolic verdict
         return None
-    return None if ok else "numeric_mismatch"

@@ -264,6 +264,9 @@ def expand_pm(s: str) -> list[str] | None:
     return [f"{a}+{b}", f"{a}-({b})"]
 
 
+_LEADING_CONJ_RE = re.compile(r"^(?:\\text\s*\{\s*(?:and|or)\s*\}|(?:and|or)\s)")
+
+
 def pred_items(pred: str) -> list[str]:
     """The values a prediction lists: items of a container or listing, each with its name
     (`x = 2`) dropped and `\\pm` expanded."""
@@ -271,7 +274,7 @@ def pred_items(pred: str) -> list[str]:
     raw = c[1] if c else [pred]
     items: list[str] = []
     for it in raw:
-        it = it.strip()
+        it = _LEADING_CONJ_RE.sub("", it.strip()).strip()  # `1, 2, and 3`
         value = drop_name(it)
         if value is not None:
             it = value
