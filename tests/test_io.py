@@ -164,3 +164,16 @@ def test_mixture_weights_and_balanced_limit(tmp_path):
     assert [p.domain for p in select(probs, 4)] == ["math", "stem", "code", "instruct"]
     assert [p.domain for p in select(probs, 0, ["stem", "code"])] == ["stem", "code"]
     assert len(select(probs, 6)) == 6
+
+
+def test_rl_and_sft_take_a_weighted_mixture(tmp_path):
+    from vibethinker.stages.rl import load_domain
+    from vibethinker.stages.sft import SFTConfig, load_training_set
+
+    a = _write(tmp_path / "a.jsonl", [{**GOOD[0], "id": f"a{i}"} for i in range(12)] + GOOD[1:])
+    b = _write(tmp_path / "b.jsonl", [{**GOOD[0], "id": f"b{i}"} for i in range(4)])
+    got = load_domain(f"{a},{b}", "math", weights=[1, 3], seed=0)
+    assert len(got) == 16 and sum(p.id.startswith("b") for p in got) == 12
+    cfg = SFTConfig(data=f"{a},{b}", data_probs=[1, 1], domains=["math"], out=str(tmp_path / "s"))
+    problems, _ = load_training_set(cfg, tokenizer=None)
+    assert sum(p.id.startswith("b") for p in problems) == 8  # 16 math records, half from b

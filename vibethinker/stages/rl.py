@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,11 @@ class RLConfig:
     model: str = ""
     """Starting policy: a HF folder or hub id (the SFT model, or the previous RL stage's final)."""
     data: str = ""
-    """Training prompts: a Problem JSONL file or a data folder (its train.jsonl)."""
+    """Training prompts: a Problem JSONL file or a data folder (its train.jsonl); several as a
+    comma-separated list (mixed by `data_probs`)."""
+    data_probs: list[float] = field(default_factory=list)
+    """Sampling weights of the `data` list, OpenRLHF-style (empty: concatenate): dataset i gives
+    round(w_i / sum(w) * total) prompts, oversampled when smaller (data/io.py load_mixture)."""
     domain: str = "math"
     """Which domain's prompts and verifier: math, code, stem or instruct. Paper: math, then
     code, then stem, as separate stages (not a mixture)."""
@@ -148,13 +152,19 @@ def _split(path: str, name: str) -> Path:
     return p / name if p.is_dir() else p
 
 
-def load_domain(path: Path, domain: str, limit: int = 0, seed: int | None = None) -> list[Problem]:
-    """Problems of one domain from a JSONL; `limit` keeps a seeded sample (or the first ones)."""
-    from vibethinker.data.io import load_problems
+def load_domain(
+    path: Path, domain: str, limit: int = 0, seed: int | None = None, weights: list | None = None
+) -> list[Problem]:
+    """Problems of one domain from a JSONL (or a comma-separated list mixed by `weights`);
+    `limit` keeps a seeded sample (or the first ones)."""
+    from vibethinker.data.io import load_mixture, load_problems
 
-    if not path.exists():
+    if "," in str(path):
+        probs = load_mixture(str(path), weights, seed or 0, domains=[domain])
+    elif not path.exists():
         raise FileNotFoundError(f"rl: {path} not found")
-    probs = [p for p in load_problems(path) if p.domain == domain]
+    else:
+        probs = [p for p in load_problems(path) if p.domain == domain]
     if limit and len(probs) > limit:
         if seed is not None:
             probs = random.Random(seed).sample(probs, limit)
@@ -198,7 +208,8 @@ def filter_prompts(
 
 
 def _filter_key(cfg: RLConfig) -> dict[str, Any]:
-    keys = ("model", "data", "domain", "filter_rollouts", "max_prompts", "max_new_tokens",
+    keys = ("model", "data", "data_probs", "domain", "filter_rollouts", "max_prompts",
+            "max_new_tokens",
             "temperature", "top_p", "prompt_style", "seed", "truncated_reward")  # fmt: skip
     return {k: getattr(cfg, k) for k in keys}
 
@@ -215,7 +226,8 @@ def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -
         info = json.loads(meta.read_text())
         if info.get("key") == _filter_key(cfg):
             return load_problems(cache), info["counts"]
-    probs = load_domain(_split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed)
+    probs = load_domain(_split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed,
+                        list(cfg.data_probs))  # fmt: skip
     if not probs:
         raise ValueError(f"rl: no {cfg.domain} prompts in {cfg.data}")
     counts: dict[str, Any] = {"prompts_in": len(probs), "filter": "off"}
@@ -246,7 +258,8 @@ def check_rl_context(cfg: RLConfig, model: Any, sampler: Any, prompt_fn: Any) ->
     model's positions (a 64K cap on a 32K model without RoPE scaling)."""
     from vibethinker.models import check_context
 
-    probs = load_domain(_split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed)
+    probs = load_domain(_split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed,
+                        list(cfg.data_probs))  # fmt: skip
     longest = max((len(sampler.encode(prompt_fn(p))) for p in probs), default=0)
     check_context(model.config, longest + cfg.max_new_tokens,
                   f"rl: max_new_tokens={cfg.max_new_tokens} + the longest prompt "

@@ -34,7 +34,11 @@ class SFTConfig:
     model: str = ""
     """Starting model: a HF folder or hub id (stage 2 starts from stage 1's `final`)."""
     data: str = ""
-    """Training problems with `traces`: a JSONL file or a data folder (its train.jsonl)."""
+    """Training problems with `traces`: a JSONL file or a data folder (its train.jsonl); several
+    as a comma-separated list (mixed by `data_probs`)."""
+    data_probs: list[float] = field(default_factory=list)
+    """Sampling weights of the `data` list, OpenRLHF-style (empty: concatenate): dataset i gives
+    round(w_i / sum(w) * total) records, oversampled when smaller (data/io.py load_mixture)."""
     out: str = "runs/sft"
     """Output folder (checkpoints/, final/, metrics.jsonl, loss.png, summary.md)."""
     epochs: int = 5
@@ -241,7 +245,8 @@ def _device(device: str) -> str:
 
 
 def _filter_key(cfg: SFTConfig) -> dict[str, Any]:
-    keys = ("model", "data", "domains", "prompt_style", "min_trace_tokens", "filter_ref_model",
+    keys = ("model", "data", "data_probs", "domains", "prompt_style", "min_trace_tokens",
+            "filter_ref_model",
             "filter_rollouts", "filter_min_error", "filter_max_new_tokens",
             "filter_truncated_reward", "seed")  # fmt: skip
     return {k: getattr(cfg, k) for k in keys}
@@ -250,7 +255,7 @@ def _filter_key(cfg: SFTConfig) -> dict[str, Any]:
 def load_training_set(cfg: SFTConfig, tokenizer: Any) -> tuple[list[Problem], dict[str, Any]]:
     """The filtered problems; cached in out/data.jsonl + filters.json so a resumed run does not
     re-sample the reference model (and trains on exactly the same set)."""
-    from vibethinker.data.io import load_problems, save_problems
+    from vibethinker.data.io import load_mixture, load_problems, save_problems
 
     out = Path(cfg.out)
     cache, meta = out / "data.jsonl", out / "filters.json"
@@ -259,7 +264,9 @@ def load_training_set(cfg: SFTConfig, tokenizer: Any) -> tuple[list[Problem], di
         if info.get("key") == _filter_key(cfg):
             log.info("sft: reusing the filtered training set %s", cache)
             return load_problems(cache), info["counts"]
-    problems, counts = apply_filters(cfg, load_problems(_train_path(cfg.data)), tokenizer)
+    raw = (load_mixture(cfg.data, list(cfg.data_probs), cfg.seed, domains=list(cfg.domains))
+           if "," in cfg.data else load_problems(_train_path(cfg.data)))  # fmt: skip
+    problems, counts = apply_filters(cfg, raw, tokenizer)
     out.mkdir(parents=True, exist_ok=True)
     save_problems(cache, problems)
     meta.write_text(json.dumps({"key": _filter_key(cfg), "counts": counts}, indent=2) + "\n")
