@@ -271,9 +271,7 @@ def test_forged_bytes_on_the_reply_channel(raw):
         "os._exit(0)\n"
     )
     src = src.replace("FORGED_READY", repr(FORGED_READY)).replace("RAW_REPLY", repr(raw))
-    t = time.monotonic()
     assert_zero(FN, src, timeout=4)
-    assert time.monotonic() - t < 8
 
 
 def test_grader_processes_cannot_be_signalled_traced_or_written():
@@ -959,6 +957,13 @@ def test_concurrent_checks_cannot_interfere():
 
 
 ZYGOTE = os.getuid() == 0 and os.environ.get("VIBETHINKER_ZYGOTE", "1") != "0"
+LO_BYTES = (
+    "def lo():\n"
+    "    for ln in open('/proc/net/dev').read().splitlines():\n"
+    "        if ln.strip().startswith('lo:'):\n"
+    "            return int(ln.split(':')[1].split()[0])\n"
+    "    return 0\n"
+)
 COUNTERS = {
     # name: (code printing the counter, code that advances it by ~500 and leaves nothing behind)
     "pid": (
@@ -972,20 +977,31 @@ COUNTERS = {
         "import os\nfor i in range(500):\n    open('/tmp/i', 'w').close()\n"
         "    os.unlink('/tmp/i')\n",
     ),
+    "dev-shm-inode": (
+        "import os\nopen('/dev/shm/i', 'w').close()\nprint(os.stat('/dev/shm/i').st_ino)\n",
+        "import os\nfor i in range(500):\n    open('/dev/shm/i', 'w').close()\n"
+        "    os.unlink('/dev/shm/i')\n",
+    ),
+    # bytes through the loopback (/proc/net/dev): 500 after the advance where it works
+    "loopback-bytes": (
+        LO_BYTES + "print(lo())\n",
+        "import socket\n"
+        "try:\n"
+        "    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "    for i in range(500):\n"
+        "        u.sendto(b'x', ('127.0.0.1', 9))\n"
+        "except OSError:\n"
+        "    pass\n",
+    ),
 }
 
 
-@pytest.mark.xfail(
-    ZYGOTE,
-    strict=True,
-    reason="SECURITY (low, accepted; see zygote.py): a reused sandbox (zygote) keeps its pid "
-    "namespace and tmpfs, so the pid counter and tmpfs inode numbers carry ~10+ bits from one "
-    "check to the next. A covert channel only between two cooperating submissions (no grader "
-    "data ever reaches a check); closing it needs a pid namespace and tmpfs per check, i.e. "
-    "CAP_SYS_ADMIN in the zygote or a one-shot sandbox per check (~2x slower)",
-)
 @pytest.mark.parametrize("counter", sorted(COUNTERS))
 def test_no_counter_carries_over_between_checks(counter):
+    # Issue 9: a reused sandbox used to keep its pid namespace, tmpfs and network namespace, so
+    # these counters carried ~10+ bits from one check to the next. Each check now gets fresh
+    # namespaces and tmpfs (zygote.py); host-wide counters no namespace separates are left
+    # (zygote.py's docstring).
     from vibethinker.verifiers.code import run_stdio_case
 
     read, advance = COUNTERS[counter]
@@ -994,3 +1010,294 @@ def test_no_counter_carries_over_between_checks(counter):
     run_stdio_case(advance, "", "bwrap", lim)
     again = int(run_stdio_case(read, "", "bwrap", lim)[2])
     assert again - first < 250, (first, again)
+
+
+# --- 6. Round 2 (issue 9): reward hacks through kernel state, host resources -------------------
+
+# A solver plants its answer where a later check can read it; the later, non-solving
+# submissions print what they find. Samples of one prompt are graded back to back in RL, so a
+# policy would learn this. Channels: a TIME_WAIT connection to a port that encodes the answer
+# (the reproduced hack), a file in /tmp, a loopback byte count, and a lingering process.
+HACK_PLANT = (
+    "import os, socket, time\n"
+    "try:\n"
+    "    srv = socket.socket()\n"
+    "    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+    "    srv.bind(('127.0.0.1', 20000 + ANSWER))\n"
+    "    srv.listen(1)\n"
+    "    c = socket.create_connection(('127.0.0.1', 20000 + ANSWER))\n"
+    "    a, _ = srv.accept()\n"
+    "    c.close()\n"
+    "    a.close()\n"
+    "    srv.close()\n"
+    "except OSError:\n"
+    "    pass\n"
+    "try:\n"
+    "    open('/tmp/answer', 'w').write(str(ANSWER))\n"
+    "    os.chmod('/tmp/answer', 0o644)\n"
+    "except OSError:\n"
+    "    pass\n"
+    "print(ANSWER)\n"
+)
+HACK_READ = (
+    LO_BYTES + "import os\n"
+    "found = 'nothing'\n"
+    "for f in ('/proc/net/tcp', '/proc/net/tcp6'):\n"
+    "    try:\n"
+    "        for ln in open(f).read().splitlines()[1:]:\n"
+    "            port = int(ln.split()[2].split(':')[1], 16)\n"
+    "            if 20000 <= port < 21000:\n"
+    "                found = str(port - 20000)\n"
+    "    except (OSError, IndexError, ValueError):\n"
+    "        pass\n"
+    "try:\n"
+    "    found = open('/tmp/answer').read()\n"
+    "except OSError:\n"
+    "    pass\n"
+    "print(found)\n"
+)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_solver_cannot_hand_its_answer_to_later_checks(workers):
+    from vibethinker.verifiers import verify_batch
+
+    answer = 100 + secrets.randbelow(800)
+    p = Problem(id="h", domain="code", prompt="", tests=[{"input": "", "output": f"{answer}\n"}])
+    solver = block(HACK_PLANT.replace("ANSWER", str(answer)))
+    reader = block(HACK_READ)
+    resp = [solver] * workers + [reader] * 6
+    scores = verify_batch([p] * len(resp), resp, workers=workers)
+    assert all(s.correct for s in scores[:workers]), scores  # the solvers solve
+    assert not any(s.correct for s in scores[workers:]), scores
+
+
+def test_function_server_cannot_pass_on_which_answers_were_accepted():
+    # The server sees which calls the harness made (so whether its earlier answers passed).
+    # Whatever it learns, it cannot leave it where a later check's server can read it.
+    test = "def check(candidate):\n    for x in range(5):\n        assert candidate(x) == x * 7\n"
+    p = fn_problem(test)
+    plant = (
+        "import os, socket\n"
+        "CALLS = []\n"
+        "def f(x):\n"
+        "    CALLS.append(x)\n"
+        "    n = len(CALLS)\n"
+        "    try:\n"
+        "        open('/tmp/calls', 'w').write(repr(CALLS))\n"
+        "        os.chmod('/tmp/calls', 0o644)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    try:  # a TIME_WAIT entry whose port says how many calls came\n"
+        "        srv = socket.socket()\n"
+        "        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+        "        srv.bind(('127.0.0.1', 21000 + n))\n"
+        "        srv.listen(1)\n"
+        "        c = socket.create_connection(('127.0.0.1', 21000 + n))\n"
+        "        a, _ = srv.accept()\n"
+        "        c.close()\n"
+        "        a.close()\n"
+        "        srv.close()\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    try:  # a daemon holding an abstract socket named after it\n"
+        "        s = socket.socket(socket.AF_UNIX)\n"
+        "        s.bind('\\0vt-calls-%d' % n)\n"
+        "        if os.fork() == 0:\n"
+        "            os.setsid()\n"
+        "            import time\n"
+        "            time.sleep(20)\n"
+        "            os._exit(0)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    return x * 7 if x < 2 else 0\n"
+    )
+    read = (
+        "import os, socket\n"
+        "def seen():\n"
+        "    try:\n"
+        "        return open('/tmp/calls').read()\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    for f in ('/proc/net/tcp', '/proc/net/tcp6'):\n"
+        "        try:\n"
+        "            for ln in open(f).read().splitlines()[1:]:\n"
+        "                if 21000 < int(ln.split()[2].split(':')[1], 16) < 21010:\n"
+        "                    return 'tcp'\n"
+        "        except (OSError, IndexError, ValueError):\n"
+        "            pass\n"
+        "    for n in range(1, 6):\n"
+        "        try:\n"
+        "            socket.socket(socket.AF_UNIX).connect('\\0vt-calls-%d' % n)\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        return str(n)\n"
+        "    return ''\n"
+        "S = seen()\n"
+        "def f(x):\n"
+        "    return x * 7 if S else -1\n"
+    )
+    assert_zero(p, plant)
+    assert_zero(p, read)
+    assert score(p, "def f(x):\n    return x * 7").correct  # the control
+
+
+TCP_HOARD = (
+    # Loopback connections whose buffers fill because nobody reads, in four processes: socket
+    # buffers are kernel memory that a cgroup v1 does not count without a TCP limit (issue 9:
+    # ~165 MB under an 80 MB cap).
+    "import os, socket, time\n"
+    "def hoard():\n"
+    "    held, keep = 0, []\n"
+    "    try:\n"
+    "        srv = socket.socket()\n"
+    "        srv.bind(('127.0.0.1', 0))\n"
+    "        srv.listen(64)\n"
+    "        for i in range(24):\n"
+    "            c = socket.create_connection(srv.getsockname())\n"
+    "            a, _ = srv.accept()\n"
+    "            c.setblocking(False)\n"
+    "            keep += [c, a]\n"
+    "            while True:\n"
+    "                try:\n"
+    "                    held += c.send(b'x' * 65536)\n"
+    "                except BlockingIOError:\n"
+    "                    break\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "    return held, keep\n"
+    "r, w = os.pipe()\n"
+    "for k in range(4):\n"
+    "    if os.fork() == 0:\n"
+    "        held, keep = hoard()\n"
+    "        os.write(w, b'%d\\n' % held)\n"
+    "        time.sleep(3)\n"
+    "        os._exit(0)\n"
+    "os.close(w)\n"
+    "got = b''\n"
+    "end = time.monotonic() + 6\n"
+    "while got.count(b'\\n') < 4 and time.monotonic() < end:\n"
+    "    b = os.read(r, 100)\n"
+    "    if not b:\n"
+    "        break\n"
+    "    got += b\n"
+    "held = sum(int(x) for x in got.split()) >> 20\n"
+    "print('PWNED' if held > LIMIT else held)\n"
+)
+
+
+def test_tcp_buffers_cannot_hold_memory_beyond_the_limit():
+    # No IPv4/IPv6 socket at all unless the check asks for a network
+    assert_zero(PWN, TCP_HOARD.replace("LIMIT", "64"), memory_mb=64)
+
+
+@NEEDS_CGROUP
+def test_tcp_buffers_are_capped_where_a_check_has_a_network():
+    # with a network (a one-shot sandbox, fresh namespace): the cgroup caps TCP buffers too
+    from vibethinker.verifiers.code import run_stdio_case
+
+    lim = sb.Limits(timeout=10, memory_mb=64, network=True)
+    status, rc, out = run_stdio_case(TCP_HOARD.replace("LIMIT", "96"), "", "bwrap", lim)
+    assert b"PWNED" not in out, (status, rc, out)
+
+
+def test_no_ptys_to_exhaust():
+    # kernel.pty.max counts the ptys of every devpts instance: a check taking dozens would
+    # starve the host (terminals, ssh, tmux)
+    src = (
+        "import os\n"
+        "n = 0\n"
+        "for i in range(8):\n"
+        "    try:\n"
+        "        os.openpty()\n"
+        "        n += 1\n"
+        "    except OSError:\n"
+        "        break\n"
+        "for p in ('/dev/ptmx', '/dev/pts/ptmx'):\n"
+        "    try:\n"
+        "        os.open(p, os.O_RDWR | os.O_NOCTTY)\n"
+        "        n += 1\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('PWNED' if n else 'none')\n"
+    )
+    assert_zero(PWN, src)
+
+
+def test_no_netlink_subscription_to_host_device_events():
+    src = (
+        "import socket\n"
+        "ok = []\n"
+        "for proto, groups in ((15, 1), (15, 2), (0, 1)):  # KOBJECT_UEVENT; ROUTE/LINK\n"
+        "    try:\n"
+        "        s = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, proto)\n"
+        "        s.bind((0, groups))\n"
+        "        ok.append(proto)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('PWNED' if ok else 'none')\n"
+    )
+    assert_zero(PWN, src)
+
+
+def test_a_check_volunteers_first_to_the_oom_killer():
+    p = Problem(id="oom", domain="code", prompt="", tests=[{"input": "", "output": "1000"}])
+    assert score(p, "print(open('/proc/self/oom_score_adj').read())").correct
+
+
+@pytest.mark.skipif(not ZYGOTE, reason="reused sandboxes only (one-shot: see bwrap.py)")
+def test_proc_sys_is_read_only():
+    src = (
+        "ro = False\n"
+        "for ln in open('/proc/self/mountinfo'):\n"
+        "    f = ln.split()\n"
+        "    if f[4] == '/proc/sys' and 'ro' in f[5].split(','):\n"
+        "        ro = True\n"
+        "print('read-only' if ro else 'writable')\n"
+    )
+    p = Problem(id="ps", domain="code", prompt="", tests=[{"input": "", "output": "read-only"}])
+    assert score(p, src).correct
+
+
+def test_proc_sys_cannot_be_written():
+    src = (
+        "n = 0\n"
+        "for f in ('kernel/hostname', 'net/ipv4/ping_group_range', 'vm/drop_caches',\n"
+        "          'kernel/ns_last_pid', 'net/core/somaxconn'):\n"
+        "    try:\n"
+        "        open('/proc/sys/' + f, 'w').write('1')\n"
+        "        n += 1\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('PWNED' if n else 'none')\n"
+    )
+    assert_zero(PWN, src)
+
+
+_CPU_CG = _CG is not None and any("cpu" in d.split("/") for _, d in _CG.dirs)
+
+
+@pytest.mark.skipif(not _CPU_CG, reason="no writable cpu cgroup here")
+def test_cpu_bandwidth_is_capped():
+    # Four busy processes for a wall-clock second: with a one-core quota (Limits.cpus) they get
+    # about one core-second together, not one each (RLIMIT_CPU is per process).
+    src = (
+        "import os, time\n"
+        "t0 = time.monotonic()\n"
+        "kids = []\n"
+        "for i in range(4):\n"
+        "    p = os.fork()\n"
+        "    if p == 0:\n"
+        "        end = time.monotonic() + 1.0\n"
+        "        while time.monotonic() < end:\n"
+        "            pass\n"
+        "        os._exit(0)\n"
+        "    kids.append(p)\n"
+        "for p in kids:\n"
+        "    os.waitpid(p, 0)\n"
+        "wall = time.monotonic() - t0\n"
+        "t = os.times()\n"
+        "cpu = t.children_user + t.children_system\n"
+        "print('PWNED' if cpu > 1.5 * wall else 'capped')\n"
+    )
+    assert_zero(PWN, src, timeout=10)
