@@ -87,12 +87,33 @@ def bench_trl(model_dir: str, pairs, max_len: int, batch: int, out: Path) -> dic
             "final_loss": res.metrics.get("train_loss"), "rows_per_step": rows}  # fmt: skip
 
 
+_PEAK_SCRIPT = r"""
+import json, sys, torch
+from vibethinker.algo.merge import merge_checkpoints
+def rss(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+torch.zeros(1)  # allocator warm
+base = rss("VmRSS:")
+merge_checkpoints(sys.argv[1:-2], sys.argv[-2], shard_bytes=int(sys.argv[-1]))
+print(json.dumps({"base": base, "peak": rss("VmHWM:")}))
+"""
+
+
+def measure_merge_peak(folders: list[Path], out: Path, shard_bytes: int) -> int:
+    """Peak resident memory the merge adds over the process baseline, in bytes (own process)."""
+    import subprocess
+
+    cmd = [sys.executable, "-c", _PEAK_SCRIPT, *map(str, folders), str(out), str(shard_bytes)]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    r = json.loads(res.stdout.strip().splitlines()[-1])
+    return r["peak"] - r["base"]
+
+
 def bench_merge(tmp: Path, n: int = 4, mb_per_model: int = 64) -> dict:
     import torch
     from safetensors.torch import save_file
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from test_merge import measure_merge_peak
 
     tensors = mb_per_model // 4
     folders = []

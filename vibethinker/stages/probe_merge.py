@@ -237,7 +237,7 @@ def summary_md(table: dict[str, dict[str, float]], groups: list[str], specialist
 def run(cfg: ProbeMergeConfig) -> dict[str, str]:
     """Probe SFT checkpoints by Pass@K per (sub)domain, merge the specialists, probe the merge."""
     from vibethinker.algo.merge import merge_checkpoints
-    from vibethinker.stages.sft import _device
+    from vibethinker.train.policy import resolve_device
 
     if cfg.by not in BY:
         raise ValueError(f"probe_merge: by={cfg.by!r}; expected one of {', '.join(BY)}")
@@ -246,7 +246,7 @@ def run(cfg: ProbeMergeConfig) -> dict[str, str]:
     t0 = time.time()
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    device = _device(cfg.device)
+    device = resolve_device(cfg.device)
     ckpts = find_checkpoints(cfg)
     groups = load_probe(cfg)
     names = list(groups)
