@@ -14,6 +14,9 @@ What it answers, in order of precedence:
   "text", "finish_reason", "tokens" (list of str) and "logprobs" (list of float);
 - else `responses`: canned texts, cycled over all choices of all requests.
 
+`ignore_n=True` answers every request with ONE choice whatever its `n`, and `no_logprobs=True`
+never returns logprobs, as `transformers serve` does (it reports only `usage`).
+
 Tokens are characters by default (logprob `default_logprob` each); with
 `return_tokens_as_token_ids` in the request (vLLM's flag) each token is rendered "token_id:<ord>".
 
@@ -51,6 +54,8 @@ class StubOpenAI:
         script: list[Any] | None = None,
         default_logprob: float = -0.5,
         model: str = "stub-model",
+        ignore_n: bool = False,
+        no_logprobs: bool = False,
     ) -> None:
         self.responses = list(responses or ["Hello from the stub."])
         self.hook = hook
@@ -60,6 +65,7 @@ class StubOpenAI:
         self.script = list(script or [])
         self.default_logprob = default_logprob
         self.model = model
+        self.ignore_n, self.no_logprobs = ignore_n, no_logprobs
         self.requests: list[dict[str, Any]] = []  # {"path", "headers", "body"} per request
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -150,7 +156,7 @@ class StubOpenAI:
         return {"text": "".join(tokens), "tokens": tokens, "logprobs": logprobs, "finish": finish}
 
     def build_response(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        n = int(body.get("n") or 1)
+        n = 1 if self.ignore_n else int(body.get("n") or 1)
         as_ids = bool(body.get("return_tokens_as_token_ids"))
         choices = []
         n_tokens = 0
@@ -165,7 +171,7 @@ class StubOpenAI:
                     "finish_reason": r["finish"],
                     "logprobs": None,
                 }
-                if body.get("logprobs"):
+                if body.get("logprobs") and not self.no_logprobs:
                     choice["logprobs"] = {
                         "content": [
                             {
@@ -184,7 +190,7 @@ class StubOpenAI:
                     "finish_reason": r["finish"],
                     "logprobs": None,
                 }
-                if body.get("logprobs") is not None:
+                if body.get("logprobs") is not None and not self.no_logprobs:
                     offsets = list(itertools.accumulate([0] + [len(t) for t in r["tokens"][:-1]]))
                     choice["logprobs"] = {
                         "tokens": toks,

@@ -140,3 +140,77 @@ def test_reasoning_content_is_put_back_in_think_tags():
         assert out[0][0].text == "<think>2+2=4</think>\\boxed{4}"
         assert out[0][0].logprobs is None
         assert "logprobs" not in srv.requests[0]["body"]
+
+
+# ----------------------------------------------------------------------------- issue 10
+
+
+def _seeded(body, path, i):
+    """A seed-honouring server: the same seed gives the same sample."""
+    return f"{body['messages'][-1]['content']}@{body.get('seed')}/{i}"
+
+
+def test_server_ignoring_n_gets_a_distinct_seed_per_sample():
+    with StubOpenAI(hook=_seeded, ignore_n=True, no_logprobs=True) as srv:
+        s = sampler(srv, concurrency=3)
+        out = s.generate(["a", "b"], 4, SamplingParams(seed=3))
+        for group in out:
+            assert len(group) == 4 and len({c.text for c in group}) == 4  # no duplicates
+        assert s.ignores_n  # detected from the one-choice answer to n=4
+        first = len(srv.requests)
+        again = s.generate(["a", "b"], 4, SamplingParams(seed=3))
+        assert [[c.text for c in g] for g in again] == [[c.text for c in g] for g in out]
+        later = srv.requests[first:]
+        assert len(later) == 8 and all(r["body"]["n"] == 1 for r in later)  # split up front
+        assert len({r["body"]["seed"] for r in later}) == 8
+
+
+def test_follow_up_requests_never_reuse_the_seed():
+    """A server that caps n (here: always one choice) must not be re-asked with the first
+    request's seed: a seed-honouring server would return the same sample again."""
+    with StubOpenAI(hook=_seeded, ignore_n=True) as srv:
+        sampler(srv, concurrency=1).generate(["a"], 3, SamplingParams(seed=0))
+        seeds = [r["body"]["seed"] for r in srv.requests]
+        assert len(seeds) == 3 and len(set(seeds)) == 3 and seeds[0] == 0
+
+
+def test_token_counts_from_usage_and_unknown_is_not_zero():
+    from vibethinker.evaluate.metrics import n_tokens
+
+    with StubOpenAI(responses=["abcde"], ignore_n=True, no_logprobs=True) as srv:
+        (c,) = sampler(srv).generate(["x"], 1, SamplingParams())[0]
+        assert c.token_ids == [] and c.logprobs is None
+        assert c.num_tokens == 5 and n_tokens(c) == 5  # from usage.completion_tokens
+    # several choices in one response without logprobs: usage is their sum, lengths unknown
+    with StubOpenAI(responses=["abc", "de"], no_logprobs=True) as srv:
+        out = sampler(srv).generate(["x"], 2, SamplingParams())[0]
+        assert [n_tokens(c) for c in out] == [None, None]
+
+
+def test_unknown_lengths_report_none_in_the_metrics():
+    from vibethinker.evaluate.metrics import aggregate, group_stats
+    from vibethinker.types import Completion, Group, Problem, Score
+
+    p = Problem(id="1", domain="math", prompt="q", answer="1")
+    g = Group(p, [Completion("\\boxed{1}"), Completion("\\boxed{2}")],
+              [Score(1.0, True, "ok"), Score(0.0, False, "wrong")])  # fmt: skip
+    m = aggregate([g], [group_stats(g, [1])], [1])["all"]
+    assert m["mean_tokens"] is None and m["mean_correct_tokens"] is None
+    assert m["tokens_per_correct"] is None and m["avg@n"] == 0.5
+
+
+def test_tokenizer_adds_the_turn_end_as_a_stop_string(tmp_path):
+    from vibethinker.models.tiny import build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "m", ["what is 1+2? <think>3</think>"] * 4, "d1", 300)
+    with StubOpenAI(responses=["4<|im_end|>\nmore"]) as srv:
+        s = sampler(srv, tokenizer=folder, logprobs=False)
+        (c,) = s.generate(["x"], 1, SamplingParams(stop=["</s>"]))[0]
+        assert srv.requests[0]["body"]["stop"] == ["</s>", "<|im_end|>"]
+        assert c.text == "4" and c.finish_reason == "stop"
+    # a server that leaves the turn end in the text (special tokens not skipped) is cut there
+    got = s._parse(
+        {"choices": [{"message": {"content": "4<|im_end|>x"}, "finish_reason": "length"}]}
+    )
+    assert got[0].text == "4" and got[0].finish_reason == "stop"
+    assert got[0].num_tokens == 1  # counted with the tokenizer (no usage, no logprobs)
