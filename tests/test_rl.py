@@ -182,7 +182,13 @@ def test_rl_stage_end_to_end(tiny, tmp_path):
     outs = spec.fn(cfg)
     from transformers import AutoModelForCausalLM
 
-    assert AutoModelForCausalLM.from_pretrained(outs["model"]) is not None
+    # final/ is a plain HF folder holding the trained weights: those of the last checkpoint
+    final = AutoModelForCausalLM.from_pretrained(outs["model"])
+    last = policy.latest_checkpoint(tmp_path / "rl" / "checkpoints")
+    assert last is not None and last.name == "step-000002"
+    ckpt = AutoModelForCausalLM.from_pretrained(last)
+    for (k, a), b in zip(final.state_dict().items(), ckpt.state_dict().values()):
+        assert torch.equal(a, b), k
     text = (tmp_path / "rl" / "summary.md").read_text()
     assert "held-out" in text and "Time per step" in text
     assert (tmp_path / "rl" / "curves.png").stat().st_size > 1000
