@@ -129,6 +129,13 @@ class RLConfig:
     """Gradient clipping (global L2 norm). Paper: unpublished."""
     gradient_checkpointing: bool = False
     """Recompute activations in backward to save memory (long responses on GPU)."""
+    lora_r: int = 0
+    """LoRA rank through peft (0: full fine-tuning, the paper's setting). Only the adapters then
+    train; final/ and checkpoints are saved merged (plain HF folders), the adapter in adapter/."""
+    lora_alpha: float = 32.0
+    """LoRA alpha (the update is scaled by alpha / r). Our choice: 32."""
+    lora_targets: str = "all-linear"
+    """Modules given adapters: "all-linear" or a comma list (q_proj,k_proj,v_proj,o_proj)."""
     weight_decay: float = 0.0
     """AdamW weight decay. Paper: unpublished."""
     prompt_style: str = "paper"
@@ -414,7 +421,6 @@ def run(cfg: RLConfig) -> dict[str, str]:
     """On-policy RL with MGPO on one domain (optionally Long2Short), resumable."""
     from vibethinker.engines import make_sampler
     from vibethinker.evaluate import PROMPT_STYLES
-    from vibethinker.models import save_model_and_tokenizer
     from vibethinker.train import policy, rl
     from vibethinker.verifiers import check_available, verify_batch
 
@@ -426,6 +432,7 @@ def run(cfg: RLConfig) -> dict[str, str]:
     device = _device(cfg.device)
     rope = {"rope_yarn_factor": cfg.rope_yarn_factor, "rope_original_len": cfg.rope_original_len}
     model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing, **rope)
+    model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
 
     def verify(ps, rs):
@@ -444,7 +451,7 @@ def run(cfg: RLConfig) -> dict[str, str]:
         ref, _ = policy.load_policy(cfg.model, device, **rope)
         ref.eval().requires_grad_(False)
     res = rl.train(model, tok, problems, cfg, out, eval_problems, ref, prompt_fn, verify)
-    final = save_model_and_tokenizer(model, tok, out / "final")
+    final = policy.save_hf(model, tok, out / "final")
     plot = plot_curves(res["history"], res["evals"], out / "curves.png", f"RL {cfg.domain}"
                        + (" (Long2Short)" if cfg.long2short else ""))  # fmt: skip
     summary = write_summary(out / "summary.md", cfg, res, counts, time.time() - t0)

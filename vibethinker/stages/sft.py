@@ -80,6 +80,13 @@ class SFTConfig:
     """AdamW weight decay. Paper: unpublished."""
     gradient_checkpointing: bool = False
     """Recompute activations in backward to save memory (long sequences on GPU)."""
+    lora_r: int = 0
+    """LoRA rank through peft (0: full fine-tuning, the paper's setting). Only the adapters then
+    train; final/ and checkpoints are saved merged (plain HF folders), the adapter in adapter/."""
+    lora_alpha: float = 32.0
+    """LoRA alpha (the update is scaled by alpha / r). Our choice: 32."""
+    lora_targets: str = "all-linear"
+    """Modules given adapters: "all-linear" or a comma list (q_proj,k_proj,v_proj,o_proj)."""
     domains: list[str] = field(default_factory=list)
     """Train only on these domains (empty: all)."""
     min_trace_tokens: int = 0
@@ -323,7 +330,6 @@ def _summary(cfg: SFTConfig, stats: dict, counts: dict, n_samples: int, n_cut: i
 @register("sft", SFTConfig, resumable=True, positional=("model", "data"))
 def run(cfg: SFTConfig) -> dict[str, str]:
     """Supervised fine-tuning on multi-path traces (curriculum stage 1 or 2), checkpointing."""
-    from vibethinker.models import save_model_and_tokenizer
     from vibethinker.train import packing, policy, sft
 
     if not cfg.model:
@@ -337,6 +343,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     from vibethinker.models import check_context
 
     check_context(model.config, cfg.max_len, f"sft max_len={cfg.max_len}")
+    model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
     problems, counts = load_training_set(cfg, tok)
     from vibethinker.evaluate import PROMPT_STYLES
 
@@ -352,7 +359,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
         raise ValueError(f"sft: every sample is longer than max_len={cfg.max_len} (overlong="
                          f"{cfg.overlong}); raise max_len or set overlong=cut")  # fmt: skip
     stats = sft.train(model, tok, samples, cfg, out)
-    final = save_model_and_tokenizer(model, tok, out / "final")
+    final = policy.save_hf(model, tok, out / "final")
     del model
     sft.plot_loss(out / "metrics.jsonl", out / "loss.png", f"SFT: {out.name}")
     pass1 = None

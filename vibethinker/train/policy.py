@@ -10,6 +10,8 @@
 - `save_checkpoint` / `load_checkpoint`: a checkpoint is a plain Hugging Face folder plus
   `trainer_state.pt` (optimizer, scheduler, RNG states, step and data position), so a run resumes
   exactly where it stopped and every checkpoint also loads with plain transformers.
+- `apply_lora` (an option; full fine-tuning is the default, as in the paper): peft LoRA adapters;
+  checkpoints and `final` are then saved merged (plain HF folders) with the adapter in `adapter/`.
 """
 
 from __future__ import annotations
@@ -72,6 +74,52 @@ def autocast_context(device: str | torch.device) -> contextlib.AbstractContextMa
     if str(device).startswith("cuda"):
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+# ----------------------------------------------------------------------------- LoRA (option)
+
+
+def apply_lora(model: Any, r: int, alpha: float, targets: str = "all-linear") -> Any:
+    """Wrap `model` in peft LoRA adapters of rank `r` (only they train); r=0 (full fine-tuning,
+    the paper's setting) returns it unchanged. `targets`: "all-linear" or a comma list of module
+    names (q_proj,v_proj,...)."""
+    if r <= 0:
+        return model
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError as e:
+        raise ImportError("lora_r > 0 needs peft: pip install 'vibethinker[lora]'") from e
+    names = targets if targets == "all-linear" else [t.strip() for t in targets.split(",")]
+    conf = LoraConfig(r=r, lora_alpha=alpha, target_modules=names, task_type="CAUSAL_LM")
+    model = get_peft_model(model, conf)
+    n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    n_all = sum(p.numel() for p in model.parameters())
+    log.info("LoRA r=%d alpha=%g on %s: %d of %d parameters train", r, alpha, targets, n_train,
+             n_all)  # fmt: skip
+    return model
+
+
+def is_lora(model: Any) -> bool:
+    return hasattr(model, "peft_config") and hasattr(model, "merge_and_unload")
+
+
+def save_hf(model: Any, tokenizer: Any, folder: str | os.PathLike) -> str:
+    """Save a plain HF folder. A LoRA model is saved merged (base + adapters: loadable by
+    transformers and vLLM like any checkpoint) with the adapter alone in `folder`/adapter
+    (PeftModel.from_pretrained(base, folder/adapter))."""
+    import copy
+
+    from vibethinker.models import save_model_and_tokenizer
+
+    if not is_lora(model):
+        return save_model_and_tokenizer(model, tokenizer, folder)
+    model.save_pretrained(Path(folder) / ADAPTER_DIR)
+    merged = copy.deepcopy(model).merge_and_unload()
+    merged.config.use_cache = True
+    return save_model_and_tokenizer(merged, tokenizer, folder)
+
+
+ADAPTER_DIR = "adapter"
 
 
 # ----------------------------------------------------------------------------- schedule
@@ -211,8 +259,6 @@ def save_checkpoint(
 ) -> Path:
     """A HF folder (weights, config, tokenizer) + trainer_state.pt; written to a temporary name
     and renamed, so a crash mid-save never leaves a checkpoint that looks complete."""
-    from vibethinker.models import save_model_and_tokenizer
-
     final = Path(folder)
     tmp = final.with_name(final.name + ".tmp")
     if tmp.exists():
@@ -220,7 +266,7 @@ def save_checkpoint(
 
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    save_model_and_tokenizer(model, tokenizer, tmp)
+    save_hf(model, tokenizer, tmp)
     state = {
         "step": step,
         "optimizer": optimizer.state_dict() if optimizer is not None else None,
@@ -249,6 +295,26 @@ def load_checkpoint(
     from safetensors.torch import load_file
 
     folder = Path(folder)
+    if is_lora(model):  # only the adapters trained: resume them (the base is the start model)
+        from peft import set_peft_model_state_dict
+
+        adapter = folder / ADAPTER_DIR / "adapter_model.safetensors"
+        set_peft_model_state_dict(model, load_file(str(adapter)))
+    else:
+        _load_full_weights(folder, model)
+    state = torch.load(folder / STATE_FILE, map_location="cpu", weights_only=False)
+    if optimizer is not None and state.get("optimizer") is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    if scheduler is not None and state.get("scheduler") is not None:
+        scheduler.load_state_dict(state["scheduler"])
+    if restore_rng and state.get("rng"):
+        set_rng_state(state["rng"])
+    return state
+
+
+def _load_full_weights(folder: Path, model: Any) -> None:
+    from safetensors.torch import load_file
+
     shards = sorted(folder.glob("*.safetensors"))
     if not shards:
         raise FileNotFoundError(f"{folder}: no safetensors weights")
@@ -260,14 +326,6 @@ def load_checkpoint(
         missing = [k for k in missing if not k.startswith("lm_head.")]
     if missing or unexpected:
         raise RuntimeError(f"{folder}: missing {missing[:5]}, unexpected {unexpected[:5]}")
-    state = torch.load(folder / STATE_FILE, map_location="cpu", weights_only=False)
-    if optimizer is not None and state.get("optimizer") is not None:
-        optimizer.load_state_dict(state["optimizer"])
-    if scheduler is not None and state.get("scheduler") is not None:
-        scheduler.load_state_dict(state["scheduler"])
-    if restore_rng and state.get("rng"):
-        set_rng_state(state["rng"])
-    return state
 
 
 # ----------------------------------------------------------------------------- start or resume

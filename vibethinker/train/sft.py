@@ -78,6 +78,8 @@ def resume_options(opts: SFTConfig) -> dict[str, Any]:
 
 def backbone_and_head(model: Any) -> tuple[Any, Any] | None:
     """(decoder, lm_head) when logits are a plain linear map of the last hidden state."""
+    if hasattr(model, "get_base_model"):  # a peft (LoRA) wrapper: its adapters live inside
+        model = model.get_base_model()
     cfg = model.config
     if getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", None):
         return None  # the head does more than a matmul: use the model's own forward
