@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint format bench clean
+.PHONY: install demo test test-fast lint format bench mutate clean
 
 install: $(STAMP)
 
@@ -35,6 +35,11 @@ format: install
 
 bench: install
 	$(PY) benchmarks/run_all.py
+
+# Mutation testing of the core (tens of minutes; not in CI). Runs in a copy under /tmp, never in
+# this tree; the per-module table goes to docs/MUTATION.md by hand. TARGETS="algo.losses" for one.
+mutate: install
+	$(PY) scripts/mutate.py $(TARGETS) --json runs/mutation.json
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
