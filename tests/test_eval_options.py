@@ -53,3 +53,13 @@ def test_passk_axis_ticks_are_the_integer_ks():
     fig.canvas.draw()
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4", "8"]
     plt.close(fig)
+
+
+def test_code_wrong_answer_says_which_test():
+    from vibethinker.verifiers.code import verify_code
+
+    p = Problem("c", "code", "p", tests=[{"input": "1 2\n", "output": "3\n"},
+                                         {"input": "2 2\n", "output": "4\n"}])  # fmt: skip
+    s = verify_code(p, "```python\na, b = map(int, input().split())\nprint(a * b + 1)\n```")
+    assert (s.reason, s.detail) == ("wrong_answer", "input '2 2\\n'; expected '4\\n'; got '5\\n'")
+    assert verify_code(p, "```python\nprint(3)\n```").detail.startswith("input '2 2")

@@ -61,7 +61,7 @@ from typing import TypeVar
 
 from vibethinker import sandbox as sb
 from vibethinker.log import get_logger
-from vibethinker.types import Problem, Score
+from vibethinker.types import Problem, Score, case_detail
 from vibethinker.verifiers import VerifierUnavailable
 from vibethinker.verifiers.code_harness import FUNCTION_CHECK, RUNNER
 from vibethinker.verifiers.extract import last_python_block
@@ -183,19 +183,25 @@ def run_stdio_case(
     return ("timeout" if rc is None else "done"), rc, out or b""
 
 
+DETAIL_BYTES = 256  # output kept for Score.detail (evaluation only; never shown to the policy)
+
+
 def _verify_stdio(code: str, tests: list[dict[str, str]], mode: str, limits: sb.Limits) -> Score:
     for case in tests:
-        want = str(case.get("output", ""))
-        rc, same = _run(
-            RUNNER, (code,), mode, limits, stdin=str(case.get("input", "")),
-            read=lambda fd, want=want: output_matches(fd, want),
+        want, stdin = str(case.get("output", "")), str(case.get("input", ""))
+        rc, res = _run(
+            RUNNER, (code,), mode, limits, stdin=stdin,
+            # the verdict, and the output's first bytes for the eval-only detail (bounded read)
+            read=lambda fd, want=want: (output_matches(fd, want), os.pread(fd, DETAIL_BYTES, 0)),
         )  # fmt: skip
         if rc is None:
             return Score(0.0, False, "timeout")
         if rc != 0:
             return Score(0.0, False, "runtime_error")
+        same, head = res
         if not same:
-            return Score(0.0, False, "wrong_answer")
+            got = head.decode("utf-8", errors="replace")
+            return Score(0.0, False, "wrong_answer", case_detail(stdin, want, got))
     return Score(1.0, True, "ok")
 
 
