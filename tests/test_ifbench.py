@@ -171,7 +171,11 @@ CASES: dict[str, tuple[dict, str, str]] = {
     ),
     "custom:multiples": ({}, "14, 21, 28, 35, 42, 49", "7, 14, 21, 28, 35, 42, 49"),
     "custom:mcq_count_length": ({}, MCQ, "Here are the questions:\n" + MCQ),
-    "custom:reverse_newline": ({}, "\n".join(AFRICA), "\n".join(AFRICA[:2] + AFRICA[3:1:-1] + AFRICA[4:])),
+    "custom:reverse_newline": (
+        {},
+        "\n".join(AFRICA),
+        "\n".join(AFRICA[:2] + AFRICA[3:1:-1] + AFRICA[4:]),
+    ),
     "custom:word_reverse": ({}, "Eagle bald the is it.", "It is the bald eagle."),
     "custom:character_reverse": ({}, "Elgae dlab eht si ti", "It is the bald eagle."),
     "custom:sentence_alphabet": ({}, STORY, STORY.replace("Bxxx", "Qxxx")),
@@ -363,3 +367,40 @@ def test_cases_agree_with_the_official_checkers(tmp_path):
         if ref is not None and ref != _check(iid, kw, text)
     ]
     assert not wrong
+
+
+@pytest.mark.slow
+def test_eval_stage_scores_the_public_file_through_a_server(tmp_path):
+    """`vibethinker eval format=ifbench engine=openai`: a stub server answers each prompt with
+    its public sample output; all 294 score, none with an unknown id, as the table says."""
+    test, samples = _public_paths()
+    sys.path.insert(0, str(ROOT / "tests"))
+    from stub_openai import StubOpenAI
+
+    from vibethinker.stages.eval import EvalConfig, run
+
+    responses = {}
+    for line in Path(samples).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        responses[row["prompt"]] = row["response"]
+
+    def hook(body, path, i):
+        return responses[body["messages"][-1]["content"]]
+
+    with StubOpenAI(hook=hook) as srv:
+        out = run(
+            EvalConfig(
+                model="stub-model",
+                data=test,
+                format="ifbench",
+                engine="openai",
+                base_url=srv.base_url,
+                n=1,
+                k=[1],
+                out=str(tmp_path),
+            )
+        )
+    rows = [json.loads(x) for x in Path(out["samples"]).read_text().splitlines()]
+    assert len(rows) == 294
+    assert {r["reason"].split(":")[0] for r in rows} == {"ok", "failed"}
+    assert sum(r["correct"] for r in rows) == 79
