@@ -149,6 +149,8 @@ def main() -> None:
         sys.exit(f"unknown targets {unknown}; known: {', '.join(TARGETS)}")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in names:
         print(f"mutate: {n} ...", flush=True)

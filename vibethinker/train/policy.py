@@ -361,6 +361,19 @@ def start_or_resume(
     return optimizer, scheduler, int(state["step"])
 
 
+def rows_upto(path: Path, step: int) -> list[dict[str, Any]]:
+    """The rows of a JSONL log (metrics, evals) with "step" <= `step`; the file is rewritten to
+    hold only those, so a resumed run appends after them (no rows of the lost steps)."""
+    import json
+
+    rows = []
+    if path.exists():
+        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    rows = [r for r in rows if r.get("step", 0) <= step]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
 def check_same_run(
     folder: Path, extra: dict[str, Any], options: dict[str, Any], total: int
 ) -> None:

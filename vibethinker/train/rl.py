@@ -55,7 +55,8 @@ log = get_logger("train.rl")
 PHASES = ("generate", "verify", "logprobs", "update")
 # Options that may change when a run resumes: where things are, and when to evaluate, save, stop.
 RESUME_MAY_CHANGE = ("model", "data", "out", "eval_data", "eval_every", "eval_n", "eval_limit",
-                     "save_every", "max_seconds", "log_ref_kl", "gradient_checkpointing")  # fmt: skip
+                     "save_every", "max_seconds", "log_ref_kl", "gradient_checkpointing",
+                     "report_to")  # fmt: skip
 
 
 # Config: the loop reads the `rl` stage's flat RLConfig itself (one documented field list, no copy
@@ -241,17 +242,6 @@ def _stderr(xs: list[float]) -> float | None:
 # ----------------------------------------------------------------------------- loop
 
 
-def _read_rows(path: Path, upto: int) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    return [r for r in rows if r.get("step", 0) <= upto]
-
-
-def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
 def _append(path: Path, row: dict[str, Any]) -> None:
     with path.open("a") as f:
         f.write(json.dumps(row) + "\n")
@@ -310,8 +300,8 @@ def train(
         total=opts.steps * opts.mini_batches, options=resume_options(opts), resume=resume,
     )  # fmt: skip
     history, evals = (
-        _rows_upto(out / "metrics.jsonl", start),
-        _rows_upto(out / "evals.jsonl", start),
+        policy.rows_upto(out / "metrics.jsonl", start),
+        policy.rows_upto(out / "evals.jsonl", start),
     )
     sampler = make_sampler("hf", model=model, tokenizer=tokenizer)
     verify = verify or _default_verify(opts.verify_workers)
@@ -470,13 +460,6 @@ def resume_options(opts: RLConfig) -> dict[str, Any]:
     only decides when to evaluate, save or stop (`RESUME_MAY_CHANGE`)."""
     return {f.name: getattr(opts, f.name) for f in fields(opts)
             if not is_runtime(f) and f.name not in RESUME_MAY_CHANGE}  # fmt: skip
-
-
-def _rows_upto(path: Path, step: int) -> list[dict[str, Any]]:
-    """The rows of a JSONL log up to `step`, the file rewritten to hold only those (resume)."""
-    rows = _read_rows(path, step)
-    _rewrite(path, rows)
-    return rows
 
 
 def _record(lp: Loop, row: dict[str, Any], bar: Any) -> None:

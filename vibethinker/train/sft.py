@@ -125,13 +125,6 @@ def train_step(model: Any, micro: Sequence[dict[str, Any]], device: Any) -> tupl
 # ----------------------------------------------------------------------------- loop
 
 
-def _read_metrics(path: Path, upto: int) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [r for r in rows if r.get("step", 0) <= upto]
-
-
 def train(
     model: Any,
     tokenizer: Any,
@@ -155,8 +148,7 @@ def train(
         options=resume_options(opts), resume=resume,
     )  # fmt: skip
     metrics_path = out / "metrics.jsonl"
-    history = _read_metrics(metrics_path, start)
-    metrics_path.write_text("".join(json.dumps(r) + "\n" for r in history))
+    history = policy.rows_upto(metrics_path, start)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     device = next(model.parameters()).device
     model.train()
