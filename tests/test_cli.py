@@ -158,3 +158,21 @@ def test_report_nests_stage_headings(tmp_path):
     assert nest_headings("# RL\n\ntext\n## part\n```\n# code\n```") == (
         "### RL\n\ntext\n#### part\n```\n# code\n```"
     )
+
+
+def test_unknown_command_or_stage_suggests_the_name(env, capsys):  # noqa: F811
+    tmp, recipe = env
+    assert main(["statu", str(tmp / "run")]) == 2
+    assert "did you mean status?" in capsys.readouterr().err
+    assert main(["secnd", str(recipe)]) == 2
+    assert "did you mean second?" in capsys.readouterr().err
+
+
+def test_status_flags_a_stage_left_running_by_a_dead_process(env, capsys):  # noqa: F811
+    tmp, recipe = env
+    execute(load_recipe(str(recipe)), quiet=True)
+    man = Manifest(str(tmp / "run"))
+    man.stage("t_slow")["status"] = "running"
+    man.save()
+    assert main(["status", str(tmp / "run"), "--no-report"]) == 0
+    assert "has no live process" in capsys.readouterr().out

@@ -35,6 +35,7 @@ from vibethinker.data.io import DataError
 from vibethinker.log import get_logger, setup_logging
 
 log = get_logger("cli")
+COMMANDS = ("run", "status", "stages", "help")
 GLOBAL_FLAGS = ("--quiet", "--help", "-h")
 COMMAND_FLAGS = {"run": ("--dry-run",), "status": ("--no-report",)}
 RUN_USAGE = """usage: vibethinker run RECIPE.yaml [key=value ...] [--dry-run] [--quiet]
@@ -144,8 +145,9 @@ def _from_recipe(cmd: str, recipe_path: str, values: dict[str, str]) -> tuple[st
     matches = by_name or [s for s in recipe.stages if s.stage == cmd]
     if not matches:
         have = ", ".join(f"{s.name} ({s.stage})" for s in recipe.stages)
+        hint = close_matches(cmd, [s.name for s in recipe.stages])
         raise ConfigError(
-            f"recipe {recipe_path} has no stage named or of type {cmd!r}; it has {have}"
+            f"recipe {recipe_path} has no stage named or of type {cmd!r}{hint}; it has {have}"
         )
     if len(matches) > 1:
         names = ", ".join(s.name for s in matches)
@@ -175,6 +177,12 @@ def cmd_stage(cmd: str, args: list[str], flags: set[str]) -> int:
         name, values = _from_recipe(cmd, recipe_path, overrides)
     else:
         name, values = cmd, dict(overrides)
+        if name not in stage_registry.load_all():
+            known = [*COMMANDS, *sorted(stage_registry.STAGES)]
+            raise ConfigError(
+                f"unknown command or stage {name!r}{close_matches(name, known)}; commands: "
+                f"{', '.join(COMMANDS)}; stages: {', '.join(sorted(stage_registry.STAGES))}"
+            )
     spec = stage_registry.get(name)
     if len(positional) > len(spec.positional):
         raise ConfigError(

@@ -52,6 +52,22 @@ def single_runs(run_dir: str) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
+def _locked(run_dir: str) -> bool:
+    """Whether a live `vibethinker run` holds the run dir's lock."""
+    import fcntl
+
+    path = Path(run_dir) / ".lock"
+    if not path.exists():
+        return False
+    with open(path) as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return False
+
+
 def status_table(run_dir: str) -> str:
     """The manifest as a plain-text table: stage, type, status, seconds, finished, outputs."""
     manifest, order = _load(run_dir)
@@ -67,6 +83,9 @@ def status_table(run_dir: str) -> str:
         if rec.get("error"):
             notes.append(f"{name}: {rec['error']}")
         notes += [f"{name}: WARNING {w}" for w in _warnings(rec)]
+    if any(r[2] == "running" for r in rows[1:]) and not _locked(run_dir):
+        notes.append("a stage marked running has no live process (crashed or killed): run the "
+                     "recipe again to resume it")  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = [f"run {run_dir}: recipe {manifest.get('recipe')}, model {manifest.get('model')}"]
     for r in rows:

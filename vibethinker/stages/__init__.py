@@ -57,5 +57,10 @@ def load_all() -> dict[str, StageSpec]:
 def get(name: str) -> StageSpec:
     load_all()
     if name not in STAGES:
-        raise ConfigError(f"unknown stage {name!r}; known stages: {', '.join(sorted(STAGES))}")
+        from vibethinker.config import close_matches
+
+        known = sorted(STAGES)
+        raise ConfigError(
+            f"unknown stage {name!r}{close_matches(name, known)}; known stages: {', '.join(known)}"
+        )
     return STAGES[name]
