@@ -2,13 +2,14 @@
 
 Each rule is a pure function `(text, kwargs) -> bool` ("is the instruction followed?") whose
 behaviour matches google-research `instruction_following_eval/instructions.py` (strict mode),
-rewritten here so that it runs offline (text measures in `ifeval_text`). Departures, on purpose:
+rewritten here so that it runs offline (text measures in `ifeval_text`: the reference's own
+nltk Punkt sentences, nltk word tokens and langdetect). Departures, on purpose:
 - keywords, forbidden words, postscript markers and section splitters are matched literally
   (the reference pastes them into a regex unescaped; a `+` or `.` in a keyword would misfire);
 - missing or malformed kwargs are an error (`normalize_kwargs` raises ValueError), where the
   reference would silently draw random values;
-- `response_language`, `english_capital` and `english_lowercase` use our language heuristic
-  instead of langdetect (see `ifeval_text.detect_language`).
+- langdetect is seeded (`ifeval_text.detect_language`): the reference leaves it unseeded, so its
+  verdict on a borderline text can change from run to run; ours does not.
 
 `RULES` maps each instruction id to its checker and its kwargs schema.
 """
