@@ -211,5 +211,16 @@ def is_verb_start(text: str) -> bool:
         return False
     if word in VERB_FORMS:
         return True
-    # Unlisted -ing / -ed words at the very start are mostly participles ("Exploring ...").
-    return len(word) > 5 and word.isalpha() and word.endswith(("ing", "ed"))
+    if not word.isalpha() or word in STOPWORDS:
+        return False
+    # An unlisted word right before a determiner or an object pronoun is mostly an imperative
+    # ("Conceive an empire", "Tell me"); unlisted -ing / -ed words are mostly participles.
+    if len(tokens) > 1 and tokens[1].lower() in _OBJECT_STARTS:
+        return True
+    return len(word) > 5 and word.endswith(("ing", "ed"))
+
+
+_OBJECT_STARTS = frozenset(
+    "a an the your my our their his her its this that these those each every some any all me "
+    "us him them it what how why who whether yourself".split()
+)

@@ -71,5 +71,7 @@ IRREGULAR_VERB_FORMS = frozenset(
 NOT_VERBS = frozenset(
     """can could will would shall should may might must during nothing something everything
     anything thing things morning evening king red bed seed hundred kindred sacred wicked naked
-    interesting amazing exciting notwithstanding ceiling""".split()
+    interesting amazing exciting notwithstanding ceiling today tomorrow yesterday tonight
+    perhaps maybe sure yes yeah indeed however therefore thus hence meanwhile sometimes often
+    always never also still certainly absolutely""".split()
 )
