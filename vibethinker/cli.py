@@ -191,15 +191,18 @@ def cmd_stage(cmd: str, args: list[str], flags: set[str]) -> int:
         )
     values.update(zip(spec.positional, positional))
     cfg = make_config(spec.config_cls, values, name)
-    if recipe_path:
-        from vibethinker.recipe import prepare_single
+    if not recipe_path:
+        outputs = spec.fn(cfg) or {}
+    else:
+        from vibethinker.recipe import finish_single, prepare_single
 
         prepare_single(cfg, name)
         print(f"{name}: writing to {cfg.out} (the recipe's run and manifest are untouched)")
-    outputs = spec.fn(cfg) or {}
-    if recipe_path:
-        from vibethinker.recipe import finish_single
-
+        try:
+            outputs = spec.fn(cfg) or {}
+        except BaseException as e:
+            finish_single(cfg, "interrupted" if isinstance(e, KeyboardInterrupt) else "failed")
+            raise
         finish_single(cfg)
     for k, v in outputs.items():
         print(f"{k}: {v}")

@@ -262,10 +262,10 @@ def prepare_single(cfg: Any, stage: str) -> None:
     marker.write_text(json.dumps(rec, indent=2) + "\n")
 
 
-def finish_single(cfg: Any) -> None:
+def finish_single(cfg: Any, status: str = "done") -> None:
     marker = Path(cfg.out) / "single_run.json"
     rec = json.loads(marker.read_text()) if marker.exists() else {}
-    rec.update(status="done", finished=_now())
+    rec.update(status=status, finished=_now())
     marker.write_text(json.dumps(rec, indent=2) + "\n")
 
 
