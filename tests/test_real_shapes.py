@@ -178,3 +178,36 @@ def test_sft_rl_eval_on_a_real_style_checkpoint(qwen, tmp_path):
     m = ev["metrics"]["all"]
     assert m["samples"] == 16 and m["truncation_rate"] < 0.5
     assert 0 < m["mean_tokens"] < 48
+
+
+def test_vllm_engine_stops_on_the_turn_end_and_fills_the_context(qwen, monkeypatch):
+    """The vllm engine's settings (vLLM itself needs a GPU or a separate CPU venv): the turn
+    end goes in as stop_token_ids, max_new_tokens=0 leaves max_tokens to max_model_len, YaRN
+    goes through hf_overrides."""
+    from types import SimpleNamespace
+
+    from vibethinker.engines import vllm as vllm_engine
+
+    _, tok = load_model_and_tokenizer(qwen)
+    seen: dict = {}
+
+    class LLM:
+        def __init__(self, **kw):
+            seen["llm"] = kw
+
+        def get_tokenizer(self):
+            return tok
+
+        def generate(self, inputs, sp, use_tqdm=False):
+            seen["sp"] = sp
+            out = SimpleNamespace(token_ids=[5, 6], logprobs=None, finish_reason="stop", text="x")
+            return [SimpleNamespace(outputs=[out]) for _ in inputs]
+
+    fake = SimpleNamespace(LLM=LLM, SamplingParams=lambda **kw: kw)
+    monkeypatch.setattr(vllm_engine, "_import_vllm", lambda: fake)
+    s = make_sampler("vllm", model=qwen, rope_yarn_factor=2.0)
+    s.generate(["hi"], 2, SamplingParams(max_new_tokens=0, seed=1))
+    assert seen["sp"]["stop_token_ids"] == [tok.convert_tokens_to_ids("<|im_end|>")]
+    assert seen["sp"]["max_tokens"] is None and seen["sp"]["n"] == 2
+    over = seen["llm"]["hf_overrides"]
+    assert over["max_position_embeddings"] == 65536 and over["rope_scaling"]["factor"] == 2.0
