@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 import torch
@@ -117,15 +116,13 @@ def test_retries_exhausted_and_client_errors(stub_openai):  # noqa: F811
     assert stub_openai.n_requests == 1  # a 4xx is not retried
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a speed threshold
 def test_timeout_gives_judge_error_without_hanging(stub_openai):  # noqa: F811
     stub_openai.responses = [GOOD]
     stub_openai.delay_s = 3.0
     judge = endpoint(stub_openai, timeout_s=0.3, max_retries=1)
-    t0 = time.perf_counter()
     s = judge.score("p", "r")
-    elapsed = time.perf_counter() - t0
     assert s == Score(0.0, False, "judge_error:timeout")
-    assert elapsed < 2.0
     assert stub_openai.n_requests == 2
 
 
@@ -312,3 +309,89 @@ def test_stub_chat_logprobs_token_ids_stop_and_hook():
     assert [t["token"] for t in lp] == [f"token_id:{ord(c)}" for c in "ab1"]
     assert [t["logprob"] for t in lp] == [-1.0, -2.0, -3.0]
     assert out["choices"][0]["finish_reason"] == "stop"
+
+
+# --------------------------------------------------------------------------------------------
+# The math judge: a second opinion where the rules cannot decide or say wrong (issue 9)
+# --------------------------------------------------------------------------------------------
+def _math(answer: str, i: int = 0):
+    from vibethinker.types import Problem
+
+    return Problem(id=f"m{i}", domain="math", prompt=f"Problem {i}?", answer=answer)
+
+
+def _equivalence_hook(body, path, index):
+    """A stub judge: equivalent iff the student's answer is in a small table of true matches."""
+    user = body["messages"][1]["content"]
+    ref = user.split("REFERENCE ANSWER:\n")[1].split("\n")[0]
+    student = user.split("STUDENT'S FINAL ANSWER:\n")[1]
+    ok = {("12", r"\text{twelve}"), (r"\frac{1}{2}", r"\tfrac12 \text{ of it}")}
+    return '{"score": 10}' if (ref, student) in ok else '{"score": 0}'
+
+
+def test_math_judge_second_opinion_only_where_rules_fail(stub_openai, tmp_path):  # noqa: F811
+    from vibethinker.verifiers.math_judge import JudgeStats, make_math_judge, second_opinion
+
+    stub_openai.hook = _equivalence_hook
+    problems = [_math("12", 0), _math("12", 1), _math("12", 2), _math("12", 3), _math("12", 4)]
+    responses = [
+        r"<think>x</think> \boxed{12}",  # rules: correct -> judge not asked
+        r"<think>x</think> \boxed{\text{twelve}}",  # rules: wrong -> judge overturns
+        r"<think>x</think> \boxed{13}",  # rules: wrong -> judge agrees
+        r"<think>x</think> \boxed{11} or \boxed{12}",  # a hedge: policy, judge not asked
+        "<think>x</think> twelve",  # no boxed answer: judge not asked
+    ]
+    from vibethinker.verifiers import verify
+
+    scores = [verify(p, r) for p, r in zip(problems, responses)]
+    assert [s.correct for s in scores] == [True, False, False, False, False]
+    judge = make_math_judge(f"judge-m@{stub_openai.base_url}", str(tmp_path / "c.json"))
+    stats = JudgeStats()
+    out = second_opinion(problems, responses, scores, judge, stats)
+    assert [s.correct for s in out] == [True, True, False, False, False]
+    assert out[1].reason == "ok:judge(wrong_answer)" and out[2].reason == scores[2].reason
+    assert stub_openai.n_requests == 2  # only items 1 and 2
+    body = stub_openai.requests[0]["body"]
+    assert "<think>" not in body["messages"][1]["content"]  # the boxed answer only
+    assert stats.as_dict() == {
+        "math_verdicts": 5, "consulted": 2, "overturned": 1, "errors": 0, "share": 0.2,
+    }  # fmt: skip
+    # cached: the same (problem, answer) again costs no request, also from the file
+    second_opinion(problems, responses, scores, judge, stats)
+    again = make_math_judge(f"judge-m@{stub_openai.base_url}", str(tmp_path / "c.json"))
+    second_opinion(problems, responses, scores, again)
+    assert stub_openai.n_requests == 2
+
+
+def test_math_judge_failure_keeps_the_rule_verdict(stub_openai):  # noqa: F811
+    from vibethinker.verifiers.math_judge import JudgeStats, make_math_judge, second_opinion
+
+    stub_openai.fail_first = 100
+    judge = make_math_judge(f"judge-m@{stub_openai.base_url}")
+    judge.sleep = lambda s: None
+    stats = JudgeStats()
+    p = [_math("12")]
+    r = [r"\boxed{\text{twelve}}"]
+    scores = [Score(0.0, False, "wrong_answer")]
+    assert second_opinion(p, r, scores, judge, stats) == scores
+    assert (stats.consulted, stats.overturned, stats.errors) == (1, 0, 1)
+
+
+def test_judged_verify_is_a_drop_in_for_verify_batch(stub_openai, tmp_path):  # noqa: F811
+    from vibethinker.verifiers.math_judge import judged_verify
+
+    stub_openai.hook = _equivalence_hook
+    verify = judged_verify(f"judge-m@{stub_openai.base_url}", tmp_path)
+    scores = verify(
+        [_math("12"), _math("12")], [r"\boxed{\text{twelve}}", r"\boxed{12}"], workers=1
+    )
+    assert [s.correct for s in scores] == [True, True]
+    assert verify.stats.overturned == 1 and verify.stats.math_verdicts == 2
+    assert (tmp_path / "math_judge_cache.json").exists()
+
+
+def test_math_judge_spec_is_checked():
+    from vibethinker.verifiers.math_judge import make_math_judge
+
+    with pytest.raises(ValueError):
+        make_math_judge("no-url-here")
