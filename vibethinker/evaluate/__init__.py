@@ -96,13 +96,15 @@ def evaluate(
     prompt_fn: Callable[[Problem], str] = paper_prompt,
     equivalent: Callable[[str, str], bool] | None = None,
     chunk: int = 64,
+    verify_fn: Callable[..., list] | None = None,
 ) -> EvalResult:
     """Sample n responses per problem, verify them, and compute the metrics.
 
     `n` is one count or a domain -> count map (`samples_per_problem`). `chunk` problems are sent
     to the sampler per call (the engine batches inside a call); ks larger than every n are
     dropped with a warning (a k larger than a domain's n is left out of that domain). `equivalent` optionally merges wrong answers for
-    maj@k beyond normalised-string equality (metrics.py).
+    maj@k beyond normalised-string equality (metrics.py). `verify_fn` replaces `verify_batch`
+    (same signature), e.g. with the math judge as a second opinion (verifiers/math_judge.py).
     """
     from vibethinker.verifiers import verify_batch
 
@@ -131,7 +133,7 @@ def evaluate(
             completions[i] = list(cs)
     flat_p = [p for p, cs in zip(problems, completions) for _ in cs]
     flat_r = [c.text for cs in completions for c in cs]
-    scores = verify_batch(flat_p, flat_r, workers=workers)
+    scores = (verify_fn or verify_batch)(flat_p, flat_r, workers=workers)
     groups, k = [], 0
     for p, cs in zip(problems, completions):
         groups.append(Group(p, list(cs), list(scores[k : k + len(cs)])))

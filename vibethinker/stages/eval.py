@@ -91,6 +91,10 @@ class EvalConfig:
     """openai engine: the served model's tokenizer folder (default: `model` when it is a local
     folder): adds the chat template's turn end as a stop string and counts tokens when the
     server reports none."""
+    math_judge: str = ""
+    """LLM judge as a second opinion for math, `MODEL@BASE_URL` (OpenAI-compatible; key from
+    OPENAI_API_KEY): asked only where the rules cannot decide or say wrong; cached in `out`.
+    Paper: math-verify plus an LLM judge. Empty = rules only."""
 
 
 def make_engine(cfg: EvalConfig):
@@ -169,6 +173,11 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     n = cfg.n if cfg.n > 0 else PAPER_N
     log.info("eval: %d problems x %s samples with %s", len(problems), n, cfg.engine)
     sampler = make_engine(cfg)
+    judged = None
+    if cfg.math_judge:
+        from vibethinker.verifiers.math_judge import judged_verify
+
+        judged = judged_verify(cfg.math_judge, cfg.out)
     result = evaluate(
         sampler,
         problems,
@@ -177,7 +186,10 @@ def run(cfg: EvalConfig) -> dict[str, str]:
         params=params,
         workers=cfg.workers,
         prompt_fn=PROMPT_STYLES[cfg.prompt_style],
+        verify_fn=judged,
     )
+    if judged is not None:
+        log.info("math judge: %s", judged.stats.as_dict())
     outputs = write_outputs(
         result, cfg.out, model=cfg.model, data=cfg.data, engine=cfg.engine, format=cfg.format
     )

@@ -142,6 +142,10 @@ class RLConfig:
     """User turn: "paper" (the evaluation prompt of the domain) or "raw"."""
     verify_workers: int = runtime(2)
     """Verifier worker processes/threads."""
+    math_judge: str = ""
+    """LLM judge as a second opinion for math rewards, `MODEL@BASE_URL` (OpenAI-compatible; key
+    from OPENAI_API_KEY): asked only where the rules cannot decide or say wrong; cached in `out`.
+    Paper: math-verify plus an LLM judge (for evaluation; silent for RL). Empty = rules only."""
     seed: int = 0
     """Seed of prompt order, rollouts and the filter."""
     device: str = runtime("auto")
@@ -435,8 +439,14 @@ def run(cfg: RLConfig) -> dict[str, str]:
     model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
 
+    verify_fn = verify_batch
+    if cfg.math_judge:
+        from vibethinker.verifiers.math_judge import judged_verify
+
+        verify_fn = judged_verify(cfg.math_judge, cfg.out)
+
     def verify(ps, rs):
-        return verify_batch(ps, rs, workers=cfg.verify_workers)
+        return verify_fn(ps, rs, workers=cfg.verify_workers)
 
     sampler = make_sampler("hf", model=model, tokenizer=tok)
     check_rl_context(cfg, model, sampler, prompt_fn)
