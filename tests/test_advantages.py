@@ -130,6 +130,17 @@ def test_long2short_no_shift_cases(l2s):
     assert l2s([1, 1, 1], [True, True, True], [3000, 3000, 3000]) == [1.0, 1.0, 1.0]
     # no correct response
     assert l2s([0, 0], [False, False], [3, 4]) == [0.0, 0.0]
+    # equal lengths whose mean 1/L rounds (3 x 1/5 sum to 0.6000000000000001): still no shift
+    assert l2s([1, 1, 1, 0], [True, True, True, False], [5, 5, 5, 9]) == [1.0, 1.0, 1.0, 0.0]
+
+
+def test_long2short_long_responses_and_defaults():
+    # 60000 vs 60001 tokens: s differ by 2.8e-10, still a full +-lambda shift (two responses)
+    assert _l2s([1, 1], [True, True], [60000, 60001]) == pytest.approx([1.2, 0.8])
+    # the default lambda is the paper's 0.2; the rewards' dtype is kept
+    r = torch.tensor([[1.0, 1.0, 0.0]])
+    out = batch_long2short(r, torch.tensor([[True, True, False]]), torch.tensor([[10, 30, 5]]))
+    assert out.dtype == torch.float32 and out.tolist() == [pytest.approx([1.2, 0.8, 0.0])]
 
 
 @pytest.mark.parametrize("std_scale", [True, False])
@@ -153,6 +164,24 @@ def test_batch_matches_slow_loop(lam, std_scale):
     assert w.tolist() == pytest.approx(slow_w, abs=1e-6)
     for fr, sr in zip(adv.tolist(), slow_adv):
         assert fr == pytest.approx(sr, abs=1e-5)
+
+
+def test_batch_advantages_defaults_and_estimators_pass_options():
+    r = torch.tensor([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]])
+    c = r.bool()
+    # defaults: lambda 0 (GRPO weights), eps 1e-6, std scaling on
+    adv, w = batch_advantages(r, c)
+    assert w.tolist() == [1.0, 1.0]
+    assert adv[0].tolist() == pytest.approx([0.75 / (0.433013 + 1e-6)] + [-0.25 / 0.433014] * 3,
+                                            abs=1e-5)  # fmt: skip
+    with pytest.raises(ValueError, match="lambda must be >= 0"):
+        batch_advantages(r, c, -0.5)
+    for name in ("grpo", "mgpo"):  # both estimators forward eps and std_scale
+        est = ADVANTAGE_ESTIMATORS[name]
+        a, _ = est(r, c, lam=0.0, std_scale=False)
+        assert a[0].tolist() == pytest.approx([0.75, -0.25, -0.25, -0.25])
+        a, _ = est(r, c, lam=0.0, eps=0.5)
+        assert a[0].tolist() == pytest.approx([0.75 / 0.933013, -0.25 / 0.933013, -0.25 / 0.933013, -0.25 / 0.933013], abs=1e-5)  # fmt: skip
 
 
 def test_batch_dme_zero_log_zero():

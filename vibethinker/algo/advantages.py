@@ -84,7 +84,7 @@ def grpo_advantages(
 
 
 def mgpo_advantages(
-    rewards: torch.Tensor, correct: torch.Tensor, lam: float = 2.0, **kw: float | bool
+    rewards: torch.Tensor, correct: torch.Tensor, lam: float, **kw: float | bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """MGPO: groups far from p = 0.5 are down-weighted by exp(-lambda * D_ME)."""
     return batch_advantages(rewards, correct, lam, **kw)

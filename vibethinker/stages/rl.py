@@ -152,12 +152,6 @@ class RLConfig:
     """cpu, cuda, or auto (cuda when available)."""
 
 
-def _device(device: str) -> str:
-    from vibethinker.train.policy import default_device
-
-    return default_device() if device in ("", "auto") else device
-
-
 def _split(path: str, name: str) -> Path:
     p = Path(path)
     return p / name if p.is_dir() else p
@@ -433,7 +427,7 @@ def run(cfg: RLConfig) -> dict[str, str]:
     check_available([cfg.domain])
     t0 = time.time()
     out = Path(cfg.out)
-    device = _device(cfg.device)
+    device = policy.resolve_device(cfg.device)
     rope = {"rope_yarn_factor": cfg.rope_yarn_factor, "rope_original_len": cfg.rope_original_len}
     model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing, **rope)
     model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)

@@ -230,7 +230,9 @@ def apply_filters(cfg: SFTConfig, problems: list[Problem], tokenizer: Any) -> tu
 
         kw: dict[str, Any] = {"model": cfg.filter_ref_model}
         if cfg.filter_engine == "hf":
-            kw["device"] = _device(cfg.device)
+            from vibethinker.train.policy import resolve_device
+
+            kw["device"] = resolve_device(cfg.device)
         sampler = make_sampler(cfg.filter_engine, **kw)
         problems, c = filter_easy_prompts(problems, sampler, cfg.filter_rollouts,
                                           cfg.filter_min_error, cfg.filter_max_new_tokens,
@@ -243,12 +245,6 @@ def apply_filters(cfg: SFTConfig, problems: list[Problem], tokenizer: Any) -> tu
     counts["problems_out"] = len(problems)
     counts["traces_out"] = sum(len(p.traces or []) for p in problems)
     return problems, counts
-
-
-def _device(device: str) -> str:
-    from vibethinker.train.policy import default_device
-
-    return default_device() if device in ("", "auto") else device
 
 
 def _filter_key(cfg: SFTConfig) -> dict[str, Any]:
@@ -336,7 +332,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
         raise ValueError("sft: `model` is required (a HF folder or hub id)")
     t0 = time.time()
     out = Path(cfg.out)
-    device = _device(cfg.device)
+    device = policy.resolve_device(cfg.device)
     model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing,
                                     rope_yarn_factor=cfg.rope_yarn_factor,
                                     rope_original_len=cfg.rope_original_len)  # fmt: skip
