@@ -244,6 +244,19 @@ def test_treebank_tokens():
     assert treebank_tokens("I cannot go.") == ["I", "can", "not", "go", "."]
 
 
+def test_treebank_tokens_match_nltk_on_fuzzed_text():
+    nltk_tokenize = pytest.importorskip("nltk.tokenize")
+    import random
+
+    reference = nltk_tokenize.NLTKWordTokenizer()
+    rng = random.Random(0)
+    alphabet = list("a b..\"'()[]{}<>»”’ \n\t,:;!?-—*`«“‘„nt's") + ["can", "not", "gon", "na"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        assert treebank_tokens(text) == reference.tokenize(text), text
+    assert treebank_tokens("end." + " " * 50000 + "x")  # linear on long runs of spaces
+
+
 def test_line_indent_blank_removal_matches_the_literal_loop():
     import random
 

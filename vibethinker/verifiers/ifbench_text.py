@@ -101,18 +101,41 @@ _STARTING_QUOTES = [
     (re.compile(r"([ \(\[{<])(\"|\'{2})"), r"\1 `` "),
     (re.compile(r"(?i)(?<!\w)(\')(?!(?:re|ve|ll|m|t|s|d|n)\b)(?=\w)"), r"\1 "),
 ]
-_PUNCTUATION = [
-    (re.compile(r'([^\.])(\.)([\]\)}>"\'' "»”’ " r"]*+)\s*$"), r"\1 \2 \3 "),
+_PUNCTUATION_HEAD = [
     (re.compile(r"([:,])([^\d])"), r" \1 \2"),
     (re.compile(r"([:,])$"), r" \1 "),
     (re.compile(r"\.{2,}"), r" \g<0> "),
     (re.compile(r"[;@#$%&]"), r" \g<0> "),
     (re.compile(r"[\u2012-\u2015]"), r" \g<0> "),
-    (re.compile(r'([^\.])(\.)([\]\)}>"\']*)\s*$'), r"\1 \2\3 "),
+]
+_PUNCTUATION_TAIL = [
     (re.compile(r"[?!]"), r" \g<0> "),
     (re.compile(r"([^'])' "), r"\1 ' "),
     (re.compile(r"[*]"), r" \g<0> "),
 ]
+_CLOSERS_WIDE = frozenset("])}>\"'»”’ ")
+_CLOSERS = frozenset("])}>\"'")
+
+
+def _final_period(text: str, closers: frozenset[str], sep: str) -> str:
+    """nltk's final-period rules, `([^\\.])(\\.)([<closers>]*)\\s*$` -> `\\1 \\2<sep>\\3 `, in
+    linear time (the regex backtracks quadratically over a long run of trailing spaces).
+
+    Only the last period can match: everything after it must be closers, then whitespace."""
+    j = len(text)
+    while j > 0 and (text[j - 1] in closers or text[j - 1].isspace()):
+        j -= 1
+    p = j - 1
+    if p < 1 or text[p] != "." or text[p - 1] == ".":
+        return text
+    k = p + 1
+    while k < len(text) and text[k] in closers:
+        k += 1
+    if text[k:].strip():  # a closer after the whitespace: no match
+        return text
+    return text[:p] + " ." + sep + text[p + 1 : k] + " "
+
+
 _PARENS_BRACKETS = (re.compile(r"[\]\[\(\)\{\}\<\>]"), r" \g<0> ")
 _DOUBLE_DASHES = (re.compile(r"--"), r" -- ")
 _ENDING_QUOTES = [
@@ -143,7 +166,13 @@ _CONTRACTIONS = [
 def treebank_tokens(sentence: str) -> list[str]:
     """nltk's NLTKWordTokenizer().tokenize(sentence)."""
     text = sentence
-    for rx, sub in _STARTING_QUOTES + _PUNCTUATION + [_PARENS_BRACKETS, _DOUBLE_DASHES]:
+    for rx, sub in _STARTING_QUOTES:
+        text = rx.sub(sub, text)
+    text = _final_period(text, _CLOSERS_WIDE, " ")
+    for rx, sub in _PUNCTUATION_HEAD:
+        text = rx.sub(sub, text)
+    text = _final_period(text, _CLOSERS, "")
+    for rx, sub in _PUNCTUATION_TAIL + [_PARENS_BRACKETS, _DOUBLE_DASHES]:
         text = rx.sub(sub, text)
     text = " " + text + " "
     for rx, sub in _ENDING_QUOTES:
