@@ -21,6 +21,10 @@ re-runs, and so does everything after it. Fields declared `runtime` (device, wor
 request concurrency: config.runtime) cannot change results and do not count as a change. A stage that did not finish (crash, Ctrl-C, kill -9)
 is never marked done; a non-resumable stage gets a clean output folder when it re-runs, a
 resumable one (it checkpoints inside its folder) continues from its last checkpoint.
+
+One recipe stage run alone (`vibethinker <stage or name> RECIPE ...`) takes that entry's config
+but writes to <run_dir>/single/<name> (`single_out`), with its own `single_run.json`: it never
+touches a folder the manifest describes, so it needs neither the run lock nor a manifest entry.
 """
 
 from __future__ import annotations
