@@ -395,3 +395,28 @@ def test_math_judge_spec_is_checked():
 
     with pytest.raises(ValueError):
         make_math_judge("no-url-here")
+
+
+def test_eval_passes_the_math_judge_through(stub_openai, tmp_path):  # noqa: F811
+    """The eval and RL stages take `math_judge`; `evaluate` verifies through it."""
+    from dataclasses import fields
+
+    from vibethinker.evaluate import evaluate
+    from vibethinker.stages.eval import EvalConfig
+    from vibethinker.stages.rl import RLConfig
+    from vibethinker.types import Completion
+    from vibethinker.verifiers.math_judge import judged_verify
+
+    assert {f.name: f.default for f in fields(EvalConfig)}["math_judge"] == ""
+    assert {f.name: f.default for f in fields(RLConfig)}["math_judge"] == ""
+
+    class Canned:
+        def generate(self, prompts, n, params):
+            texts = [r"\boxed{12}", r"\boxed{\text{twelve}}", r"\boxed{13}"]
+            return [[Completion(t, [0], None, "stop") for t in texts[:n]] for _ in prompts]
+
+    stub_openai.hook = _equivalence_hook
+    verify = judged_verify(f"judge-m@{stub_openai.base_url}", tmp_path)
+    res = evaluate(Canned(), [_math("12")], n=3, ks=[1], workers=1, verify_fn=verify)
+    assert [s.correct for s in res.groups[0].scores] == [True, True, False]
+    assert verify.stats.as_dict()["share"] == pytest.approx(1 / 3)
