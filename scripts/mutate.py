@@ -76,6 +76,13 @@ EQUIVALENT: dict[str, str] = {
     "deviation (hence denom) is 0, so the second test is false anyway",
     "vibethinker.algo.advantages.x_batch_long2short__mutmut_56": ">= for > against the tolerance: "
     "differs only when denom equals 1e-12 * s_bar exactly",
+    "vibethinker.algo.losses.x_clipped_surrogate__mutmut_63": _DIM + " ([N, T] here)",
+    "vibethinker.algo.losses.x_clipped_surrogate__mutmut_67": _DIM + " ([N, T] here)",
+    "vibethinker.algo.losses.x_clipped_surrogate__mutmut_21": "mask.to(None) keeps a bool mask; "
+    "bool * float and bool sums promote to the same values",
+    "vibethinker.algo.losses.x_clipped_surrogate__mutmut_23": "advantages.to(None): the product "
+    "with the ratio promotes to the same dtype and values",
+    "vibethinker.algo.losses.x_masked_mean__mutmut_2": "mask.to(None): bool promotes as above",
     "vibethinker.algo.advantages.x_grpo_advantages__mutmut_1": "GRPO ignores lambda (its default "
     "included)",
     "vibethinker.algo.advantages.x_grpo_advantages__mutmut_7": "lambda left to "

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 import torch
 
 from vibethinker.algo.losses import (
+    LossStats,
     clipped_surrogate,
     entropy_from_logits,
     kl_k3,
@@ -72,6 +74,70 @@ def test_n_seqs_makes_microbatches_add_up():
     parts = sum(clipped_surrogate(logp[i : i + 2], old[i : i + 2], adv[i : i + 2],
                                   mask[i : i + 2], n_seqs=6)[0] for i in (0, 2, 4))  # fmt: skip
     assert float(parts) == pytest.approx(float(full), abs=1e-6)
+
+
+def test_micro_batch_stats_add_up_to_the_whole_batch():
+    """LossStats of micro-batches, added, equal the whole batch's (sums, max, token counts)."""
+    torch.manual_seed(3)
+    logp = -torch.rand(6, 5) * 2
+    old = logp + 0.3 * torch.randn(6, 5)
+    engine = old + 0.5 * torch.randn(6, 5)
+    ref = logp + 0.2 * torch.randn(6, 5)
+    adv = torch.randn(6)
+    mask = torch.rand(6, 5) > 0.3
+    mask[:, 0] = True
+    kw = dict(engine_logp=engine, tis_cap=1.2, ref_logp=ref, kl_coef=0.1)
+    _, whole = clipped_surrogate(logp, old, adv, mask, **kw)
+    parts = LossStats()
+    for i in (0, 2, 4):
+        sl = slice(i, i + 2)
+        _, st = clipped_surrogate(logp[sl], old[sl], adv[sl], mask[sl], engine_logp=engine[sl],
+                                  tis_cap=1.2, ref_logp=ref[sl], kl_coef=0.1, n_seqs=6)  # fmt: skip
+        parts = parts.add(st)
+    for f in dataclasses.fields(LossStats):
+        assert getattr(parts, f.name) == pytest.approx(getattr(whole, f.name), rel=1e-5), f.name
+    assert whole.tokens == int(mask.sum()) and 0 < whole.tis_capped < whole.tokens
+    assert whole.clipped > 0 and whole.kl_sum > 0 and whole.engine_kl_sum > 0
+    assert parts.summary() == pytest.approx(whole.summary(), rel=1e-5)
+
+
+def test_defaults_and_off_switches():
+    """Defaults: clip 0.2, TIS off (even given engine logprobs), KL logged but not added."""
+    old = torch.zeros(1, 2)
+    logp = torch.tensor([[L(1.5), L(1.1)]])
+    mask = torch.ones(1, 2, dtype=torch.bool)
+    engine = torch.tensor([[L(0.25), L(4.0)]])  # pi_old / pi_engine = 4, 0.25
+    ref = torch.tensor([[L(0.5), L(2.0)]])
+    # A = 1: min(1.5, 1.2) and min(1.1, 1.1) -> -(1.2 + 1.1) / 2 = -1.15
+    loss, st = clipped_surrogate(logp, old, torch.tensor([1.0]), mask, engine_logp=engine,
+                                 ref_logp=ref)  # fmt: skip
+    assert float(loss) == pytest.approx(-1.15)
+    s = st.summary()
+    assert s["tis_mean"] == 1.0 and s["tis_capped_frac"] == 0.0 and s["kl"] > 0
+    # engine KL logged: k3(engine, old) = e^d - d - 1, d = old - engine = log 4, log .25
+    k3 = [math.exp(d) - d - 1 for d in (L(4.0), L(0.25))]
+    assert s["engine_kl"] == pytest.approx(sum(k3) / 2)
+    # a cap below 1 is valid: weight 4 is capped to 0.5, 0.25 stays (one token capped)
+    loss, st = clipped_surrogate(logp, old, torch.tensor([1.0]), mask, engine_logp=engine,
+                                 tis_cap=0.5)  # fmt: skip
+    assert float(loss) == pytest.approx(-(1.2 * 0.5 + 1.1 * 0.25) / 2)
+    assert st.tis_capped == 1 and st.summary()["tis_capped_frac"] == 0.5
+    # no reference, no engine logprobs, an empty mask: zero stats, not 1s
+    _, st = clipped_surrogate(logp, old, torch.tensor([1.0]), torch.zeros(1, 2, dtype=torch.bool))
+    assert (st.tokens, st.ratio_max, st.kl_sum, st.engine_kl_sum, st.tis_sum) == (0, 0, 0, 0, 0)
+    with pytest.raises(ValueError, match="TIS cap must be > 0"):
+        tis_weights(old, engine, 0.0)
+    # one token: the summary divides by 1
+    one = LossStats(tokens=1, clipped=1, ratio_sum=2.0, tis_capped=1, kl_sum=0.5).summary()
+    assert one["clip_frac"] == 1 and one["ratio_mean"] == 2.0 and one["tis_capped_frac"] == 1
+    assert one["kl"] == 0.5
+
+
+def test_masked_mean_and_entropy_shapes():
+    assert float(masked_mean(torch.tensor([3.0, 5.0]), torch.tensor([True, False]))) == 3.0
+    assert float(masked_mean(torch.tensor([3.0]), torch.tensor([False]))) == 0.0
+    ent = entropy_from_logits(torch.tensor([[0.0, 0.0], [50.0, 0.0]]))
+    assert ent.shape == (2,) and ent.tolist() == pytest.approx([L(2), 0.0], abs=1e-6)
 
 
 def _slow_loss(logp, old, adv, mask, eps, tis, ref, kl_coef):
