@@ -353,14 +353,15 @@ def select(
     by_domain: dict[str, list[Problem]] = {}
     for p in problems:
         by_domain.setdefault(p.domain, []).append(p)
-    queues = list(by_domain.values())
+    queues = [iter(v) for v in by_domain.values()]
     keep: set[int] = set()
-    i = 0
-    while len(keep) < limit:
-        q = queues[i % len(queues)]
-        if q:
-            keep.add(id(q.pop(0)))
-        i += 1
+    while len(keep) < limit:  # one per domain in turn; a domain that runs out drops away
+        for q in list(queues):
+            p = next(q, None)
+            if p is None:
+                queues.remove(q)
+            elif len(keep) < limit:
+                keep.add(id(p))
     return [p for p in problems if id(p) in keep]
 
 
