@@ -427,12 +427,17 @@ class Zygote:
 def acquire(bwrap: str, tmp_mb: int) -> Zygote | None:
     """An idle zygote for this tmpfs size, or a new one; None (and one-shot sandboxes from now
     on) if zygotes do not work here."""
-    with _lock:
-        pool = _idle.get(tmp_mb, [])
-        while pool:
-            z = pool.pop()
-            if z.proc.poll() is None:
-                return z
+    dead = []
+    try:
+        with _lock:
+            pool = _idle.get(tmp_mb, [])
+            while pool:
+                z = pool.pop()
+                if z.proc.poll() is None:
+                    return z
+                dead.append(z)
+    finally:
+        for z in dead:  # outside the lock: close() takes it (a deadlock before issue 9)
             z.close()
     try:
         return Zygote(bwrap, tmp_mb)
