@@ -32,14 +32,12 @@ from typing import Any
 
 from vibethinker.data.adapters import ifbench_default_path, load_adapter
 from vibethinker.verifiers.extract import answer_part
-from vibethinker.verifiers.ifbench_rules import APPROXIMATE, TOKENIZER_DEPENDENT
+from vibethinker.verifiers.ifbench_rules import APPROXIMATE
 from vibethinker.verifiers.instruct import (
     instruction_results,
     loose_variants,
     validate_instructions,
 )
-
-NOT_EXACT = APPROXIMATE | TOKENIZER_DEPENDENT
 
 
 def official_checkers() -> Any:
@@ -108,7 +106,7 @@ def score(test: str, samples: str, reference: bool) -> dict[str, Any]:
     for p in problems:
         answer = answer_part(responses.get(p.prompt, "")) or ""
         checked = validate_instructions(p.instructions)
-        exact = not any(i["id"] in NOT_EXACT for i in p.instructions)
+        exact = not any(i["id"] in APPROXIMATE for i in p.instructions)
         for mode in ("strict", "loose"):
             ours = instruction_results(checked, answer, loose=mode == "loose")
             ref = reference_results(check, p.instructions, answer, mode == "loose") if check else []
@@ -200,13 +198,7 @@ def render(result: dict[str, Any]) -> str:
     totals = defaultdict(int)
     for iid in sorted(per_id):
         d = per_id[iid]
-        kind = (
-            "approximate"
-            if iid in APPROXIMATE
-            else "exact up to punkt"
-            if iid in TOKENIZER_DEPENDENT
-            else "exact"
-        )
+        kind = "approximate" if iid in APPROXIMATE else "exact"
         row = f"| `{iid}` | {d['n']} | {_pct(d['strict'], d['n'])} | {_pct(d['loose'], d['n'])} | {kind} |"
         if ref:
             cs, cl = d["strict_compared"], d["loose_compared"]

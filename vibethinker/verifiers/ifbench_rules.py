@@ -9,9 +9,8 @@ function `(text, kwargs) -> bool` that gives the verdict of the reference `check
   "not followed" here;
 - `repeat:repeat_span` with `n_start=0` uses 0 (the reference takes 0 as "unset" and draws a
   random start, so its verdict on that item is a coin toss);
-- `words:start_verb` is approximate (a verb list instead of nltk's POS tagger), and the three
-  rules that use nltk's word tokenizer (`words:words_position`, `words:keywords_specific_position`,
-  `format:title_case`) are exact up to punkt's sentence boundaries; see `ifbench_text`.
+- `words:start_verb` is approximate (a verb list instead of nltk's POS tagger; see
+  `ifbench_text`).
 Quirks of the reference are kept where they decide verdicts (they are the benchmark): e.g.
 `count:conjunctions` counts "and" and "And," as different conjunctions, and `sentence:keyword`
 is a substring test.
@@ -42,10 +41,6 @@ Check = Callable[[str, dict[str, Any]], bool]
 
 # The ids whose verdicts are not the reference's on all inputs (see the module docstring).
 APPROXIMATE = frozenset({"words:start_verb"})
-# Exact Treebank tokens, sentence boundaries from our punkt stand-in.
-TOKENIZER_DEPENDENT = frozenset(
-    {"words:words_position", "words:keywords_specific_position", "format:title_case"}
-)
 
 PERSON_NAMES = (
     "Emma Liam Sophia Jackson Olivia Noah Ava Lucas Isabella Mason Mia Ethan Charlotte Alexander "
