@@ -45,10 +45,22 @@ def test_pass_at_k_brute_force_and_stability():
 
 
 def test_pass_at_k_rejects_bad_input():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="need 0 <= c <= n"):
         pass_at_k(4, 5, 1)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="need 1 <= k <= n"):
         pass_at_k(4, 1, 5)
+    with pytest.raises(ValueError, match="need 1 <= k <= n"):
+        maj_at_k(["a", "b"], [1, 0], 3)
+    with pytest.raises(ValueError, match="keys and correct differ in length"):
+        maj_at_k(["a", "b"], [1], 1)
+
+
+def test_maj_at_k_big_clusters_small_remainder():
+    # found by mutation testing: clusters larger than the k - j samples left for them
+    keys = ["a", "b", "d", "a", "c", "c", "c", "c", "a", "a", None, "c"]
+    ok = [int(x == "a") for x in keys]
+    assert maj_at_k(keys, ok, 6) == pytest.approx(brute_maj(keys, ok, 6), abs=1e-12)
+    assert maj_at_k(keys, ok, 6) == pytest.approx(8 / 21)
 
 
 def test_avg_at_n():
@@ -119,3 +131,4 @@ def test_majority_vote_and_first_k():
     assert maj_at_k_first(["b", "a", "a", "b", "b"], [0, 1, 1, 0, 0], 3) == 1.0
     assert maj_at_k_first(["b", "a", "a", "b", "b"], [0, 1, 1, 0, 0], 5) == 0.0
     assert clusters(["a", None, "a", "b"], [1, 0, 0, 1]) == [(2, 0.5), (1, 1.0)]
+    assert maj_at_k_first([None, None, "a"], [0, 0, 1], 2) == 0.0  # nobody answered: wrong
