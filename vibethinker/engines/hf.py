@@ -185,26 +185,10 @@ def _new_cache(model: Any, reserve: int) -> Any:
 
 
 def _load(path: str, device: str, dtype: str, **load_kw: Any) -> tuple[Any, Any]:
-    try:  # the project's loader (tokenizer fixes, dtype policy) when present
-        from vibethinker.models import load_model_and_tokenizer
-    except ImportError:
-        load_model_and_tokenizer = None
-    if load_model_and_tokenizer is not None:
-        return load_model_and_tokenizer(path, device=device, dtype=dtype, **load_kw)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """The project's loader (tokenizer fixes; dtype "auto" keeps the saved dtype)."""
+    from vibethinker.models import load_model_and_tokenizer
 
-    torch_dtype = _resolve_dtype(dtype, device)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype).to(device)
-    return model, AutoTokenizer.from_pretrained(path)
-
-
-def _resolve_dtype(dtype: str | torch.dtype, device: str) -> torch.dtype:
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    if dtype in ("auto", None, ""):
-        # fp32 on CPU: bf16 autocast was ~2x slower on the calibration machine (DESIGN.md).
-        return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
-    return getattr(torch, dtype)
+    return load_model_and_tokenizer(path, device=device, dtype=dtype, **load_kw)
 
 
 class HFSampler:
