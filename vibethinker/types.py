@@ -96,8 +96,3 @@ class Group:
     @property
     def rewards(self) -> list[float]:
         return [s.value for s in self.scores]
-
-    @property
-    def accuracy(self) -> float:
-        """p(q): fraction of correct completions (PAPER.md, MGPO)."""
-        return sum(s.correct for s in self.scores) / max(len(self.scores), 1)

@@ -192,6 +192,7 @@ def filter_prompts(
     it; `truncation_decisions` counts the prompts whose keep/drop the rule decided."""
     import torch
 
+    from vibethinker.algo.advantages import batch_accuracy
     from vibethinker.evaluate.metrics import truncation_verdicts
     from vibethinker.train.rollout import rollout, score_groups
 
@@ -199,7 +200,7 @@ def filter_prompts(
     sc = score_groups(groups, verify, "verify")  # raw verdicts; the rule is applied below
     cut = sc.truncated.flatten().tolist()
     rules = truncation_verdicts(sc.correct.flatten().tolist(), cut)
-    acc = {r: torch.tensor(v, dtype=torch.float32).view(sc.correct.shape).mean(-1)
+    acc = {r: batch_accuracy(torch.tensor(v).view(sc.correct.shape))
            for r, v in rules.items()}  # fmt: skip
     p = acc[truncated_reward]
     inside = {r: (a > 0) & (a < 1) for r, a in acc.items()}
