@@ -99,3 +99,18 @@ def test_mini_recipe_end_to_end(tmp_path):
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0
     assert "done, skipping" in (run / "run.log").read_text()
+
+    # the README's single-stage example on a recipe: its own folder, the recipe's run untouched
+    manifest_before = (run / "manifest.json").read_text()
+    eval_before = (run / "eval_final" / "summary.json").read_text()
+    base = [sys.executable, "-m", "vibethinker.cli"]
+    one = subprocess.run([*base, "eval", str(recipe), "n=1", "limit=4", "--quiet"], env=env,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert one.returncode == 0, one.stderr[-2000:]
+    assert (run / "single" / "eval_final" / "summary.json").exists()
+    assert (run / "manifest.json").read_text() == manifest_before
+    assert (run / "eval_final" / "summary.json").read_text() == eval_before
+    # status: the manifest as a table, the report rebuilt, the single run listed
+    st = subprocess.run([*base, "status", str(run)], env=env, capture_output=True, text=True)
+    assert st.returncode == 0 and "rl_math" in st.stdout and "single/eval_final" in st.stdout
+    assert "### " in (run / "report.md").read_text()  # stage summaries nest under their stage
