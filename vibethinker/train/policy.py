@@ -10,6 +10,9 @@
 - `save_checkpoint` / `load_checkpoint`: a checkpoint is a plain Hugging Face folder plus
   `trainer_state.pt` (optimizer, scheduler, RNG states, step and data position), so a run resumes
   exactly where it stopped and every checkpoint also loads with plain transformers.
+- `start_or_resume` / `rows_upto`: what the SFT and RL loops share to start a run or resume it
+  (refusing a checkpoint written with other run-shaping options), and their JSONL logs cut back
+  to the resumed step.
 - `apply_lora` (an option; full fine-tuning is the default, as in the paper): peft LoRA adapters;
   checkpoints and `final` are then saved merged (plain HF folders) with the adapter in `adapter/`.
 """
