@@ -8,7 +8,7 @@ tree, so tests run elsewhere never see a mutated file. One target at a time, tes
 target, one worker by default (the machines are small and shared).
 
     python scripts/mutate.py                      # every target, report in docs/MUTATION.md
-    python scripts/mutate.py algo.losses train.sft --jobs 2 --no-report
+    python scripts/mutate.py listed algo.losses --jobs 2   # `listed`: issue 18's own mutants
 
 Surviving mutants that cannot change behaviour are listed in EQUIVALENT with the reason; the
 report counts them apart. Anything else that survives is a missing test: write it. To look at one:
@@ -53,7 +53,7 @@ TARGETS: dict[str, Target] = {
     "train.rollout": Target(
         "vibethinker/train/rollout.py",
         ("*x_build_batch*", "*x_response_logprobs*", "*x__hidden_and_head*", "*x__chunk_logp*"),
-        ("tests/test_rl.py",),
+        ("tests/test_rl_loop.py", "tests/test_rl.py"),
     ),  # fmt: skip
     "train.rl": Target(
         "vibethinker/train/rl.py",
@@ -65,7 +65,7 @@ TARGETS: dict[str, Target] = {
             "*x_logprob_inputs*",
             "*x_frozen_logprobs*",
         ),
-        ("tests/test_rl.py",),
+        ("tests/test_rl_loop.py", "tests/test_rl.py"),
     ),  # fmt: skip
     "engines.hf": Target(
         "vibethinker/engines/hf.py",
@@ -125,6 +125,98 @@ RESULT = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
 COPY_IGNORE = shutil.ignore_patterns(
     ".venv", ".git", "runs", "mutants", "__pycache__", ".pytest_cache", "*.egg-info", ".ruff_cache"
 )
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A hand-written mutant (issue 18's list): `old` replaced by `new` in `path` must make
+    `tests` fail."""
+
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+_RL = ("tests/test_rl_loop.py",)
+LISTED: dict[str, Listed] = {
+    "sft: no next-token shift": Listed(
+        "vibethinker/train/sft.py", "logits = head(hidden[:, :-1][sel])",
+        "logits = head(hidden[:, 1:][sel])", ("tests/test_sft.py",)),
+    "hf: compaction swaps rows' KV caches": Listed(
+        "vibethinker/engines/hf.py", "cache.batch_select_indices(idx)\n",
+        "cache.batch_select_indices(idx.flip(0))\n", ("tests/test_engines_hf.py",)),
+    "hf: temperature ignored": Listed(
+        "vibethinker/engines/hf.py", "z = logits / params.temperature", "z = logits",
+        ("tests/test_engines_hf.py",)),
+    "hf: top-p fast path keeps one token too many": Listed(
+        "vibethinker/engines/hf.py", "drop = (torch.cumsum(vals, dim=-1) - vals) >= top_p",
+        "drop = (torch.cumsum(vals, dim=-1) - vals) > top_p", ("tests/test_engines_hf.py",)),
+    "rl: 1/N over trained rows only": Listed(
+        "vibethinker/train/rl.py", "share = max(1, adv.numel() // opts.mini_batches)",
+        "share = max(1, rows.numel() // opts.mini_batches)", _RL),
+    "rl: pi_old is the current policy": Listed(
+        "vibethinker/train/rl.py",
+        "old = old_logp[r].to(device) if old_logp is not None else logp.detach()",
+        "old = logp.detach()", _RL),
+    "rl: Long2Short ignored": Listed(
+        "vibethinker/train/rl.py", "    if opts.long2short:", "    if False:", _RL),
+    "rl: KL against the policy, not the reference": Listed(
+        "vibethinker/train/rl.py", "frozen_logprobs(lp.ref_model,", "frozen_logprobs(lp.model,",
+        _RL),
+    "rl: TIS cap ignored": Listed(
+        "vibethinker/train/rl.py", "tis_cap=opts.tis_cap,", "tis_cap=0.0,", _RL),
+    "rl: max_seconds ignored": Listed(
+        "vibethinker/train/rl.py", "out_of_time = opts.max_seconds and", "out_of_time = False and",
+        _RL),
+    "rl: one update instead of mini_batches": Listed(
+        "vibethinker/train/rl.py", "for part in rows.tensor_split(opts.mini_batches)",
+        "for part in [rows]", _RL),
+    "rl: std_scale ignored": Listed(
+        "vibethinker/train/rl.py", "std_scale=opts.std_scale", "std_scale=True", _RL),
+    "rl: grpo runs MGPO": Listed(
+        "vibethinker/algo/advantages.py", '{"grpo": grpo_advantages,', '{"grpo": mgpo_advantages,',
+        _RL),
+    "rl: resume does not check options": Listed(
+        "vibethinker/train/rl.py", "options=resume_options(opts),", "options={},", _RL),
+    "probe_merge: merge returns the first checkpoint": Listed(
+        "vibethinker/stages/probe_merge.py", "[w for _, w in plan])",
+        "[1.0] + [0.0] * (len(plan) - 1))", ("tests/test_merge.py",)),
+}  # fmt: skip
+
+
+def run_listed(work: Path) -> dict[str, object]:
+    """Apply each LISTED mutant to a copy of the tree and run its tests: each must fail."""
+    dst = work / "listed"
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(ROOT, dst, ignore=COPY_IGNORE)
+    env = {**os.environ, "PYTHONPATH": str(dst), "PYTHONDONTWRITEBYTECODE": "1"}
+    where = subprocess.run([sys.executable, "-c", "import vibethinker; print(vibethinker.__file__)"],
+                           cwd=dst, env=env, capture_output=True, text=True).stdout  # fmt: skip
+    if not where.startswith(str(dst)):
+        sys.exit(f"the copy's tests would import vibethinker from {where.strip()}, not {dst}")
+    t0, survived, killed = time.time(), [], 0
+    for name, m in LISTED.items():
+        f = dst / m.path
+        orig = f.read_text()
+        if orig.count(m.old) != 1:
+            survived.append(f"{name}: pattern not found once in {m.path} (update LISTED)")
+            continue
+        f.write_text(orig.replace(m.old, m.new))
+        try:
+            res = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                                  *m.tests], cwd=dst, env=env, capture_output=True, text=True)  # fmt: skip
+        finally:
+            f.write_text(orig)
+        ok = res.returncode == 1  # tests ran and failed (not a collection or usage error)
+        killed += ok
+        print(f"  {'killed  ' if ok else 'SURVIVED'} {name}", flush=True)
+        if not ok:
+            survived.append(f"{name}: pytest exit {res.returncode}")
+    return {"target": "listed", "module": "issue 18's hand-written mutants", "functions": [],
+            "tests": [], "mutants": len(LISTED), "killed": killed, "equivalent": 0,
+            "survived": survived, "minutes": round((time.time() - t0) / 60, 1)}  # fmt: skip
 
 
 def prepare(name: str, t: Target, work: Path) -> Path:
@@ -197,13 +289,13 @@ def report(rows: list[dict[str, object]]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("targets", nargs="*", help=f"default: all of {', '.join(TARGETS)}")
+    ap.add_argument("targets", nargs="*", help=f"default: all of listed, {', '.join(TARGETS)}")
     ap.add_argument("--work", default="/tmp/vibethinker-mutate")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--json", default="", help="also write the per-target results here")
     args = ap.parse_args()
-    names = args.targets or list(TARGETS)
-    unknown = [n for n in names if n not in TARGETS]
+    names = args.targets or ["listed", *TARGETS]
+    unknown = [n for n in names if n not in TARGETS and n != "listed"]
     if unknown:
         sys.exit(f"unknown targets {unknown}; known: {', '.join(TARGETS)}")
     work = Path(args.work)
@@ -213,7 +305,7 @@ def main() -> None:
     rows = []
     for n in names:
         print(f"mutate: {n} ...", flush=True)
-        r = run_target(n, TARGETS[n], work, args.jobs)
+        r = run_listed(work) if n == "listed" else run_target(n, TARGETS[n], work, args.jobs)
         rows.append(r)
         print(f"  {r['killed']}/{r['mutants']} killed, {len(r['survived'])} survived, "
               f"{r['equivalent']} equivalent ({r['minutes']} min)", flush=True)  # fmt: skip
