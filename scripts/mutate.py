@@ -138,50 +138,64 @@ class Listed:
     tests: tuple[str, ...]
 
 
-_RL = ("tests/test_rl_loop.py",)
+def _rl(*names: str) -> tuple[str, ...]:
+    return tuple(f"tests/test_rl_loop.py::{n}" for n in names)
+
+
 LISTED: dict[str, Listed] = {
     "sft: no next-token shift": Listed(
         "vibethinker/train/sft.py", "logits = head(hidden[:, :-1][sel])",
-        "logits = head(hidden[:, 1:][sel])", ("tests/test_sft.py",)),
+        "logits = head(hidden[:, 1:][sel])",
+        ("tests/test_sft.py::test_token_loss_is_the_models_own_next_token_loss",)),
     "hf: compaction swaps rows' KV caches": Listed(
         "vibethinker/engines/hf.py", "cache.batch_select_indices(idx)\n",
-        "cache.batch_select_indices(idx.flip(0))\n", ("tests/test_engines_hf.py",)),
+        "cache.batch_select_indices(idx.flip(0))\n",
+        ("tests/test_engines_hf.py::test_compaction_keeps_each_row_its_own_cache",)),
     "hf: temperature ignored": Listed(
         "vibethinker/engines/hf.py", "z = logits / params.temperature", "z = logits",
-        ("tests/test_engines_hf.py",)),
+        ("tests/test_engines_hf.py::test_temperature_shapes_the_sampling_distribution",)),
     "hf: top-p fast path keeps one token too many": Listed(
         "vibethinker/engines/hf.py", "drop = (torch.cumsum(vals, dim=-1) - vals) >= top_p",
-        "drop = (torch.cumsum(vals, dim=-1) - vals) > top_p", ("tests/test_engines_hf.py",)),
+        "drop = (torch.cumsum(vals, dim=-1) - vals) > top_p",
+        ("tests/test_engines_hf.py::test_top_p_fast_path_matches_a_full_sort",)),
     "rl: 1/N over trained rows only": Listed(
         "vibethinker/train/rl.py", "share = max(1, adv.numel() // opts.mini_batches)",
-        "share = max(1, rows.numel() // opts.mini_batches)", _RL),
+        "share = max(1, rows.numel() // opts.mini_batches)",
+        _rl("test_update_gradient_is_the_mean_over_all_sequences", "test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
     "rl: pi_old is the current policy": Listed(
         "vibethinker/train/rl.py",
         "old = old_logp[r].to(device) if old_logp is not None else logp.detach()",
-        "old = logp.detach()", _RL),
+        "old = logp.detach()",
+        _rl("test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
     "rl: Long2Short ignored": Listed(
-        "vibethinker/train/rl.py", "    if opts.long2short:", "    if False:", _RL),
+        "vibethinker/train/rl.py", "    if opts.long2short:", "    if False:",
+        _rl("test_long2short_through_the_loop")),
     "rl: KL against the policy, not the reference": Listed(
         "vibethinker/train/rl.py", "frozen_logprobs(lp.ref_model,", "frozen_logprobs(lp.model,",
-        _RL),
+        _rl("test_reference_model_and_kl_through_the_loop")),
     "rl: TIS cap ignored": Listed(
-        "vibethinker/train/rl.py", "tis_cap=opts.tis_cap,", "tis_cap=0.0,", _RL),
+        "vibethinker/train/rl.py", "tis_cap=opts.tis_cap,", "tis_cap=0.0,",
+        _rl("test_tis_weights_and_cap_through_the_loop")),
     "rl: max_seconds ignored": Listed(
         "vibethinker/train/rl.py", "out_of_time = opts.max_seconds and", "out_of_time = False and",
-        _RL),
+        _rl("test_max_seconds_stops_checkpointed_and_resumes")),
     "rl: one update instead of mini_batches": Listed(
         "vibethinker/train/rl.py", "for part in rows.tensor_split(opts.mini_batches)",
-        "for part in [rows]", _RL),
+        "for part in [rows]",
+        _rl("test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
     "rl: std_scale ignored": Listed(
-        "vibethinker/train/rl.py", "std_scale=opts.std_scale", "std_scale=True", _RL),
+        "vibethinker/train/rl.py", "std_scale=opts.std_scale", "std_scale=True",
+        _rl("test_loop_advantages_match_the_reference")),
     "rl: grpo runs MGPO": Listed(
         "vibethinker/algo/advantages.py", '{"grpo": grpo_advantages,', '{"grpo": mgpo_advantages,',
-        _RL),
+        _rl("test_loop_advantages_match_the_reference")),
     "rl: resume does not check options": Listed(
-        "vibethinker/train/rl.py", "options=resume_options(opts),", "options={},", _RL),
+        "vibethinker/train/rl.py", "options=resume_options(opts),", "options={},",
+        _rl("test_resume_refuses_changed_options")),
     "probe_merge: merge returns the first checkpoint": Listed(
         "vibethinker/stages/probe_merge.py", "[w for _, w in plan])",
-        "[1.0] + [0.0] * (len(plan) - 1))", ("tests/test_merge.py",)),
+        "[1.0] + [0.0] * (len(plan) - 1))",
+        ("tests/test_merge.py::test_probe_merge_stage_merges_the_specialists",)),
 }  # fmt: skip
 
 

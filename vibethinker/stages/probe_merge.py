@@ -273,11 +273,9 @@ def run(cfg: ProbeMergeConfig) -> dict[str, str]:
     }  # fmt: skip
     (out / "probe.json").write_text(json.dumps(result, indent=2) + "\n")
     plot_heatmap(table, names, specialists, cfg.k, out / "probe.png")
-    (out / "summary.md").write_text(
-        summary_md(
-            table, names, specialists, plan, cfg.k, cfg.n, last, [len(v) for v in groups.values()]
-        )
-    )
+    md = summary_md(table, names, specialists, plan, k=cfg.k, n=cfg.n, last=last,
+                    problems=[len(v) for v in groups.values()])  # fmt: skip
+    (out / "summary.md").write_text(md)
     return {
         "model": merged,
         "table": str(out / "probe.json"),

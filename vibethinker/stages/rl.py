@@ -455,7 +455,8 @@ def run(cfg: RLConfig) -> dict[str, str]:
     if cfg.kl_coef > 0 or cfg.log_ref_kl:
         ref, _ = policy.load_policy(cfg.model, device, **rope)
         ref.eval().requires_grad_(False)
-    res = rl.train(model, tok, problems, cfg, out, eval_problems, ref, prompt_fn, verify)
+    res = rl.train(model, tok, problems, cfg, out, eval_problems=eval_problems, ref_model=ref,
+                   prompt_fn=prompt_fn, verify=verify)  # fmt: skip
     final = policy.save_hf(model, tok, out / "final")
     plot = plot_curves(res["history"], res["evals"], out / "curves.png", f"RL {cfg.domain}"
                        + (" (Long2Short)" if cfg.long2short else ""))  # fmt: skip

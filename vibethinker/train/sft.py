@@ -14,7 +14,6 @@ prompts are long or the vocabulary is large.
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from collections.abc import Sequence
@@ -153,15 +152,12 @@ def train(
     device = next(model.parameters()).device
     model.train()
     stats = {"tokens": sum(r.get("tokens", 0) for r in history), "seconds": 0.0}
-    save = functools.partial(
-        _save,
-        out / "checkpoints",
-        model,
-        tokenizer,
-        optimizer,
-        scheduler,
-        {"total_steps": total, "options": loop_options(opts)},
-    )
+    extra = {"total_steps": total, "options": loop_options(opts)}
+
+    def save(done: int) -> None:
+        policy.save_checkpoint(policy.step_dir(out / "checkpoints", done), model, tokenizer,
+                               optimizer=optimizer, scheduler=scheduler, step=done, extra=extra)  # fmt: skip
+
     bar = progress_bar(total, start, "sft")
     from vibethinker.log import make_tracker  # experiment tracking (report_to)
 
@@ -176,7 +172,8 @@ def train(
             dt = time.perf_counter() - t0
             stats["tokens"] += n_tok
             stats["seconds"] += dt
-            row = _row(step, total, opts.epochs, loss, lr, gnorm, n_tok, n_loss, dt)
+            row = _row(step=step, total=total, epochs=opts.epochs, loss=loss, lr=lr, gnorm=gnorm,
+                       n_tok=n_tok, n_loss=n_loss, dt=dt)  # fmt: skip
             mf.write(json.dumps(row) + "\n")
             tracker.log(row, row["step"])
             mf.flush()
@@ -210,13 +207,7 @@ def _plan(samples: Sequence[Sample], opts: SFTConfig) -> list:
     return plan[: opts.max_steps] if opts.max_steps else plan
 
 
-def _save(ckpts: Path, model, tokenizer, optimizer, scheduler, extra: dict, done: int) -> None:
-    policy.save_checkpoint(
-        policy.step_dir(ckpts, done), model, tokenizer, optimizer, scheduler, done, extra
-    )
-
-
-def _row(step, total, epochs, loss, lr, gnorm, n_tok, n_loss, dt) -> dict[str, Any]:
+def _row(*, step, total, epochs, loss, lr, gnorm, n_tok, n_loss, dt) -> dict[str, Any]:
     return {
         "step": step + 1,
         "epoch": round((step + 1) / total * epochs, 4),
