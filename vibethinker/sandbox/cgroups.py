@@ -118,6 +118,7 @@ def _bases() -> list[tuple[str, str]]:
             if kind == "v2":  # children get the controllers only if we delegate them
                 ctrls = " ".join("+" + c for c in sorted(_v2_controllers(own)))
                 _write(os.path.join(base, "cgroup.subtree_control"), ctrls)
+            _share(base)
             bases.append((kind, base))
         except OSError as e:
             _log.debug("cgroup %s not usable: %s", own, e)
@@ -128,6 +129,19 @@ def _bases() -> list[tuple[str, str]]:
         )
     _state["bases"], _state["pid"] = bases, pid
     return bases
+
+
+def _share(base: str) -> None:
+    # A cpu cgroup competes with its siblings as one task would (weight 1024 / 100): all our
+    # sandboxes together would get one task's share of a busy host. Weigh them like one task per
+    # core instead (each check is also capped at Limits.cpus by its quota).
+    n = os.cpu_count() or 1
+    for f, v in (("cpu.shares", 1024 * n), ("cpu.weight", min(10000, 100 * n))):
+        if os.path.exists(os.path.join(base, f)):
+            try:
+                _write(os.path.join(base, f), str(v))
+            except OSError as e:
+                _log.debug("could not set %s: %s", f, e)
 
 
 def _sweep_stale(own: str) -> None:
