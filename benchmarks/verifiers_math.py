@@ -91,6 +91,29 @@ def baseline(pairs: list[tuple[str, str]]) -> list[bool]:
     return [bool(verify(parse(f"${g}$"), parse(r))) for g, r in pairs]
 
 
+def micro(reps: int = 3) -> dict:
+    """In-process cost of the cheap steps every check pays: the fast path (plain numbers, no
+    sympy) and the parser-bomb screen on a long ordinary answer; microseconds per call."""
+    from vibethinker.verifiers.math import check_answer, screen
+
+    fast = [("25", "025"), (r"\frac{3}{4}", "0.75"), ("12345678901234567890", "12345678901234567891"),
+            (r"\frac{1}{3}", "0.33"), ("7", "x = 7"), ("42", "41")] * 200  # fmt: skip
+    long_answer = "+".join(f"x_{{{i}}}^{{2}}" for i in range(80))  # ~900 characters
+    out = {}
+    for name, fn, args in (("fast_path_us", check_answer, fast),
+                           ("screen_us", screen, [(long_answer,)] * 1000)):  # fmt: skip
+        best = float("inf")
+        for _ in range(reps):
+            t = time.perf_counter()
+            for a in args:
+                fn(*a)
+            best = min(best, (time.perf_counter() - t) / len(args) * 1e6)
+        out[name] = best
+    print(f"  fast path: {out['fast_path_us']:.1f} us/check; screen (900 chars): "
+          f"{out['screen_us']:.1f} us")  # fmt: skip
+    return out
+
+
 def main(n: int = 2000, workers: int = 2) -> dict:
     from vibethinker.verifiers import verify_batch
     from vibethinker.verifiers.batch import get_pool
@@ -137,6 +160,7 @@ def main(n: int = 2000, workers: int = 2) -> dict:
     print(f"  verify_batch (incl. start):   {out['ours_cold_checks_per_s']:8.1f} checks/s")
     print(f"  ratio: {out['ratio']:.2f}x warm, {out['ratio_cold']:.2f}x cold (target >= 1.5x)")
     print(f"  verdicts agree on {out['agreement']:.1%}; where they differ: {out['disagreements']}")
+    out.update(micro())
     return out
 
 

@@ -381,3 +381,24 @@ def test_fence_scanner_matches_the_old_regex_on_ordinary_text():
     for _ in range(2000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
         assert fenced_blocks(text) == [m.groups() for m in old.finditer(text)], repr(text)
+
+
+def test_answer_forms_never_raise_on_random_strings():
+    import random
+
+    from vibethinker.verifiers import math_forms as forms
+
+    atoms = ["{", "}", "(", ")", "[", "]", "\\{", "\\}", ",", "=", "\\pm", "\\text{ and }",
+             " or ", "x", "AB", "1", "0.", "\\overline{3}", "^", "\\circ", "°", "\\%", "\\$",
+             "\\text{cm}", "\\boxed{", "\\frac{1}{2}", " ", "\\left(", "-", "|", "_", "2"]  # fmt: skip
+    rng = random.Random(0)
+    for _ in range(2000):
+        s = "".join(rng.choice(atoms) for _ in range(rng.randint(0, 40)))
+        screen(s)
+        forms.pred_items(forms.rewrite(forms.strip_group(s)))
+        forms.split_unit(s)
+        forms.drop_name(s)
+    for _ in range(40):  # the whole check, on short strings (some reach sympy)
+        g = "".join(rng.choice(atoms) for _ in range(rng.randint(1, 8)))
+        p = "".join(rng.choice(atoms) for _ in range(rng.randint(1, 8)))
+        assert isinstance(check_answer(g, p).correct, bool)

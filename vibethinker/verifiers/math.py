@@ -1,17 +1,26 @@
-"""Math verifier: the last `\\boxed{}` of the answer part, equivalence through math-verify.
+"""Math verifier: the last box of the answer part, compared as a careful grader compares answers.
 
 Pipeline for one response (each step cheap before the expensive one):
-1. extract: the last `\\boxed{...}` after `</think>` (nothing inside the reasoning counts);
-2. screen: too long, too deeply nested, exponent towers, huge factorials -> rejected before any
-   parser sees them (parser bombs), hedges (`\\pm`, "or", several different boxes) -> 0;
-3. fast path: equal strings, or plain integers / decimals / integer fractions compared exactly
-   (AIME's '025' equals 25) -- most checks end here without sympy;
-4. math-verify (its signal-based timeouts off) plus our checks against its known false positives:
+1. extract: the last box (`\\boxed{}`, `\\fbox{}`, `\\boxed 5`: extract.py's one notion of a box)
+   after `</think>` (nothing inside the reasoning counts);
+2. screen: too long, too deeply nested, numeric exponent towers, huge factorials -> rejected
+   before any parser sees them (parser bombs); a tower with a variable (`10^{2^n-n-1}`) is fine;
+3. fast path: plain integers / decimals / integer fractions compared exactly (AIME's '025'
+   equals 25; big integers as integers) -- most checks end here without sympy;
+4. answer forms (math_forms.py): grouping braces, nested boxes, `30°`, `0.\\overline{3}`, units,
+   percent, `name = value`, listings with "and"/"or"/`\\pm`, ordered pairs vs sets; then hedges
+   (`\\pm`, "or", "and" for a single-valued gold) -> 0;
+5. math-verify (its signal-based timeouts off) plus our checks against its known false positives:
    shape leniency the gold does not allow (a set or interval for a number), equations that
    collapse (`3x-y+13=0` accepted for gold 0 because the right side is 0), numeric tolerance
    (`1/2^99` "equals" `1/2^98` at 6 decimals), `\\mathrm{e}` dropping out (`2\\mathrm{e}` -> 2).
-   Step 4 runs in a worker process with a hard wall-clock limit (batch.py), so a stuck sympy call
+   Step 5 runs in a worker process with a hard wall-clock limit (batch.py), so a stuck sympy call
    costs a timeout, never a hang.
+
+Numbers: exact answers are compared exactly (rationals and big integers exactly, other exact
+values to 100 digits); a tolerance exists only for decimals, at their stated precision
+(`_decimal_match`). Several boxes are compared by value: any box that is not the gold makes the
+answer a hedge. An optional LLM judge can give a second opinion (math_judge.py).
 """
 
 from __future__ import annotations
@@ -56,6 +65,9 @@ _INT_RE = re.compile(r"^[+-]?\d+$")
 _DEC_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)$")
 _FRAC_RE = re.compile(r"^([+-]?)\\[dt]?frac\{([+-]?\d+)\}\{([+-]?\d+)\}$|^([+-]?\d+)/(\d+)$")
 _NOISE_RE = re.compile(r"\s+|\$|\\[,!;: ]|\\left|\\right|\\displaystyle")
+_BRACKET_RE = re.compile(r"[{}()\[\]]")
+# a `^` inside an exponent or right after one: a tower candidate for `_numeric_tower` to judge
+_TOWER_HINT_RE = re.compile(r"\^\s*\{[^{}]*[{^]|\^\s*[\w.]+\s*\^|\^\s*\{[^{}]*\}\s*\^")
 # letters that make an exponent symbolic (variables, \\pi); \\cdot, \\left etc. do not count
 _LETTER_RE = re.compile(r"(?<!\\)\b[A-Za-z]|\\(?!left|right|cdot|times)[A-Za-z]+")
 
@@ -127,6 +139,9 @@ def check_answer(gold: str, pred: str) -> Score:
     reason = screen(pred)
     if reason:
         return Score(0.0, False, reason)
+    fast = _fast_equal(gold, pred)  # plain numbers on both sides: no answer forms to read
+    if fast is not None:
+        return Score(float(fast), fast, "ok" if fast else "wrong_answer")
     gold, pred = rewrite(strip_group(gold)), rewrite(strip_group(pred))
     if _normalize(gold) == _normalize(pred):
         return Score(1.0, True, "ok")
@@ -187,15 +202,15 @@ def screen(s: str) -> str | None:
     if len(s) > MAX_ANSWER_CHARS:
         return "answer_too_long"
     depth = deepest = 0
-    for c in s:
-        if c == "{" or c == "(" or c == "[":
+    for m in _BRACKET_RE.finditer(s):
+        if m.group(0) in "{([":
             depth += 1
             deepest = max(deepest, depth)
-        elif c == "}" or c == ")" or c == "]":
+        else:
             depth -= 1
     if deepest > MAX_BRACE_DEPTH:
         return "answer_too_complex"
-    if "\\uparrow" in s or _numeric_tower(s):
+    if "\\uparrow" in s or (_TOWER_HINT_RE.search(s) and _numeric_tower(s)):
         return "answer_too_complex"
     if any(len(m.group(1)) > MAX_EXPONENT_DIGITS for m in _EXP_RE.finditer(s)):
         return "answer_too_complex"
