@@ -1012,6 +1012,25 @@ def test_no_counter_carries_over_between_checks(counter):
     assert again - first < 250, (first, again)
 
 
+@pytest.mark.xfail(
+    strict=False,  # host-wide and noisy: other processes move it too, so it may pass by chance
+    reason="SECURITY (low, open): the inode numbers of pipes, sockets and anonymous files come "
+    "from one host-wide counter that no namespace separates (one-shot sandboxes share it too): "
+    "a check that makes 3,000 pipes moves what the next check sees by ~3,000. A noisy covert "
+    "channel between two cooperating submissions; no grader data reaches either",
+)
+def test_host_wide_inode_counter_carries_over():
+    from vibethinker.verifiers.code import run_stdio_case
+
+    read = "import os\nr, w = os.pipe()\nprint(os.fstat(r).st_ino)\n"
+    advance = "import os\nfor i in range(3000):\n    for fd in os.pipe():\n        os.close(fd)\n"
+    lim = sb.Limits(timeout=5)
+    first = int(run_stdio_case(read, "", "bwrap", lim)[2])
+    run_stdio_case(advance, "", "bwrap", lim)
+    again = int(run_stdio_case(read, "", "bwrap", lim)[2])
+    assert abs(again - first) < 1000, (first, again)
+
+
 # --- 6. Round 2 (issue 9): reward hacks through kernel state, host resources -------------------
 
 # A solver plants its answer where a later check can read it; the later, non-solving

@@ -39,6 +39,10 @@ Why the verdict can be trusted (the submission is adversarial; see tests/test_sa
   harness exit means failure. `sys.exit`/`os._exit`/`SystemExit` in the submission, at import or
   during a call, make the server die or report a non-Exception, which fails the check whatever
   the test code catches. Threads the submission leaves running die with its sandbox.
+  The server does learn which calls the harness made, hence whether its earlier answers
+  passed; it cannot keep that anywhere a later check (another sample of the same prompt) can
+  read it: each check has fresh namespaces, tmpfs and uids, and no IPv4/IPv6 (vibethinker/
+  sandbox/zygote.py; tests/test_sandbox_redteam.py tries the channels).
   Limits of this design: arguments are copied, so tests that rely on in-place mutation of an
   argument or pass callables to the candidate are not supported (they fail).
 - Exit codes and stdout of the submission are never trusted alone; timeouts, crashes and

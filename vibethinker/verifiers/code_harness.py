@@ -1,8 +1,8 @@
 """The trusted scripts the code verifier runs inside the sandbox (see code.py for the design).
 
-They are source text, executed by sandbox.SETUP/BOOT or a zygote's child with `_drop` and
-`_UIDS`; the host fds sit at fixed numbers (sandbox.run places them at 3, 4, ...), so each script
-is one constant text that a zygote compiles once. Import-light on purpose: os and sys only.
+They are source text, executed by vibethinker/sandbox (runner.BOOT or a zygote's check, after
+base.SETUP) with `_drop` and `_UIDS`; the host fds sit at fixed numbers (sandbox.run places them
+at 3, 4, ...), so each script is one constant text that a zygote compiles once. Import-light on purpose: os and sys only.
 """
 
 from __future__ import annotations
