@@ -254,3 +254,18 @@ def test_verify_cli_positional_input(tmp_path):
     assert main(["verify", str(src), f"out={tmp_path / 'o'}", "workers=1", "--quiet"]) == 0
     got = json.loads((tmp_path / "o" / "verified.jsonl").read_text())
     assert got["correct"] is True
+
+
+def test_cancel_scope_kills_what_runs_and_refuses_what_comes():
+    from vibethinker.sandbox.base import Cancelled, CancelScope
+
+    killed: list[str] = []
+    scope = CancelScope()
+    with pytest.raises(Cancelled):  # the check that was running reports Cancelled, not a verdict
+        with scope.running(lambda: killed.append("a")):
+            scope.cancel()  # another thread's backstop: the running sandbox is killed at once
+            assert killed == ["a"]
+    with pytest.raises(Cancelled):
+        with scope.running(lambda: killed.append("b")):  # started after: stopped, not run
+            raise AssertionError("never runs")
+    assert killed == ["a", "b"]

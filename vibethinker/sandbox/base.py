@@ -191,11 +191,14 @@ class CancelScope:
         """Register `kill` while the body runs; raises Cancelled before and after when the
         scope is (or became) cancelled."""
         with self._lock:
-            if self.cancelled:
-                raise Cancelled("cancelled before start")
-            self._n += 1
-            key = self._n
-            self._kills[key] = kill
+            cancelled = self.cancelled
+            if not cancelled:
+                self._n += 1
+                key = self._n
+                self._kills[key] = kill
+        if cancelled:  # e.g. while a zygote was starting: stop it, do not run the check
+            kill()
+            raise Cancelled("cancelled before start")
         try:
             yield
         except SandboxLost:
