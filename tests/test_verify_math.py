@@ -247,7 +247,7 @@ def test_verify_dispatch_never_raises(monkeypatch):
 
 # ---- issue 21: answers compared as a careful grader compares them ----
 # tests/data/math_verdicts.jsonl: gold, full response, expected verdict, class and a note. Main
-# before the fix got 38 of its 83 verdicts wrong (exact values with a tolerance, \fbox hedges,
+# before the fix got 38 of its 89 verdicts wrong (exact values with a tolerance, \fbox hedges,
 # `AB = 5`, "and"/"or" listings, the same value boxed twice, 30°, 0.\overline{3}, the policies).
 DATA = Path(__file__).parent / "data"
 CORPUS = [json.loads(line) for line in (DATA / "math_verdicts.jsonl").read_text().splitlines()]

@@ -37,9 +37,11 @@ from vibethinker.verifiers.math_forms import (
     decimal_places,
     drop_name,
     expand_pm,
+    is_name,
     pred_items,
     rewrite,
     significant_digits,
+    split_top,
     split_unit,
     strip_group,
 )
@@ -149,6 +151,11 @@ def check_answer(gold: str, pred: str) -> Score:
     pred, p_unit = split_unit(pred)
     if g_unit and p_unit and g_unit != p_unit:
         return Score(0.0, False, "unit_mismatch")
+    g_eq, p_eq = split_top(gold, ("=",)), split_top(pred, ("=",))
+    if len(g_eq) == len(p_eq) == 2 and is_name(g_eq[0]) and is_name(p_eq[0]):
+        if _normalize(g_eq[0]) != _normalize(p_eq[0]):
+            return Score(0.0, False, "wrong_answer")  # `b = 2` for `a = 2`
+        return check_answer(g_eq[1], p_eq[1])
     if not _RELATION_RE.search(gold):
         named = drop_name(pred)
         if named is not None:

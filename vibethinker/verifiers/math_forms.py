@@ -17,6 +17,8 @@ The grading policy they implement (decided here, tested in tests/test_verify_mat
 - **Percent** is a label: `25\\%` compares as 25 (so it matches 25 and not 0.25).
 - **Degrees**: `30°`, `30^\\circ`, `30^{\\circ}` and `30 \\text{ degrees}` are all 30 degrees.
 - **Repeating decimals** `0.\\overline{3}`, `0.1\\overline{6}` are the exact fractions 1/3, 1/6.
+- **Thousands**: a number grouped by commas in threes (`32,000`) is one number, not a list.
+- **Named values on both sides** (`a = 2, b = 3`): the names must match, then the values.
 """
 
 from __future__ import annotations
@@ -100,8 +102,15 @@ def _repeating_to_frac(m: re.Match[str]) -> str:
     return f"{sign}\\frac{{{x.numerator}}}{{{x.denominator}}}"
 
 
+_THOUSANDS_RE = re.compile(r"^(\\\$)?\s*([-+]?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?)$")
+
+
 def rewrite(s: str) -> str:
-    """Degree sign and repeating decimals into forms the parser and fast path read."""
+    """Degree sign, repeating decimals and thousands separators (`32,000`, `\\$1{,}000`) into
+    forms the parser and fast path read."""
+    m = _THOUSANDS_RE.match(s.strip())
+    if m:
+        s = (m.group(1) or "") + m.group(2).replace("{,}", "").replace(",", "")
     if "°" in s:
         s = s.replace("°", "^\\circ")
     if "\\overline" in s:
@@ -268,17 +277,15 @@ _LEADING_CONJ_RE = re.compile(r"^(?:\\text\s*\{\s*(?:and|or)\s*\}|(?:and|or)\s)"
 
 
 def pred_items(pred: str) -> list[str]:
-    """The values a prediction lists: items of a container or listing, each with its name
-    (`x = 2`) dropped and `\\pm` expanded."""
+    """The values a prediction lists: items of a container or listing, `\\pm` expanded (`x = \\pm 2`
+    -> `2`, `-2`). Names stay (`x = 2`): the item comparison reads them against the gold's."""
     c = container(pred)
     raw = c[1] if c else [pred]
     items: list[str] = []
     for it in raw:
         it = _LEADING_CONJ_RE.sub("", it.strip()).strip()  # `1, 2, and 3`
         value = drop_name(it)
-        if value is not None:
-            it = value
-        pm = expand_pm(it)
+        pm = expand_pm(value if value is not None else it)
         items.extend(pm if pm else [it])
     return items
 
