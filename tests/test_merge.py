@@ -91,9 +91,62 @@ def test_mismatched_architectures_fail(tmp_path):
     a = _tiny_folder(tmp_path / "a", 0)
     b = tmp_path / "b"
     b.mkdir()
-    save_file({"other.weight": torch.zeros(2)}, str(b / "model.safetensors"))
-    with pytest.raises(ValueError, match="tensor names differ"):
+    save_file({f"other{i}.weight": torch.zeros(2) for i in range(7)}, str(b / "model.safetensors"))
+    with pytest.raises(ValueError, match="tensor names differ") as e:
         merge_checkpoints([a, b], tmp_path / "m")
+    msg = str(e.value)  # names the input it compared against and at most 5 of the differences
+    assert msg.startswith(f"{b}: tensor names differ from {a}")
+    only_a = sorted(weight_files(a))  # all "model.*", so they sort before b's "other*" names
+    assert msg.endswith(f"(e.g. {only_a[:5]})")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no safetensors weights to merge"):
+        merge_checkpoints([a, tmp_path / "empty"], tmp_path / "m")
+    with pytest.raises(ValueError, match="is one of the inputs"):
+        merge_checkpoints([a], a)
+
+
+def _flat_folder(path: Path, tensors: dict[str, torch.Tensor]) -> Path:
+    path.mkdir(parents=True)
+    save_file(tensors, str(path / "model.safetensors"))
+    (path / "config.json").write_text("{}")
+    return path
+
+
+def test_shards_dtypes_metadata_and_a_reused_output(tmp_path):
+    """Four 4000-byte tensors with 8000-byte shards: exactly two shards of two, named in order,
+    safetensors metadata format "pt" (what transformers expects), bf16 inputs stay bf16, a
+    nested output folder is created and stale shards of an earlier merge are removed."""
+    g = torch.Generator().manual_seed(0)
+    mk = lambda: {f"w{i}": torch.randn(1000, generator=g) for i in range(4)}  # noqa: E731
+    a, b = _flat_folder(tmp_path / "a", mk()), _flat_folder(tmp_path / "b", mk())
+    out = tmp_path / "deep" / "er" / "m"
+    (out).mkdir(parents=True)
+    for stale in ("model-00007.safetensors", "model.safetensors"):
+        save_file({"stale": torch.zeros(1)}, str(out / stale))
+    merge_checkpoints([a, b], out, shard_bytes=8000)
+    shards = sorted(p.name for p in out.glob("*.safetensors"))
+    assert shards == ["model-00001.safetensors", "model-00002.safetensors"]
+    index = json.loads((out / "model.safetensors.index.json").read_text())
+    assert index["weight_map"] == {"w0": shards[0], "w1": shards[0], "w2": shards[1],
+                                   "w3": shards[1]}  # fmt: skip
+    from safetensors import safe_open
+
+    for sh in shards:
+        with safe_open(str(out / sh), framework="pt") as h:
+            assert h.metadata() == {"format": "pt"}
+    ta, tb, tm = _tensors(a), _tensors(b), _tensors(out)
+    assert all(torch.allclose(tm[k], (ta[k] + tb[k]) / 2, atol=1e-6) for k in ta)
+    # bf16 checkpoints: averaged in fp32, stored back in bf16 (or the dtype asked for)
+    c = _flat_folder(tmp_path / "c", {k: v.bfloat16() for k, v in ta.items()})
+    d = _flat_folder(tmp_path / "d", {k: v.bfloat16() for k, v in tb.items()})
+    half = _tensors(Path(merge_checkpoints([c, d], tmp_path / "nested" / "bf16")))
+    tc, td = _tensors(c), _tensors(d)
+    for k in tc:
+        assert half[k].dtype == torch.bfloat16
+        assert torch.equal(half[k], ((tc[k].float() + td[k].float()) / 2).bfloat16())
+    f32 = _tensors(Path(merge_checkpoints([c, d], tmp_path / "f32", dtype=torch.float32)))
+    assert all(f32[k].dtype == torch.float32 for k in f32)
+    assert torch.equal(f32["w0"], (tc["w0"].float() + td["w0"].float()) / 2)
 
 
 # ----------------------------------------------------------------------------- probe logic
