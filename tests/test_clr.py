@@ -1,0 +1,313 @@
+"""CLR (PAPER.md, "Test time: CLR"): the pure functions against hand-computed values, the parse
+rules on malformed replies, the symbolic claim verifier, and the `clr` stage on a fake sampler
+(exact counters, one call per phase, token accounting) and on a tiny random model."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from vibethinker.algo.clr import (
+    clr_select,
+    cluster_answers,
+    majority_select,
+    parse_claims,
+    parse_verdict,
+    reliability,
+    verdict_or_zero,
+)
+from vibethinker.evaluate.claims import symbolic_verdict
+from vibethinker.types import Completion, Problem
+
+# ---------------------------------------------------------------- pure functions
+
+
+def test_reliability_by_hand():
+    # one failed claim of 5: (4/5)^5 = 1024/3125 = 0.32768 (the paper's 0.328)
+    assert reliability([1, 1, 1, 1, 0], 5) == pytest.approx(0.32768)
+    # 2 of 3 with M = 5 (fewer than M: the mean over those there are): (2/3)^5 = 32/243
+    assert reliability([1, 0, 1], 5) == pytest.approx(32 / 243)
+    assert reliability([1, 1, 1, 1, 1], 5) == 1.0
+    assert reliability([0, 0], 5) == 0.0
+    assert reliability([], 5) == 0.0  # no claims: no weight
+
+
+def test_clr_select_by_hand():
+    # clusters  A  B  A  B  B ; r = 1, 0.03125, 0.32768, 0.03125, 0
+    # Score(A) = 1 + 0.32768 = 1.32768; Score(B) = 0.0625 -> A although B has more members
+    sel = clr_select([0, 1, 0, 1, 1], [1.0, 0.03125, 0.32768, 0.03125, 0.0])
+    assert sel.winner == 0 and sel.index == 0 and not sel.tie_broken
+    assert sel.scores[0] == pytest.approx(1.32768) and sel.scores[1] == pytest.approx(0.0625)
+    assert majority_select([0, 1, 0, 1, 1]).winner == 1  # majority: B (3 vs 2)
+
+
+def test_tie_rule_larger_cluster_then_first_seen():
+    # all r = 0 (a model that never validates): Score ties at 0 -> the larger cluster (1)
+    sel = clr_select([0, 1, 1, None], [0.0, 0.0, 0.0, 0.0])
+    assert sel.winner == 1 and sel.index == 1 and sel.tie_broken
+    # equal Score and equal size: the cluster seen first
+    sel = clr_select([1, 0], [0.5, 0.5])
+    assert sel.winner == 1 and sel.index == 0
+    # nothing answered: abstain
+    assert clr_select([None, None], [1.0, 1.0]).winner is None
+
+
+def test_cluster_answers_uses_the_equivalence_once_per_new_answer():
+    calls = []
+
+    def eq(a, b):
+        calls.append((a, b))
+        return float(a) == float(b)
+
+    ids = cluster_answers(["0.5", "3", None, "0.50", "0.5", "3"], eq)
+    assert ids == [0, 1, None, 0, 0, 1]
+    # "3" vs "0.5"; "0.50" vs "0.5" (first match stops); identical strings never call eq
+    assert calls == [("0.5", "3"), ("0.5", "0.50")]
+
+
+def test_parse_claims_rules():
+    text = "Sure.\n1. 3*4=12\n2) 12-2=10\n(3) \n- bullet claim\nClaim 4: four\nFinal answer: 10"
+    cl = parse_claims(text, 3)
+    assert cl.claims == ["3*4=12", "12-2=10", "bullet claim"]  # first M kept, prose ignored
+    assert cl.answer == "10" and not cl.malformed
+    assert cl.dropped_extra == 1 and cl.dropped_empty == 1  # "four" dropped; "(3)" empty
+    # malformed: no list lines -> split on newlines and ';', boxes are the answer, not claims
+    cl = parse_claims("<think>ignored;claims</think>3*4=12;12-2=10\\boxed{10}", 5)
+    assert cl.claims == ["3*4=12", "12-2=10"] and cl.answer == "10" and cl.malformed
+    assert parse_claims("Final answer: \\boxed{\\frac{1}{2}}", 5).answer == "\\frac{1}{2}"
+    empty = parse_claims("", 5)
+    assert empty.claims == [] and empty.answer is None and empty.malformed
+
+
+def test_parse_verdict_rules():
+    assert parse_verdict("checking... \\boxed{1}") == 1
+    assert parse_verdict("\\boxed{0}") == 0
+    assert parse_verdict("\\boxed{\\text{False}}") == 0
+    assert parse_verdict("<think>true</think> The claim is incorrect.") == 0  # after </think>
+    assert parse_verdict("valid at first, but in the end: false") == 0  # the last word counts
+    assert parse_verdict("Verdict: 1. It holds, no doubt.") == 1
+    assert parse_verdict("no idea; step 0 of 1") is None  # prose yes/no and digits never count
+    assert parse_verdict("hmm") is None and parse_verdict("") is None
+    assert verdict_or_zero(None) == 0 and verdict_or_zero(1) == 1
+
+
+@pytest.mark.parametrize(
+    "claim, verdict",
+    [
+        ("3*4=12", 1),
+        ("12-2=11", 0),
+        ("7 % 3 = 1", 1),
+        ("2^{10} > 1000", 1),
+        ("\\frac{3}{4} = 0.75", 1),
+        ("1/3 = 0.333", 1),  # a decimal side is read at its stated precision
+        ("1/3 = 0.3", 1),  # |1/3 - 3/10| = 1/30 <= 1/20: equal at the one place stated
+        ("1 = 1 = 2", 0),
+        ("9/0 = 1", 0),  # undefined: false (the math verifier's sympy path calls it equal)
+        ("6 \\times 7 = 42", 1),
+        ("x = 3", None),  # a variable: not checkable on its own
+        ("the sum is 12", None),
+        ("", None),
+    ],
+)
+def test_symbolic_verdict(claim, verdict):
+    assert symbolic_verdict(claim) == verdict
+
+
+# ---------------------------------------------------------------- the stage, fake sampler
+
+GOOD = "<think>3*4=12;12-2=10</think>\\boxed{10}"
+BAD = "<think>3*4=13;13-2=11</think>\\boxed{11}"
+
+
+class FakeModel:
+    """Samples canned trajectories; extracts the steps of a trajectory as claims; judges a
+    claim by arithmetic (a perfect judge) or never gives a verdict (`mute`)."""
+
+    def __init__(self, mute: bool = False):
+        self.calls: list[tuple[list[str], int]] = []
+        self.mute = mute
+
+    def encode(self, prompt):  # one token per character, as the completions below
+        return list(range(len(prompt)))
+
+    def generate(self, prompts, n, params):
+        self.calls.append((list(prompts), n))
+        return [[self._one(p, j) for j in range(n)] for p in prompts]
+
+    def _one(self, prompt: str, j: int) -> Completion:
+        if "Solution attempt:" in prompt:
+            attempt = prompt.split("Solution attempt:\n")[1].split("\n\nAnswer in")[0]
+            steps = re.sub(r"<think>|</think>.*", "", attempt).split(";")
+            text = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps)) + "\nFinal answer: x"
+        elif "Claim:" in prompt:
+            claim = prompt.split("Claim:\n")[1].strip()
+            v = symbolic_verdict(claim)
+            text = "no idea" if self.mute else f"\\boxed{{{1 if v is None else v}}}"
+        elif "3*4-2" in prompt:
+            text = [GOOD, BAD, BAD, ""][j % 4]
+        else:  # multiple choice
+            text = ["\\boxed{B}", "\\boxed{A}", "I am not sure", "\\boxed{A}"][j % 4]
+        return Completion(text, list(range(len(text))), None, "stop")
+
+
+def _problems():
+    return [
+        Problem("m1", "math", "What is 3*4-2?", answer="10"),
+        Problem("s1", "stem", "Which is a noble gas?", answer="B", choices=["N2", "Ne", "O", "H"]),
+        Problem("c1", "code", "print 1", tests=[{"input": "", "output": "1"}]),
+    ]
+
+
+def _run(tmp_path, model, **kw):
+    from vibethinker.data.io import save_problems
+    from vibethinker.stages import get
+    from vibethinker.stages.clr import ClrConfig
+
+    save_problems(tmp_path / "p.jsonl", _problems())
+    cfg = ClrConfig(model="fake", data=str(tmp_path / "p.jsonl"), out=str(tmp_path / "out"), **kw)
+    cfg.workers = 1
+    outputs = get("clr").fn(cfg, sampler=model)
+    summary = json.load(open(outputs["summary"]))
+    rows = [json.loads(x) for x in open(outputs["samples"])]
+    return outputs, summary, rows
+
+
+def test_stage_by_hand_one_call_per_phase_and_token_accounting(tmp_path):
+    model = FakeModel()
+    outputs, s, rows = _run(tmp_path, model, k=4, repeats=1, m=5)
+    # one call per phase, batched over both problems: 8 samples, 6 extractions
+    # (math: GOOD, BAD, BAD; stem: B, A, A), 9 claims (math: 2 steps x 3; stem: 1 x 3)
+    assert [(len(p), n) for p, n in model.calls] == [(2, 4), (6, 1), (6 + 3, 1)]
+    c = s["counters"]
+    assert c["skipped_problems"] == 1  # code has no votable answer
+    assert c["ok"] == 6 and c["empty_response"] == 1 and c["no_final_answer"] == 1
+    assert c["extractions"] == 6 and c["claims"] == 9 and c["decided_by_model"] == 9
+    assert c["malformed_lists"] == 0 and c.get("verdicts_unparseable", 0) == 0
+    # math: r(GOOD) = 1; r(BAD) = (1/2)^5 = 0.03125 -> Score(10) = 1 > Score(11) = 0.0625
+    # stem: the one claim of each is its boxed letter, judged 1 (not arithmetic) -> r = 1 each;
+    # Score(A) = 2 > Score(B) = 1
+    m1 = [r for r in rows if r["id"] == "m1"]
+    assert [r["r"] for r in m1] == pytest.approx([1.0, 0.03125, 0.03125, 0.0])
+    top = s["comparison"]["rows"][-1]
+    assert top["k"] == 4
+    assert top["clr"] == pytest.approx(0.5)  # math right, stem wrong (A)
+    assert top["maj"] == pytest.approx(0.0)  # math 11 (2 vs 1), stem A (2 vs 1)
+    # tokens: every character sampled, extracted, judged, and the judge prompts
+    sampled = 2 * len(BAD) + len(GOOD) + len("\\boxed{B}") + 2 * len("\\boxed{A}")
+    sampled += len("I am not sure")
+    assert s["tokens"]["tokens"] == sampled == sum(r["tokens"] for r in rows)
+    extract_prompts = sum(len(p) for p in model.calls[1][0])
+    verify_prompts = sum(len(p) for p in model.calls[2][0])
+    assert s["tokens"]["extract_prompt_tokens"] == extract_prompts
+    assert s["tokens"]["verify_prompt_tokens"] == verify_prompts
+    total = sum(
+        r["tokens"]
+        + r["extract_tokens"]
+        + r["extract_prompt_tokens"]
+        + r["verify_tokens"]
+        + r["verify_prompt_tokens"]
+        for r in rows
+    )
+    assert s["tokens"]["all"] == total
+    # CLR@4 costs every token of the 2 problems, per problem
+    assert top["clr_tokens"] == pytest.approx(total / 2)
+    assert "| 4 |" in open(outputs["table"]).read()
+    assert open(outputs["plot"], "rb").read(4) == b"\x89PNG"
+
+
+def test_symbolic_mode_skips_the_model_for_checkable_claims(tmp_path):
+    model = FakeModel(mute=True)  # the model never gives a verdict
+    _, s, rows = _run(tmp_path, model, k=4, repeats=1, m=5, claim_verifier="symbolic")
+    # the 6 arithmetic claims are decided symbolically; only the 3 stem claims go to the model
+    assert len(model.calls[2][0]) == 3
+    c = s["counters"]
+    assert c["decided_by_symbolic"] == 6 and c["decided_by_model"] == 3
+    assert c["verdicts_unparseable"] == 3  # -> 0 each: stem r = 0, ties -> majority (A)
+    assert s["domains"]["math"]["clr@4"] == 1.0 and s["domains"]["stem"]["clr@4"] == 0.0
+
+
+def test_a_model_that_never_gives_a_verdict_falls_back_to_majority(tmp_path):
+    _, s, _ = _run(tmp_path, FakeModel(mute=True), k=4, repeats=1, m=5)
+    c = s["counters"]
+    assert c["verdicts_unparseable"] == 9 and c["verdicts_0"] == 9
+    top = s["comparison"]["rows"][-1]
+    assert top["clr"] == top["maj"] == 0.0 and top["clr_ties"] == 2
+
+
+def test_both_mode_and_repeats(tmp_path):
+    model = FakeModel()
+    _, s, rows = _run(tmp_path, model, k=2, repeats=2, m=5, claim_verifier="both")
+    assert [n for _, n in model.calls] == [4, 1, 1]  # still one call per phase
+    c = s["counters"]
+    assert c["decided_by_both"] == 6 and c["model_symbolic_disagree"] == 0
+    # repeat 0 = samples 0,1 (math: GOOD r=1 vs BAD -> right); repeat 1 = 2,3 (BAD, empty)
+    assert sorted({r["repeat"] for r in rows}) == [0, 1]
+    math = s["domains"]["math"]
+    assert math["clr@2"] == pytest.approx(0.5)
+
+
+# ---------------------------------------------------------------- the stage, tiny model
+
+
+def test_tiny_model_through_the_stage(tmp_path):
+    """The `clr` stage on the embedded world with a random tiny model: nothing raises, one
+    sampler call per phase, token counts add up and respect the caps."""
+    world = pytest.importorskip("vibethinker.data.world")
+    from test_eval import _tiny_model_dir
+
+    from vibethinker.data.io import save_problems
+    from vibethinker.stages import get
+    from vibethinker.stages.clr import ClrConfig
+    from vibethinker.stages.eval import make_engine
+
+    splits = world.generate(seed=0, n_train=30, n_probe=1, n_eval=4, domains=("math", "stem"))
+    save_problems(tmp_path / "eval.jsonl", splits["eval"])
+    cfg = ClrConfig(
+        model=_tiny_model_dir(tmp_path, [p.prompt for p in splits["train"]]),
+        data=str(tmp_path / "eval.jsonl"),
+        out=str(tmp_path / "clr"),
+        k=2,
+        repeats=2,
+        m=3,
+        max_new_tokens=16,
+        judge_max_new_tokens=8,
+        device="cpu",
+        workers=1,
+        claim_verifier="both",
+    )
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner, self.calls = inner, []
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def generate(self, prompts, n, params):
+            self.calls.append((len(prompts), n))
+            return self.inner.generate(prompts, n, params)
+
+    sampler = Counting(make_engine(cfg))
+    outputs = get("clr").fn(cfg, sampler=sampler)
+    s = json.load(open(outputs["summary"]))
+    rows = [json.loads(x) for x in open(outputs["samples"])]
+    c = s["counters"]
+    assert len(rows) == 4 * 4 and sampler.calls[0] == (4, 4)
+    assert c.get("ok", 0) + c.get("empty_response", 0) + c.get("no_final_answer", 0) == 16
+    n_claims = sum(len(r["claims"] or []) for r in rows)
+    expect = [(4, 4)] + [(c.get("ok", 0), 1)] * bool(c.get("ok")) + [(n_claims, 1)] * bool(n_claims)
+    assert sampler.calls == expect  # at most one call per phase
+    assert all(r["tokens"] <= 16 and r["extract_tokens"] <= 8 for r in rows)
+    assert all(r["verify_tokens"] <= 8 * len(r["claims"] or []) for r in rows)
+    assert s["tokens"]["all"] == sum(
+        r["tokens"]
+        + r["extract_tokens"]
+        + r["extract_prompt_tokens"]
+        + r["verify_tokens"]
+        + r["verify_prompt_tokens"]
+        for r in rows
+    )
+    assert s["prompt_tokens_counted"] is True
+    assert 0.0 <= s["comparison"]["rows"][-1]["clr"] <= 1.0

@@ -1,0 +1,261 @@
+"""CLR's numbers and report: CLR@k vs maj@k vs avg@n per token spent (stage `clr`).
+
+Costs are tokens per problem. CLR@k spends, on its k trajectories, the sampled tokens plus the
+extraction and verification tokens (replies, and their prompts when the sampler can count them:
+a judge prompt contains the whole trajectory, so it is a real cost). maj@k spends the k sampled
+tokens; avg@n the tokens of one sample (its accuracy does not grow with more samples).
+
+Equal budgets: for each CLR@k, maj gets the largest k' whose mean cost fits CLR@k's mean cost
+(capped at the pool of R x K samples). Repeat r of CLR@k uses samples [rK, rK + k); maj@k' uses
+the cyclic window of k' samples starting at rK (for k' <= K the same samples as CLR: a paired
+comparison). Both select with the same tie rule (algo/clr.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from vibethinker.algo.clr import clr_select, majority_select
+from vibethinker.evaluate.report import write_samples, write_summary_json
+
+
+def powers(top: int) -> list[int]:
+    return sorted({2**i for i in range(top.bit_length()) if 2**i < top} | {top})
+
+
+def _pick(subset: list, select) -> tuple[bool, Any]:
+    sel = select([t.cluster for t in subset], [t.r for t in subset])
+    ok = sel.index is not None and subset[sel.index].correct
+    return ok, sel
+
+
+def _clr(subset):
+    return _pick(subset, clr_select)
+
+
+def _maj(subset):
+    return _pick(subset, lambda c, _r: majority_select(c))
+
+
+def run_method(pools: Sequence[list], starts_k: list[tuple[int, int]], method, cost_fn):
+    """Mean accuracy and cost per problem over repeats; a repeat = (start, k) window of each pool.
+
+    Returns (mean accuracy, spread (std over repeats), mean cost per problem, tie count,
+    abstain count)."""
+    accs, costs, ties, abstains = [], [], 0, 0
+    for start, k in starts_k:
+        ok_sum, cost_sum = 0.0, 0.0
+        for pool in pools:
+            subset = [pool[(start + j) % len(pool)] for j in range(k)]
+            ok, sel = method(subset)
+            ok_sum += ok
+            cost_sum += sum(cost_fn(t) for t in subset)
+            ties += int(sel.tie_broken)
+            abstains += int(sel.winner is None)
+        accs.append(ok_sum / len(pools))
+        costs.append(cost_sum / len(pools))
+    spread = statistics.pstdev(accs) if len(accs) > 1 else 0.0
+    return statistics.mean(accs), spread, statistics.mean(costs), ties, abstains
+
+
+def _tokens(t) -> int:
+    return t.tokens
+
+
+def _cost(t) -> int:
+    return t.cost
+
+
+def compare(pools: list[list], k: int, repeats: int) -> dict[str, Any]:
+    """CLR@k and maj@k (same samples) for k = 1, 2, 4, ..., K; maj at CLR's budget; avg@n."""
+    size = len(pools[0]) if pools else 0
+    flat = [t for p in pools for t in p]
+    one = statistics.mean(t.tokens for t in flat) if flat else 0.0
+    avg = {
+        "accuracy": statistics.mean(float(t.correct) for t in flat) if flat else 0.0,
+        "tokens": one,
+    }
+    rows = []
+    for kk in powers(k):
+        starts = [(r * k, kk) for r in range(repeats)]
+        c_acc, c_sd, c_cost, c_ties, c_abs = run_method(pools, starts, _clr, _cost)
+        m_acc, m_sd, m_cost, _, _ = run_method(pools, starts, _maj, _tokens)
+        budget_k = max(1, min(size, int(c_cost // one))) if one > 0 else size
+        b_starts = [(r * k, budget_k) for r in range(repeats)]
+        b_acc, b_sd, b_cost, _, _ = run_method(pools, b_starts, _maj, _tokens)
+        rows.append(
+            {
+                "k": kk,
+                "clr": c_acc,
+                "clr_spread": c_sd,
+                "clr_tokens": c_cost,
+                "clr_ties": c_ties,
+                "clr_abstains": c_abs,
+                "maj": m_acc,
+                "maj_spread": m_sd,
+                "maj_tokens": m_cost,
+                "maj_budget_k": budget_k,
+                "maj_budget_capped": budget_k == size and c_cost > size * one,
+                "maj_at_budget": b_acc,
+                "maj_at_budget_spread": b_sd,
+                "maj_at_budget_tokens": b_cost,
+                "avg": avg["accuracy"],
+            }
+        )
+    maj_curve = []
+    for kk in powers(size):
+        starts = [(r * k, kk) for r in range(repeats)]
+        acc, sd, cost, _, _ = run_method(pools, starts, _maj, _tokens)
+        maj_curve.append({"k": kk, "accuracy": acc, "spread": sd, "tokens": cost})
+    return {"rows": rows, "maj_curve": maj_curve, "avg": avg}
+
+
+def per_domain(problems, pools, k: int, repeats: int) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for dom in sorted({p.domain for p in problems}):
+        sub = [pool for p, pool in zip(problems, pools) if p.domain == dom]
+        starts = [(r * k, k) for r in range(repeats)]
+        out[dom] = {
+            "problems": len(sub),
+            f"clr@{k}": run_method(sub, starts, _clr, _cost)[0],
+            f"maj@{k}": run_method(sub, starts, _maj, _tokens)[0],
+            "avg": statistics.mean(float(t.correct) for pool in sub for t in pool),
+        }
+    return out
+
+
+def token_totals(trajs) -> dict[str, int]:
+    keys = ("tokens", "extract_tokens", "extract_prompt_tokens", "verify_tokens")
+    out = {k: sum(getattr(t, k) for t in trajs) for k in keys}
+    out["verify_prompt_tokens"] = sum(t.verify_prompt_tokens for t in trajs)
+    out["all"] = sum(t.cost for t in trajs)
+    return out
+
+
+def sample_row(problem, t, k: int) -> dict[str, Any]:
+    c = t.claims
+    return {
+        "id": problem.id,
+        "domain": problem.domain,
+        "sample": t.sample,
+        "repeat": t.sample // k,
+        "response": t.text,
+        "tokens": t.tokens,
+        "correct": t.correct,
+        "reason": t.reason,
+        "status": t.status,
+        "answer": t.answer,
+        "cluster": t.cluster,
+        "claims": c.claims if c else None,
+        "extracted_answer": c.answer if c else None,
+        "malformed_list": c.malformed if c else None,
+        "verdicts": t.verdicts,
+        "r": t.r,
+        "extract_tokens": t.extract_tokens,
+        "extract_prompt_tokens": t.extract_prompt_tokens,
+        "verify_tokens": t.verify_tokens,
+        "verify_prompt_tokens": t.verify_prompt_tokens,
+    }
+
+
+def _f(x: Any) -> str:
+    return f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    k, rep = summary["k"], summary["repeats"]
+    lines = [
+        f"# CLR: K={k}, M={summary['m']}, R={rep}, claim_verifier={summary['claim_verifier']}",
+        "",
+        "Accuracy is Pass@1 of the selected answer, mean over repeats (+- std over repeats);",
+        "tokens are per problem (CLR: sampling + extraction + verification"
+        + (", prompts included)." if summary["prompt_tokens_counted"] else ", replies only).")
+        + " maj@k' is given the largest k' that fits CLR@k's tokens.",
+        "",
+        "| k | CLR@k | tokens | maj@k (same samples) | tokens | k' | maj@k' (equal budget) "
+        "| tokens | avg@n |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in summary["comparison"]["rows"]:
+        cap = " (pool cap)" if r["maj_budget_capped"] else ""
+        lines.append(
+            f"| {r['k']} | {r['clr']:.3f} +- {r['clr_spread']:.3f} | {r['clr_tokens']:.0f} "
+            f"| {r['maj']:.3f} +- {r['maj_spread']:.3f} | {r['maj_tokens']:.0f} "
+            f"| {r['maj_budget_k']}{cap} | {r['maj_at_budget']:.3f} +- "
+            f"{r['maj_at_budget_spread']:.3f} | {r['maj_at_budget_tokens']:.0f} | {r['avg']:.3f} |"
+        )
+    lines += ["", "## Per domain", "", "| domain | " + " | ".join(_dom_keys(summary)) + " |"]
+    lines.append("|---" * (1 + len(_dom_keys(summary))) + "|")
+    for dom, vals in summary["domains"].items():
+        lines.append(f"| {dom} | " + " | ".join(_f(vals[x]) for x in _dom_keys(summary)) + " |")
+    lines += ["", "## Tokens (totals)", "", "| phase | tokens |", "|---|---|"]
+    lines += [f"| {key} | {v} |" for key, v in summary["tokens"].items()]
+    lines += ["", "## Counters", "", "| counter | count |", "|---|---|"]
+    lines += [f"| {key} | {v} |" for key, v in sorted(summary["counters"].items())]
+    return "\n".join(lines) + "\n"
+
+
+def _dom_keys(summary: dict[str, Any]) -> list[str]:
+    first = next(iter(summary["domains"].values()), {})
+    return list(first)
+
+
+def plot(path: str | Path, comparison: dict[str, Any], title: str) -> str:
+    """Accuracy against tokens per problem: CLR@k, maj@k, avg@n (log2 token axis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+    rows, curve = comparison["rows"], comparison["maj_curve"]
+    ax.plot([r["clr_tokens"] for r in rows], [r["clr"] for r in rows], "o-", label="CLR@k")
+    ax.plot([c["tokens"] for c in curve], [c["accuracy"] for c in curve], "s--", label="maj@k")
+    avg = comparison["avg"]
+    ax.plot([avg["tokens"]], [avg["accuracy"]], "^", label="avg@n (one sample)")
+    for r in rows:
+        ax.annotate(f"k={r['k']}", (r["clr_tokens"], r["clr"]), fontsize=7)
+    if any(r["clr_tokens"] > 0 for r in rows):
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel("tokens per problem")
+    ax.set_ylabel("Pass@1 of the selected answer")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return str(path)
+
+
+def write_clr_outputs(out, problems, trajs, k, repeats, counters, meta) -> dict[str, str]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    pools: list[list] = [[] for _ in problems]
+    for t in trajs:
+        pools[t.problem].append(t)
+    comparison = compare(pools, k, repeats)
+    top = comparison["rows"][-1] if comparison["rows"] else {}
+    counters["clr_abstained"] = top.get("clr_abstains", 0)
+    counters["clr_ties_broken"] = top.get("clr_ties", 0)
+    summary = {
+        **meta,
+        "problems": len(problems),
+        "comparison": comparison,
+        "domains": per_domain(problems, pools, k, repeats),
+        "tokens": token_totals(trajs),
+        "counters": dict(counters),
+    }
+    rows = [sample_row(problems[t.problem], t, k) for t in trajs]
+    outputs = {
+        "samples": write_samples(out / "samples.jsonl", rows),
+        "summary": write_summary_json(out / "summary.json", summary),
+    }
+    (out / "summary.md").write_text(markdown(summary))
+    outputs["table"] = str(out / "summary.md")
+    outputs["plot"] = plot(out / "clr.png", comparison, f"CLR vs maj@k (K={k}, R={repeats})")
+    return outputs

@@ -1,0 +1,410 @@
+"""Stage `clr`: Claim-Level Reliability test-time scaling (PAPER.md, "Test time: CLR").
+
+`vibethinker clr model=runs/x/final data=eval.jsonl k=32 repeats=8 out=runs/x/clr` runs, with the
+same model throughout and ONE Sampler call per phase (batched across problems and trajectories):
+1. sample: R x K trajectories per problem (temperature 1.0, top-p 0.95: the paper's protocol);
+2. extract: each trajectory with a final answer -> M claims + final answer (prompt template
+   `extract_prompt`, parse rules in algo/clr.py);
+3. verify: each claim judged on its own (`verify_prompt`) -> verdict v in {0, 1}; with
+   `claim_verifier=symbolic|both`, checkable numeric claims are decided by evaluate/claims.py;
+4. select: r_k = (mean v)^M, answers clustered by the math verifier's equivalence (math) or by
+   letter (multiple choice), Score = sum of r_k, argmax (ties: larger cluster, then first seen).
+Repeats: the pool of R x K samples is drawn once; repeat r uses samples [rK, (r+1)K), so the R
+repeats are independent runs of the whole procedure on disjoint samples. CLR@k for k < K uses the
+first k of each repeat (the same extraction, no extra calls).
+
+Writes `samples.jsonl` (every trajectory with its claims, verdicts, r and token costs),
+`summary.json`, `summary.md` (CLR vs maj@k vs avg@n at equal token budgets, counters) and
+`clr.png` (accuracy against tokens per problem). Problems of domains without a votable final
+answer (code, instruct) are skipped and counted.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vibethinker.algo.clr import (
+    ClaimList,
+    cluster_answers,
+    parse_claims,
+    parse_verdict,
+    reliability,
+    verdict_or_zero,
+)
+from vibethinker.config import runtime
+from vibethinker.log import get_logger
+from vibethinker.stages import register
+from vibethinker.types import Problem
+
+log = get_logger("stages.clr")
+
+PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+CLR_DOMAINS = ("math", "stem")  # domains with a final answer to cluster
+CLAIM_VERIFIERS = ("model", "symbolic", "both")
+
+
+@dataclass
+class ClrConfig:
+    model: str = ""
+    """Model folder or hub id (engines hf, vllm); the served model name (engine openai). The same
+    model samples, extracts and verifies. Paper: the same model."""
+    data: str = ""
+    """Problems: a Problem JSONL/JSON/parquet file or folder, or a public format (`format`)."""
+    format: str = "problems"
+    """`problems` (our records) or a public format read by data/adapters.py (math, gpqa)."""
+    out: str = "runs/clr"
+    """Output folder: samples.jsonl, summary.json, summary.md, clr.png."""
+    k: int = 32
+    """Trajectories per problem per repeat. Paper: 32."""
+    m: int = 5
+    """Claims per trajectory (also the exponent of r_k). Paper: 5."""
+    repeats: int = 8
+    """Repeats of the whole procedure (Pass@1 is their mean), on disjoint samples. Paper: 8."""
+    claim_verifier: str = "model"
+    """model (the paper), symbolic (checkable numeric claims by evaluate/claims.py, the rest by
+    the model) or both (checkable claims need the model AND the symbolic check). Beyond the paper."""
+    extract_prompt: str = ""
+    """Claim-extraction template ({problem}, {response}, {m}); empty = prompts/clr_extract.txt.
+    Paper: unpublished; ours is documented in docs/CLR.md."""
+    verify_prompt: str = ""
+    """Claim-verification template ({problem}, {claim}); empty = prompts/clr_verify.txt.
+    Paper: unpublished."""
+    engine: str = "hf"
+    """Sampler: hf (in-process transformers), openai (HTTP server), vllm (in-process, GPU)."""
+    temperature: float = 1.0
+    """Trajectory sampling temperature. Paper: 1.0."""
+    top_p: float = 0.95
+    """Trajectory nucleus sampling. Paper: 0.95."""
+    top_k: int = 0
+    """Top-k, 0 = off. Paper: off."""
+    max_new_tokens: int = 0
+    """Trajectory token cap; 0 = up to the context. Paper: no extra cap."""
+    judge_temperature: float = 1.0
+    """Temperature of extraction and verification. Paper silent: our choice, the paper's one
+    sampling protocol (1.0), so a repeat re-runs the whole stochastic procedure."""
+    judge_top_p: float = 0.95
+    """Nucleus of extraction and verification. Paper silent: our choice, as sampling (0.95)."""
+    judge_max_new_tokens: int = 0
+    """Token cap of each extraction / verification reply; 0 = up to the context. Paper silent:
+    our choice, no cap, as for the trajectories."""
+    prompt_style: str = "paper"
+    """`paper`: the paper's math / multiple-choice prompts; `raw`: the stored prompt as is."""
+    seed: int = 0
+    """Sampling seed (each phase uses seed + phase number)."""
+    limit: int = 0
+    """At most `limit` problems (0 = all), balanced over domains."""
+    domains: list[str] = field(default_factory=list)
+    """Only these domains (empty = all); only math and stem can be run."""
+    workers: int = runtime(2)
+    """Verifier workers. Paper silent: 2 = this CPU."""
+    device: str = runtime("")
+    """hf engine: cpu, cuda, ...; empty = cuda when available."""
+    dtype: str = "auto"
+    """hf/vllm engine: auto, bfloat16, float32."""
+    token_budget: int = 131072
+    """hf engine: rows x (prompt + max_new_tokens) per batch; bounds KV-cache memory."""
+    context_len: int = 0
+    """hf engine: prompt + response bound; 0 = the model's max_position_embeddings."""
+    rope_yarn_factor: float = 0.0
+    """hf/vllm engine: YaRN context extension factor (0: off)."""
+    rope_original_len: int = 0
+    """YaRN's original length; 0 = the model's max_position_embeddings."""
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """openai engine: the server's base URL."""
+    endpoint: str = "chat"
+    """openai engine: chat or completions."""
+    concurrency: int = runtime(8)
+    """openai engine: requests in flight."""
+    timeout: float = runtime(600.0)
+    """openai engine: seconds per request before a retry."""
+    tokenizer: str = ""
+    """openai engine: the served model's tokenizer folder (counts tokens when the server does not)."""
+
+
+@dataclass
+class Trajectory:
+    """One sampled trajectory and everything CLR did with it."""
+
+    problem: int  # index into the problems
+    sample: int  # index in the problem's pool of R x K
+    text: str
+    tokens: int  # response tokens (0 when the engine reported none; see counters)
+    correct: bool = False
+    reason: str = ""
+    answer: str | None = None  # the trajectory's own final answer (boxed / letter)
+    status: str = "ok"  # ok | empty_response | no_final_answer
+    cluster: int | None = None
+    claims: ClaimList | None = None
+    extract_tokens: int = 0
+    extract_prompt_tokens: int = 0
+    verdicts: list[dict[str, Any]] = field(default_factory=list)  # per claim
+    verify_tokens: int = 0
+    verify_prompt_tokens: int = 0
+    r: float = 0.0
+
+    @property
+    def cost(self) -> int:
+        """Every token CLR spent on this trajectory: sampling, extraction, verification."""
+        return (
+            self.tokens
+            + self.extract_tokens
+            + self.extract_prompt_tokens
+            + self.verify_tokens
+            + self.verify_prompt_tokens
+        )
+
+
+def load_template(path: str, default: str) -> str:
+    return Path(path or PROMPTS_DIR / default).read_text()
+
+
+def fill(template: str, **values: Any) -> str:
+    """One pass over `{name}` placeholders (text inserted is never re-read, LaTeX braces stay)."""
+    return re.sub(
+        r"\{(\w+)\}",
+        lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0),
+        template,
+    )
+
+
+class Counter(dict):
+    def add(self, key: str, n: int = 1) -> None:
+        self[key] = self.get(key, 0) + n
+
+
+def _n(c: Any, counters: Counter) -> int:
+    n = c.n_tokens
+    if n is None:
+        counters.add("tokens_unknown")
+        return 0
+    return int(n)
+
+
+def prompt_counter(sampler: Any, counters: Counter):
+    """Prompt-token counter from the sampler's tokenizer (`encode`), or None when it has none."""
+    encode = getattr(sampler, "encode", None)
+    if encode is None:
+        return None
+
+    def count(prompt: str) -> int:
+        try:
+            return len(encode(prompt))
+        except Exception:  # counting must never stop a run
+            counters.add("prompt_tokens_uncounted")
+            return 0
+
+    return count
+
+
+def answer_of(problem: Problem, text: str) -> str | None:
+    """The trajectory's final answer: the last box of the answer part (math), the committed
+    letter (stem); None when it gives none."""
+    from vibethinker.evaluate.metrics import answer_key
+    from vibethinker.verifiers.extract import answer_part, last_boxed
+
+    if problem.domain == "math":
+        part = answer_part(text)
+        box = last_boxed(part) if part is not None else None
+        return box.strip() if box and box.strip() else None
+    return answer_key(problem, text)
+
+
+@functools.lru_cache(maxsize=65536)
+def math_equivalent(a: str, b: str) -> bool:
+    """The math verifier's answer equivalence (either direction), False on any failure."""
+    from vibethinker.verifiers.math import check_answer
+
+    try:
+        return check_answer(a, b).correct or check_answer(b, a).correct
+    except Exception:
+        return False
+
+
+def letters_equivalent(a: str, b: str) -> bool:
+    return a.strip().upper() == b.strip().upper()
+
+
+EQUIVALENCE = {"math": math_equivalent, "stem": letters_equivalent}
+
+
+def sample_phase(sampler, prompts, problems, pool, params, workers, counters) -> list[Trajectory]:
+    """Phase 1: one call for R x K trajectories of every problem; verify; their answers."""
+    from vibethinker.verifiers import verify_batch
+
+    out = sampler.generate(prompts, pool, params)
+    trajs = [
+        Trajectory(i, j, c.text or "", _n(c, counters))
+        for i, comps in enumerate(out)
+        for j, c in enumerate(comps)
+    ]
+    scores = verify_batch([problems[t.problem] for t in trajs], [t.text for t in trajs], workers)
+    for t, s in zip(trajs, scores):
+        t.correct, t.reason = bool(s.correct), s.reason
+        if not t.text.strip():
+            t.status = "empty_response"
+        else:
+            t.answer = answer_of(problems[t.problem], t.text)
+            t.status = "ok" if t.answer is not None else "no_final_answer"
+        counters.add(t.status)
+    return trajs
+
+
+def extract_phase(sampler, trajs, prompts, template, m, params, count, counters) -> None:
+    """Phase 2: one call; claims of every trajectory that has a final answer (the others cannot
+    join a cluster, so no tokens are spent on them)."""
+    todo = [t for t in trajs if t.status == "ok"]
+    if not todo:
+        return
+    texts = [fill(template, problem=prompts[t.problem], response=t.text, m=m) for t in todo]
+    out = sampler.generate(texts, 1, params)
+    for t, text, comps in zip(todo, texts, out):
+        reply = comps[0] if comps else None
+        t.extract_tokens = _n(reply, counters) if reply else 0
+        t.extract_prompt_tokens = count(text) if count else 0
+        t.claims = parse_claims(reply.text if reply else "", m)
+        counters.add("extractions")
+        counters.add("claims", len(t.claims.claims))
+        counters.add("malformed_lists", int(t.claims.malformed))
+        counters.add("extra_claims_dropped", t.claims.dropped_extra)
+        counters.add("empty_claims_dropped", t.claims.dropped_empty)
+        counters.add("no_claims", int(not t.claims.claims))
+        counters.add("fewer_than_m_claims", int(0 < len(t.claims.claims) < m))
+        if t.claims.answer is None:
+            counters.add("extracted_answer_missing")
+
+
+def verify_phase(sampler, trajs, prompts, template, mode, params, count, counters) -> None:
+    """Phase 3: one call for every claim the model must judge; the symbolic path first."""
+    from vibethinker.evaluate.claims import symbolic_verdict
+
+    jobs: list[tuple[Trajectory, dict[str, Any]]] = []
+    for t in trajs:
+        for claim in t.claims.claims if t.claims else []:
+            sym = symbolic_verdict(claim) if mode in ("symbolic", "both") else None
+            v = {"claim": claim, "symbolic": sym, "model": None, "final": None}
+            t.verdicts.append(v)
+            if sym is not None:
+                counters.add("claims_checkable")
+            if mode == "symbolic" and sym is not None:
+                v["final"] = sym
+                counters.add("decided_by_symbolic")
+            else:
+                jobs.append((t, v))
+    if jobs:
+        texts = [fill(template, problem=prompts[t.problem], claim=v["claim"]) for t, v in jobs]
+        out = sampler.generate(texts, 1, params)
+        for (t, v), text, comps in zip(jobs, texts, out):
+            reply = comps[0] if comps else None
+            t.verify_tokens += _n(reply, counters) if reply else 0
+            t.verify_prompt_tokens += count(text) if count else 0
+            v["model"] = parse_verdict(reply.text if reply else "")
+            counters.add("verdicts_unparseable", int(v["model"] is None))
+            model = verdict_or_zero(v["model"])
+            if mode == "both" and v["symbolic"] is not None:
+                v["final"] = min(model, v["symbolic"])
+                counters.add("decided_by_both")
+                counters.add("model_symbolic_disagree", int(model != v["symbolic"]))
+            else:
+                v["final"] = model
+                counters.add("decided_by_model")
+    for t in trajs:
+        finals = [v["final"] for v in t.verdicts]
+        counters.add("verdicts_1", sum(finals))
+        counters.add("verdicts_0", len(finals) - sum(finals))
+
+
+def cluster_phase(trajs: list[Trajectory], problems: list[Problem], m: int) -> None:
+    """r_k per trajectory; cluster ids per problem over its whole pool."""
+    by_problem: dict[int, list[Trajectory]] = {}
+    for t in trajs:
+        t.r = reliability([v["final"] for v in t.verdicts], m) if t.status == "ok" else 0.0
+        by_problem.setdefault(t.problem, []).append(t)
+    for i, group in by_problem.items():
+        eq = EQUIVALENCE[problems[i].domain]
+        ids = cluster_answers([t.answer if t.status == "ok" else None for t in group], eq)
+        for t, c in zip(group, ids):
+            t.cluster = c
+
+
+def load_problems(cfg: ClrConfig, counters: Counter) -> list[Problem]:
+    from vibethinker.stages.eval import load_eval_problems
+
+    problems = load_eval_problems(cfg)  # type: ignore[arg-type]  (reads the same field names)
+    kept = [p for p in problems if p.domain in CLR_DOMAINS]
+    if len(kept) < len(problems):
+        counters.add("skipped_problems", len(problems) - len(kept))
+        log.warning("clr: %d problems skipped (no votable answer)", len(problems) - len(kept))
+    return kept
+
+
+def check_config(cfg: ClrConfig) -> None:
+    if not cfg.model or not cfg.data:
+        raise ValueError("clr: `model` and `data` are required")
+    if cfg.claim_verifier not in CLAIM_VERIFIERS:
+        raise ValueError(f"claim_verifier must be one of {', '.join(CLAIM_VERIFIERS)}")
+    if cfg.k < 1 or cfg.m < 1 or cfg.repeats < 1:
+        raise ValueError("clr: k, m and repeats must be >= 1")
+
+
+@register("clr", ClrConfig, positional=("model", "data"))
+def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
+    """CLR test-time scaling: K samples, claims, verdicts, reliability-weighted vote; vs maj@k."""
+    from vibethinker.engines import SamplingParams
+    from vibethinker.evaluate import PROMPT_STYLES
+    from vibethinker.evaluate.clr_report import write_clr_outputs
+    from vibethinker.stages.eval import make_engine
+
+    check_config(cfg)
+    counters = Counter()
+    problems = load_problems(cfg, counters)
+    if not problems:
+        raise ValueError(f"clr: no math or stem problems in {cfg.data}")
+    extract_t = load_template(cfg.extract_prompt, "clr_extract.txt")
+    verify_t = load_template(cfg.verify_prompt, "clr_verify.txt")
+    sampler = sampler or make_engine(cfg)  # type: ignore[arg-type]
+    count = prompt_counter(sampler, counters)
+    prompts = [PROMPT_STYLES[cfg.prompt_style](p) for p in problems]
+    pool = cfg.k * cfg.repeats
+    sample_p = SamplingParams(
+        cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens, seed=cfg.seed
+    )
+
+    def judge_p(phase: int) -> SamplingParams:
+        return SamplingParams(
+            cfg.judge_temperature,
+            cfg.judge_top_p,
+            0,
+            cfg.judge_max_new_tokens,
+            seed=cfg.seed + phase,
+        )
+
+    log.info("clr: %d problems x %d samples (K=%d, R=%d)", len(problems), pool, cfg.k, cfg.repeats)
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+    trajs = sample_phase(sampler, prompts, problems, pool, sample_p, cfg.workers, counters)
+    seconds["sample"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    extract_phase(sampler, trajs, prompts, extract_t, cfg.m, judge_p(1), count, counters)
+    seconds["extract"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    verify_phase(sampler, trajs, prompts, verify_t, cfg.claim_verifier, judge_p(2), count, counters)
+    seconds["verify"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    cluster_phase(trajs, problems, cfg.m)
+    seconds["cluster"] = time.perf_counter() - t0
+    meta = {
+        "model": cfg.model,
+        "data": cfg.data,
+        "k": cfg.k,
+        "m": cfg.m,
+        "repeats": cfg.repeats,
+        "claim_verifier": cfg.claim_verifier,
+        "prompt_tokens_counted": count is not None,
+        "seconds": seconds,
+    }
+    return write_clr_outputs(cfg.out, problems, trajs, cfg.k, cfg.repeats, counters, meta)
