@@ -1,0 +1,171 @@
+"""Stage `distill`: batched S_LP against a one-at-a-time reference, the stage end to end on the
+tiny world (teachers stand in by a sampler that writes the world's traces), bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from vibethinker.data.io import load_problems, save_problems
+from vibethinker.data.world import generate
+from vibethinker.evaluate import paper_prompt
+from vibethinker.models import load_model_and_tokenizer
+from vibethinker.models.tiny import build_tiny_model
+from vibethinker.stages import distill
+from vibethinker.train import packing
+from vibethinker.types import Completion
+
+N_SAMPLES = 4
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> dict[str, str]:
+    """Tiny world data (math + stem) and a tiny random model that plays every role."""
+    root = tmp_path_factory.mktemp("distill")
+    splits = generate(0, 40, 2, 10, ["math", "stem"])
+    save_problems(root / "data" / "train.jsonl", splits["train"])
+    texts = [p.prompt + " " + t for p in splits["train"] for t in p.traces]
+    model = build_tiny_model(root / "model", texts, "d1", 300, 0)
+    return {"root": str(root), "data": str(root / "data"), "model": model}
+
+
+class WorldSampler:
+    """A teacher stand-in: for each prompt, cycles through the world's correct and wrong traces
+    (so duplicates occur when n exceeds them); the last sample of each prompt is cut (finish
+    reason "length"). `wrong_only` writes only wrong traces."""
+
+    def __init__(self, data: str, wrong_only: bool = False):
+        self.by_prompt = {paper_prompt(p): p for p in load_problems(Path(data) / "train.jsonl")}
+        self.wrong_only = wrong_only
+
+    def generate(self, prompts, n, params):
+        out = []
+        for pr in prompts:
+            p = self.by_prompt[pr]
+            pool = list(p.wrong_traces or []) if self.wrong_only else [*p.traces, *p.wrong_traces]
+            out.append([Completion(text=pool[k % len(pool)],
+                                   finish_reason="length" if k == n - 1 else "stop")
+                        for k in range(n)])  # fmt: skip
+        return out
+
+
+@pytest.fixture
+def fake_teachers(monkeypatch, world):
+    monkeypatch.setattr(distill, "make_teacher_sampler",
+                        lambda cfg, t: WorldSampler(t["data"]))  # fmt: skip
+
+
+def _cfg(world, out: str, **kw) -> distill.DistillConfig:
+    teachers = [{"model": world["model"], "data": world["data"], "domain": d}
+                for d in ("math", "stem")]  # fmt: skip
+    base = dict(teachers=teachers, student=world["model"], out=out, n_samples=N_SAMPLES,
+                max_prompts=0, n_buckets=2, min_tokens=4, epochs=1, global_batch=8,
+                max_steps=2, lr=1e-3, max_len=256, score_tokens=512, device="cpu")  # fmt: skip
+    base.update(kw)
+    return distill.DistillConfig(**base)
+
+
+def slp_reference(model, tok, prompt: str, response: str) -> float:
+    """One trace at a time with a plain transformers forward: -(mean log p) over the response
+    tokens (the assistant-mask of the student's chat template; prompt tokens excluded)."""
+    ids, mask = packing.encode_chat(tok, prompt, response)
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids])).logits[0].double()
+    logp = torch.log_softmax(logits[:-1], -1).gather(-1, torch.tensor(ids[1:])[:, None])[:, 0]
+    m = torch.tensor(mask[1:], dtype=torch.bool)
+    return -float(logp[m].mean())
+
+
+def test_batched_s_lp_equals_one_at_a_time(world):
+    model, tok = load_model_and_tokenizer(world["model"], device="cpu", dtype="float32")
+    problems = load_problems(Path(world["data"]) / "train.jsonl")[:12]
+    pairs = [(paper_prompt(p), t) for p in problems for t in p.traces]
+    samples = [packing.Sample(*packing.encode_chat(tok, q, y)) for q, y in pairs]
+    # 300 tokens per row: several traces per row, several rows
+    got = distill.score_samples(model, samples, tok.pad_token_id, "cpu", score_tokens=300)
+    for (q, y), s, (v, n) in zip(pairs, samples, got):
+        assert n == sum(s.mask)
+        assert v == pytest.approx(slp_reference(model, tok, q, y), abs=1e-5)
+    # a random model: S_LP near log(vocab) (uniform prediction), well above 0
+    assert 0.5 * math.log(len(tok)) < sum(v for v, _ in got) / len(got) < 2 * math.log(len(tok))
+
+
+def test_distill_end_to_end(world, fake_teachers, tmp_path):
+    cfg = _cfg(world, str(tmp_path / "lp"))
+    res = distill.run(cfg)
+    out = Path(cfg.out)
+    funnel = json.loads((out / "funnel.json").read_text())
+    assert set(funnel) == {"math", "stem"}
+    problems = load_problems(Path(world["data"]) / "train.jsonl")
+    for d, row in funnel.items():
+        # every prompt of the domain x 4 samples, the 4th cut; samples 1-3 cycle through the
+        # world's correct then wrong traces: the correct ones count, repeats are duplicates
+        mine = [p for p in problems if p.domain == d]
+        correct = dup = 0
+        for p in mine:
+            pool = [*p.traces, *p.wrong_traces]
+            ok = [t for t in (pool[k % len(pool)] for k in range(N_SAMPLES - 1)) if t in p.traces]
+            correct, dup = correct + len(ok), dup + len(ok) - len(set(ok))
+        assert row["prompts"] == len(mine) and row["sampled"] == N_SAMPLES * len(mine)
+        assert row["truncated"] == len(mine)
+        assert (row["correct"], row["deduplicated"]) == (correct, dup)
+        assert row["kept"] > 0 and len(row["bucket_edges"]) == 1
+        parts = ("over_max_len", "dropped_short", "dropped_outlier", "out_of_band", "over_quota")
+        assert sum(row[k] for k in parts) + row["kept"] == correct - dup
+    selected = load_problems(res["selected"])
+    assert len(selected) == sum(r["kept"] for r in funnel.values())
+    for p in selected:
+        assert len(p.traces) == 1 and p.meta["teacher"] == world["model"]
+        assert p.meta["tokens"] >= 4 and p.meta["s_lp"] > 0 and p.meta["bucket"] in (0, 1)
+    assert Path(res["model"], "config.json").exists() and Path(res["plot"]).stat().st_size > 0
+    summary = Path(res["summary"]).read_text()
+    assert "| math |" in summary and "Student SFT" in summary
+
+    # random baseline: same candidates (the cache is reused), the same count per domain/bucket
+    rnd = distill.run(_cfg(world, str(tmp_path / "lp"), select="random"))
+    sel_r = load_problems(rnd["selected"])
+
+    def per_bucket(ps):
+        return sorted((p.domain, p.meta["bucket"]) for p in ps)
+
+    assert per_bucket(sel_r) == per_bucket(selected)
+    assert {p.meta["s_lp"] for p in sel_r} != {p.meta["s_lp"] for p in selected}
+
+
+def test_mix_by_counts(world, fake_teachers, tmp_path):
+    cfg = _cfg(world, str(tmp_path / "c"), counts={"math": 3, "stem": 2}, max_steps=1)
+    res = distill.run(cfg)
+    doms = [p.domain for p in load_problems(res["selected"])]
+    assert doms.count("math") == 3 and doms.count("stem") == 2
+
+
+def test_missing_teacher_folder_names_teacher_and_domain(world, tmp_path):
+    cfg = _cfg(world, str(tmp_path / "x"))
+    cfg.teachers[1]["model"] = str(tmp_path / "runs" / "rl_stem" / "final")
+    with pytest.raises(FileNotFoundError, match=r"rl_stem/final \(domain stem\).*not found"):
+        distill.run(cfg)
+
+
+def test_data_without_the_teachers_domain(world, tmp_path):
+    cfg = _cfg(world, str(tmp_path / "x"))
+    cfg.teachers[0]["domain"] = "code"
+    with pytest.raises(ValueError, match=r"domain code\).*no prompt of domain 'code'"):
+        distill.run(cfg)
+
+
+def test_selection_that_keeps_nothing(world, monkeypatch, tmp_path):
+    # the stem teacher writes only wrong answers: nothing of stem survives verification
+    monkeypatch.setattr(distill, "make_teacher_sampler",
+                        lambda cfg, t: WorldSampler(t["data"], wrong_only=t["domain"] == "stem"))  # fmt: skip
+    cfg = _cfg(world, str(tmp_path / "x"))
+    with pytest.raises(ValueError, match=r"domain stem \(teacher .*\) keeps no trace"):
+        distill.run(cfg)
+    kept = {"math": [{"x": 1}], "stem": []}
+    msgs = distill.check_nonempty(_cfg(world, cfg.out, on_empty_domain="warn"), kept)
+    assert len(msgs) == 1 and "domain stem" in msgs[0]
+    with pytest.raises(ValueError, match="nothing to train on"):
+        distill.check_nonempty(_cfg(world, cfg.out, on_empty_domain="warn"), {"math": []})

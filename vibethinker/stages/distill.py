@@ -1,0 +1,542 @@
+"""Stage `distill`: offline self-distillation by learning potential (PAPER.md, stage 4).
+
+Each domain's RL specialist (a teacher) samples `n_samples` responses per prompt of its domain
+with the paper's protocol; the domain verifier keeps the correct ones; exact duplicates go. Every
+kept response y to prompt q is scored under the STUDENT, teacher-forced, with the student's own
+chat template: S_LP(q, y) = -(1/|y|) sum_t log pi_student(y_t | q, y_<t) over the response tokens
+(algo/potential.py). Per domain, length buckets, a minimum length, an outlier cut and a
+middle-to-high band pick the traces (`select=random`: the same count per bucket at random, the
+reviewers' baseline); domains are mixed by shares or counts; then the `sft` stage trains the
+student on the selection (packing, assistant-only loss, schedule, checkpoints, resume).
+
+    vibethinker distill student=runs/tiny/merge/model out=runs/distill \
+      teachers='[{model: runs/tiny/rl_math/final, data: runs/tiny/data, domain: math}]'
+
+Outputs in `out`: candidates.jsonl (every verified, deduplicated trace with its S_LP; reused by a
+re-run with the same sampling settings), selected.jsonl (Problem JSONL, one record per kept trace,
+`meta` = teacher, s_lp, bucket, tokens), funnel.json, s_lp.png, sft/ (the `sft` stage's outputs:
+final/ is the student model), summary.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vibethinker.algo import potential
+from vibethinker.config import ConfigError, runtime
+from vibethinker.log import get_logger
+from vibethinker.stages import register
+from vibethinker.types import Problem
+
+log = get_logger("stages.distill")
+TEACHER_KEYS = ("model", "data", "domain")
+SELECTORS = ("lp", "random")
+
+
+@dataclass
+class DistillConfig:
+    teachers: list[dict[str, str]] = field(default_factory=list)
+    """The specialists: a list of {model, data, domain}: a HF folder or hub id (for engine=openai
+    the served model name), its prompts (Problem JSONL or a data folder: its train.jsonl; only
+    prompts of `domain` are used) and the domain whose verifier judges it. Paper: the Math
+    (Long2Short), Code and STEM RL checkpoints."""
+    student: str = ""
+    """The student's starting checkpoint (HF folder or hub id), which scores S_LP and is trained.
+    Paper: unpublished. Our choice in the recipes: the merged SFT model (the `probe_merge` output
+    RL started from), because it still holds the broad SFT spectrum that the sequential RL stages
+    eroded, and S_LP under it measures what the specialists know that the shared base does not.
+    Required (no default path)."""
+    out: str = "runs/distill"
+    """Output folder (candidates.jsonl, selected.jsonl, funnel.json, s_lp.png, sft/, summary.md)."""
+    engine: str = "hf"
+    """Sampler of the teachers: hf, openai (model = served name), vllm."""
+    n_samples: int = 8
+    """Responses sampled per prompt by each teacher. Paper: unpublished; our choice, 8 (the RL
+    group size, enough for several distinct correct paths per prompt)."""
+    max_prompts: int = 0
+    """At most this many prompts per teacher (a seeded sample; 0: all of its domain)."""
+    max_new_tokens: int = 4096
+    """Token cap of each teacher response; a cut response is dropped (it has no final answer).
+    Paper: no cap beyond the context (64K); ours is a budget knob."""
+    temperature: float = 1.0
+    """Teacher sampling temperature. Paper protocol: 1.0."""
+    top_p: float = 0.95
+    """Teacher nucleus sampling (top-k off). Paper protocol: 0.95."""
+    prompt_style: str = "paper"
+    """User turn for sampling, scoring and SFT: "paper" (the domain's evaluation prompt) or "raw"."""
+    select: str = "lp"
+    """Selection: "lp" (learning potential, the paper) or "random" (same count per domain and
+    length bucket at random among traces passing the length filter: the reviewers' baseline)."""
+    n_buckets: int = 4
+    """Length buckets per domain, edges at the quantiles of response tokens. Paper: unpublished;
+    our choice, 4 (quartiles: short, medium, long, very long traces each keep their share)."""
+    min_tokens: int = 8
+    """Drop traces with fewer response tokens than this (the paper drops "very short" traces,
+    threshold unpublished); our choice, 8 (a bare answer without reasoning)."""
+    outlier_pct: float = 95.0
+    """Drop S_LP above this percentile of the domain (the paper's "extreme high-score outliers",
+    often garbled or off-distribution traces; 100: none). Paper: unpublished; our choice, 95."""
+    band_lo_pct: float = 50.0
+    """Within each bucket keep S_LP from this percentile ... Paper: "prefer middle-to-high
+    scores", unpublished; our choice, the median."""
+    band_hi_pct: float = 100.0
+    """... up to this one (of the bucket, after the outlier cut). Our choice: 100."""
+    shares: dict[str, float] = field(default_factory=dict)
+    """Domain mix as proportions, e.g. {math: 0.5, code: 0.25, stem: 0.25}: the largest mix with
+    these shares that the kept traces allow (domains not named get none). Paper: unpublished;
+    empty (with `counts` empty): every domain keeps all its selected traces."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Domain mix as counts: at most counts[d] traces of domain d (instead of `shares`)."""
+    on_empty_domain: str = "error"
+    """A domain whose teachers end with no kept trace: "error" (stop before training, naming the
+    teachers and domain) or "warn" (train on the other domains, warning in the log and summary)."""
+    score_tokens: int = 8192
+    """Tokens per S_LP scoring forward (traces packed end to end, no grad, bf16 on GPU). Memory
+    knob; results do not depend on it."""
+    epochs: int = 2
+    """SFT passes over the selection. Paper: unpublished; our choice, 2 (stage 2's count: a
+    small, verified, focused set)."""
+    max_steps: int | None = None
+    """Optional cap on SFT optimizer steps."""
+    global_batch: int = 128
+    """SFT samples per optimizer step. Paper: unpublished for stage 4; stage 1's 128."""
+    micro_batch: int = 4
+    """SFT rows per forward (memory knob)."""
+    lr: float = 5e-5
+    """SFT peak learning rate. Paper: unpublished for stage 4; stage 1's 5e-5."""
+    final_lr: float = 8e-8
+    """SFT learning rate at the last step (cosine). Stage 1's 8e-8."""
+    warmup_frac: float = 0.05
+    """SFT linear warm-up fraction. Stage 1's 5%."""
+    max_len: int = 4096
+    """SFT context (prompt + trace); longer traces are dropped before selection (counted)."""
+    save_every: int = 0
+    """SFT checkpoint every k steps (0: only the last); resume restarts from the last one."""
+    seed: int = 0
+    """Seed of prompt sampling, teacher sampling, the random baseline and SFT order."""
+    device: str = runtime("auto")
+    """cpu, cuda, or auto (cuda when available)."""
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def _looks_local(name: str) -> bool:
+    """A path rather than a hub id ("org/name"): the loader's own rule (models/__init__.py)."""
+    return name.startswith((".", "/", "~")) or name.count("/") > 1 or Path(name).exists()
+
+
+def check_config(cfg: DistillConfig) -> None:
+    """Refuse a bad config before anything is sampled, naming the teacher and domain."""
+    from vibethinker.types import DOMAINS
+
+    if not cfg.teachers:
+        raise ConfigError("distill: `teachers` is empty (a list of {model, data, domain})")
+    if not cfg.student:
+        raise ConfigError("distill: `student` is required (the starting checkpoint)")
+    if cfg.select not in SELECTORS:
+        raise ConfigError(f"distill: select must be one of {SELECTORS}, got {cfg.select!r}")
+    if cfg.on_empty_domain not in ("error", "warn"):
+        raise ConfigError("distill: on_empty_domain must be error or warn")
+    for i, t in enumerate(cfg.teachers):
+        missing = [k for k in TEACHER_KEYS if not t.get(k)]
+        extra = sorted(set(t) - set(TEACHER_KEYS))
+        if missing or extra:
+            raise ConfigError(f"distill: teachers[{i}] = {t}: needs exactly the keys "
+                              f"{TEACHER_KEYS} (missing {missing}, unknown {extra})")  # fmt: skip
+        if t["domain"] not in DOMAINS:
+            raise ConfigError(f"distill: teachers[{i}] domain {t['domain']!r} is not one of "
+                              f"{DOMAINS}")  # fmt: skip
+        if cfg.engine != "openai" and _looks_local(t["model"]) and not Path(t["model"]).is_dir():
+            raise FileNotFoundError(f"distill: teacher {t['model']} (domain {t['domain']}): "
+                                    "model folder not found (did its RL stage run?)")  # fmt: skip
+        if not Path(t["data"]).exists():
+            raise FileNotFoundError(f"distill: teacher {t['model']} (domain {t['domain']}): "
+                                    f"data {t['data']} not found")  # fmt: skip
+    if _looks_local(cfg.student) and not Path(cfg.student).is_dir():
+        raise FileNotFoundError(f"distill: student {cfg.student} not found")
+
+
+def teacher_prompts(cfg: DistillConfig, teacher: dict[str, str]) -> list[Problem]:
+    """The teacher's prompts: its domain's problems of its data (a seeded `max_prompts` sample)."""
+    from vibethinker.data.io import load_problems
+
+    path = Path(teacher["data"])
+    if path.is_dir():
+        path = path / "train.jsonl"
+    problems = load_problems(path)
+    mine = [p for p in problems if p.domain == teacher["domain"]]
+    if not mine:
+        have = sorted({p.domain for p in problems})
+        raise ValueError(f"distill: teacher {teacher['model']} (domain {teacher['domain']}): "
+                         f"{path} has no prompt of domain {teacher['domain']!r} (it has "
+                         f"{have or 'no problems'})")  # fmt: skip
+    if cfg.max_prompts and len(mine) > cfg.max_prompts:
+        mine = random.Random(cfg.seed).sample(mine, cfg.max_prompts)
+    return mine
+
+
+# ----------------------------------------------------------------------------- sample, verify
+
+
+def make_teacher_sampler(cfg: DistillConfig, teacher: dict[str, str]) -> Any:
+    """The teacher's Sampler (a function of its own so tests can put a stand-in here)."""
+    from vibethinker.engines import make_sampler
+
+    kw: dict[str, Any] = {"model": teacher["model"]}
+    if cfg.engine == "hf":
+        from vibethinker.train.policy import resolve_device
+
+        kw["device"] = resolve_device(cfg.device)
+    return make_sampler(cfg.engine, **kw)
+
+
+def sample_teacher(cfg: DistillConfig, teacher: dict[str, str]) -> tuple[list[dict], dict]:
+    """Sample, verify, keep correct untruncated responses: (candidates, counts). A candidate is
+    {problem, text, teacher}."""
+    from vibethinker.engines import SamplingParams
+    from vibethinker.evaluate import PROMPT_STYLES
+    from vibethinker.verifiers import verify_batch
+
+    problems = teacher_prompts(cfg, teacher)
+    prompt_fn = PROMPT_STYLES[cfg.prompt_style]
+    params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=0,
+                            max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)  # fmt: skip
+    sampler = make_teacher_sampler(cfg, teacher)
+    outs = sampler.generate([prompt_fn(p) for p in problems], cfg.n_samples, params)
+    del sampler
+    flat = [(p, c) for p, cs in zip(problems, outs) for c in cs]
+    scores = verify_batch([p for p, _ in flat], [c.text for _, c in flat])
+    cands = [{"problem": p, "text": c.text, "teacher": teacher["model"]}
+             for (p, c), s in zip(flat, scores) if s.correct and not c.truncated]  # fmt: skip
+    counts = {"prompts": len(problems), "sampled": len(flat),
+              "truncated": sum(c.truncated for _, c in flat), "correct": len(cands)}  # fmt: skip
+    log.info("distill: teacher %s (%s): %d prompts, %d sampled, %d correct", teacher["model"],
+             teacher["domain"], len(problems), len(flat), len(cands))  # fmt: skip
+    return cands, counts
+
+
+def dedupe(cands: list[dict]) -> list[dict]:
+    """Drop exact duplicates (same problem, same response text), keeping the first."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for c in cands:
+        key = (c["problem"].id, c["text"])
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+# ----------------------------------------------------------------------------- S_LP scoring
+
+
+def score_samples(model: Any, samples: list, pad_id: int, device: Any,
+                  score_tokens: int = 8192) -> list[tuple[float, int]]:  # fmt: skip
+    """(S_LP, |y|) of each packing.Sample (ids + assistant mask) under `model`, teacher-forced.
+
+    Samples are packed into rows of `score_tokens` (longest first; a longer sample gets a row of
+    its own) with position ids restarting per sample, so attention stays within a sample
+    (packing.py); one no-grad forward per row (bf16 autocast on GPU); only response positions go
+    through the LM head, a chunk at a time. |y| = the assistant tokens (the turn end included:
+    it is trained too)."""
+    import torch
+
+    from vibethinker.train import packing, policy
+    from vibethinker.train.sft import backbone_and_head
+
+    order = sorted(range(len(samples)), key=lambda i: -len(samples[i].ids))
+    rows = packing.pack([len(samples[i].ids) for i in order], score_tokens)
+    sums = torch.zeros(len(samples), dtype=torch.float64)
+    cnt = torch.zeros(len(samples), dtype=torch.long)
+    parts = backbone_and_head(model)
+    with torch.no_grad():
+        for row in rows:
+            row = [order[j] for j in row]
+            batch = packing.collate(samples, [row], pad_id, packed=True)
+            owner = torch.cat([torch.full((len(samples[i].ids),), i) for i in row])
+            ids = batch["input_ids"][:, : len(owner)].to(device)
+            pos = batch["position_ids"][:, : len(owner)].to(device)
+            sel = (batch["labels"][0, 1 : len(owner)] != packing.IGNORE).to(device)
+            with policy.autocast_context(device):
+                if parts is None:
+                    h = model(input_ids=ids, position_ids=pos, use_cache=False).logits[0, :-1][sel]
+                else:
+                    h = parts[0](input_ids=ids, position_ids=pos,
+                                 use_cache=False).last_hidden_state[0, :-1][sel]  # fmt: skip
+                target, own = ids[0, 1:][sel], owner[1:][sel.cpu()]
+                for s in range(0, h.shape[0], 4096):
+                    logits = h[s : s + 4096] if parts is None else parts[1](h[s : s + 4096])
+                    lp = torch.log_softmax(logits.float(), -1)
+                    lp = lp.gather(-1, target[s : s + 4096, None]).squeeze(-1)
+                    sums.index_add_(0, own[s : s + 4096], lp.double().cpu())
+                    cnt.index_add_(0, own[s : s + 4096], torch.ones_like(own[s : s + 4096]))
+    return [(-float(sums[i]) / max(int(cnt[i]), 1), int(cnt[i])) for i in range(len(samples))]
+
+
+def score_candidates(cfg: DistillConfig, cands: list[dict]) -> None:
+    """Add `s_lp`, `tokens` and `length` (prompt + trace, for max_len) to each candidate."""
+    from vibethinker.evaluate import PROMPT_STYLES
+    from vibethinker.models import load_model_and_tokenizer
+    from vibethinker.train import packing, policy
+
+    device = policy.resolve_device(cfg.device)
+    model, tok = load_model_and_tokenizer(cfg.student, device=device, dtype="float32")
+    model.eval()
+    prompt_fn = PROMPT_STYLES[cfg.prompt_style]
+    samples = []
+    for c in cands:
+        ids, mask = packing.encode_chat(tok, prompt_fn(c["problem"]), c["text"])
+        samples.append(packing.Sample(ids, mask))
+    t0 = time.time()
+    scored = score_samples(model, samples, tok.pad_token_id, device, cfg.score_tokens)
+    for c, s, (v, n) in zip(cands, samples, scored):
+        c.update(s_lp=v, tokens=n, length=len(s.ids))
+    log.info("distill: scored %d traces under the student in %.1f s", len(cands),
+             time.time() - t0)  # fmt: skip
+
+
+def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[dict], dict]:
+    """Sample + verify + dedupe + score, cached in out/candidates.jsonl under a key of the
+    settings that shape it (a resumed run does not re-sample the teachers)."""
+    from vibethinker.data.io import problem_from_dict, problem_to_dict
+
+    keys = ("teachers", "student", "engine", "n_samples", "max_prompts", "max_new_tokens",
+            "temperature", "top_p", "prompt_style", "seed")  # fmt: skip
+    key = {k: getattr(cfg, k) for k in keys}
+    cache, meta = out / "candidates.jsonl", out / "candidates.json"
+    if cache.exists() and meta.exists() and json.loads(meta.read_text())["key"] == key:
+        log.info("distill: reusing the scored candidates %s", cache)
+        rows = [json.loads(x) for x in cache.read_text().splitlines() if x.strip()]
+        for r in rows:
+            r["problem"] = problem_from_dict(r["problem"], cache, 0)
+        return rows, json.loads(meta.read_text())["sampling"]
+    cands: list[dict] = []
+    sampling: dict[str, dict[str, int]] = {}
+    for t in cfg.teachers:
+        got, counts = sample_teacher(cfg, t)
+        cands += got
+        agg = sampling.setdefault(t["domain"], {})
+        for k, v in counts.items():
+            agg[k] = agg.get(k, 0) + v
+    for d in sampling:
+        sampling[d]["deduplicated"] = 0
+    before = {d: sum(c["problem"].domain == d for c in cands) for d in sampling}
+    cands = dedupe(cands)
+    for d in sampling:
+        sampling[d]["deduplicated"] = before[d] - sum(c["problem"].domain == d for c in cands)
+    if cands:
+        score_candidates(cfg, cands)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(cache, "w", encoding="utf-8") as f:
+        for c in cands:
+            f.write(json.dumps({**c, "problem": problem_to_dict(c["problem"])}) + "\n")
+    meta.write_text(json.dumps({"key": key, "sampling": sampling}, indent=1) + "\n")
+    return cands, sampling
+
+
+# ----------------------------------------------------------------------------- selection
+
+
+def select(cfg: DistillConfig, cands: list[dict]) -> tuple[dict[str, list[dict]], dict]:
+    """Per domain: drop traces over max_len (SFT would drop them), LP selection, the mix quota,
+    then (select=random) the random draw with the same count per bucket. Returns (the pool of
+    each domain, its Selection, whose indices point into the pool)."""
+    domains = sorted({c["problem"].domain for c in cands})
+    pools = {d: [c for c in cands if c["problem"].domain == d and c["length"] <= cfg.max_len]
+             for d in domains}  # fmt: skip
+
+    def lp(d: str, quota: int | None) -> potential.Selection:
+        return potential.select_lp([c["tokens"] for c in pools[d]], [c["s_lp"] for c in pools[d]],
+                                   cfg.n_buckets, cfg.min_tokens, cfg.outlier_pct,
+                                   cfg.band_lo_pct, cfg.band_hi_pct, quota)  # fmt: skip
+
+    first = {d: lp(d, None) for d in domains}
+    quotas = potential.domain_quotas({d: len(first[d].kept) for d in domains},
+                                     dict(cfg.shares), dict(cfg.counts))  # fmt: skip
+    sels = {d: first[d] if quotas[d] is None else lp(d, quotas[d]) for d in domains}
+    if cfg.select == "random":
+        rng = random.Random(cfg.seed)
+        sels = {d: potential.select_random(sels[d], cfg.n_buckets, rng) for d in domains}
+    return pools, sels
+
+
+def check_nonempty(cfg: DistillConfig, kept: dict[str, list[dict]]) -> list[str]:
+    """Warnings (or an error, on_empty_domain=error) for domains whose teachers keep nothing."""
+    msgs = []
+    for d in sorted({t["domain"] for t in cfg.teachers}):
+        if not kept.get(d):
+            names = ", ".join(t["model"] for t in cfg.teachers if t["domain"] == d)
+            msgs.append(f"distill: domain {d} (teacher {names}) keeps no trace: no correct "
+                        f"response survived sampling, verification and selection "
+                        f"(see funnel.json)")  # fmt: skip
+    if msgs and (cfg.on_empty_domain == "error" or not any(kept.values())):
+        raise ValueError("; ".join(msgs) + ("" if any(kept.values()) else "; nothing to train on")
+                         + " (on_empty_domain=warn trains on the other domains)")  # fmt: skip
+    for m in msgs:
+        log.warning(m)
+    return msgs
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+def funnel_table(sampling: dict, sels: dict, overlong: dict) -> dict[str, dict[str, Any]]:
+    """Per domain: prompts, sampled, truncated, correct, duplicates, over max_len, then the
+    selection's funnel (dropped short, dropped outlier, out of band, over quota, kept), with the
+    bucket edges and the kept S_LP band of each bucket."""
+    table = {}
+    for d in sorted(set(sampling) | set(sels)):
+        row = dict(sampling.get(d, {}))
+        row["over_max_len"] = overlong.get(d, 0)
+        if d in sels:
+            sel = sels[d]
+            row.update({k: v for k, v in sel.counts.items() if k != "candidates"})
+            row["bucket_edges"] = [round(e, 2) for e in sel.edges]
+            row["outlier_cut"] = None if math.isinf(sel.outlier_cut) else round(sel.outlier_cut, 4)
+            row["bands"] = [None if math.isnan(lo) else [round(lo, 4), round(hi, 4)]
+                            for lo, hi in sel.bands]  # fmt: skip
+        else:
+            row.update({k: 0 for k in potential.FUNNEL if k != "candidates"})
+        table[d] = row
+    return table
+
+
+FUNNEL_COLS = ("prompts", "sampled", "truncated", "correct", "deduplicated", "over_max_len",
+               "dropped_short", "dropped_outlier", "out_of_band", "over_quota", "kept")  # fmt: skip
+
+
+def plot_s_lp(cands: dict[str, list[dict]], sels: dict, png: Path, method: str) -> str:
+    """S_LP against response tokens per domain: every candidate, the kept ones highlighted, the
+    bucket edges (dashed) and each bucket's kept band (shaded)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    doms = sorted(sels) or ["(none)"]
+    fig, axes = plt.subplots(1, len(doms), figsize=(4.2 * len(doms), 3.4), dpi=110,
+                             squeeze=False)  # fmt: skip
+    for ax, d in zip(axes[0], doms):
+        ax.set_title(f"{d}: S_LP by length ({method})")
+        ax.set_xlabel("response tokens")
+        ax.set_ylabel("S_LP (nats/token)")
+        if d not in sels:
+            continue
+        rows, sel = cands[d], sels[d]
+        kept = set(sel.kept)
+        xs, ys = [c["tokens"] for c in rows], [c["s_lp"] for c in rows]
+        ax.scatter(xs, ys, s=6, c="0.7", label="candidates")
+        ax.scatter([xs[i] for i in kept], [ys[i] for i in kept], s=8, c="C0", label="kept")
+        lo_x = min(xs, default=0)
+        bounds = [lo_x, *sel.edges, max(xs, default=1)]
+        for e in sel.edges:
+            ax.axvline(e, ls="--", c="k", lw=0.8)
+        for b, (lo, hi) in enumerate(sel.bands):
+            if not math.isnan(lo):
+                ax.fill_between([bounds[b], bounds[b + 1]], lo, hi, color="C1", alpha=0.15)
+        if not math.isinf(sel.outlier_cut):
+            ax.axhline(sel.outlier_cut, c="C3", lw=0.8, label="outlier cut")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+    return str(png)
+
+
+def summary_md(cfg: DistillConfig, funnel: dict, warnings: list[str], sft_out: Path,
+               seconds: float) -> str:  # fmt: skip
+    """The stage's report section: settings, the funnel per domain, the SFT summary."""
+    names = ", ".join(f"{t['domain']}: `{t['model']}`" for t in cfg.teachers)
+    lines = [
+        f"Self-distillation into `{cfg.student}` from {len(cfg.teachers)} teacher(s) "
+        f"({names}): "
+        f"{cfg.n_samples} samples per prompt (T={cfg.temperature}, top-p {cfg.top_p}), "
+        f"selection **{cfg.select}** ({cfg.n_buckets} length buckets, min {cfg.min_tokens} "
+        f"tokens, outlier cut at the {cfg.outlier_pct:g}th percentile, band "
+        f"{cfg.band_lo_pct:g}-{cfg.band_hi_pct:g}th percentile per bucket).",
+        "",
+        "| domain | " + " | ".join(c.replace("_", " ") for c in FUNNEL_COLS) + " |",
+        "|---|" + "---:|" * len(FUNNEL_COLS),
+    ]
+    for d, row in funnel.items():
+        lines.append(f"| {d} | " + " | ".join(str(row.get(c, 0)) for c in FUNNEL_COLS) + " |")
+    lines += ["", "Bucket edges (response tokens) and kept S_LP band per bucket:", ""]
+    for d, row in funnel.items():
+        lines.append(f"- {d}: edges {row.get('bucket_edges', [])}, bands {row.get('bands', [])}")
+    if warnings:
+        lines += ["", *[f"**Warning**: {w}" for w in warnings]]
+    sft_md = sft_out / "summary.md"
+    if sft_md.exists():
+        lines += ["", "Student SFT:", "", sft_md.read_text().strip()]
+    lines += ["", f"Wall time {seconds:.0f} s. Plot: s_lp.png."]
+    return "\n".join(lines) + "\n"
+
+
+def to_problems(kept: dict[str, list[dict]]) -> list[Problem]:
+    """One Problem per kept trace: the source problem with traces=[trace], id `<id>/t<k>`."""
+    import dataclasses
+
+    out = []
+    for d in sorted(kept):
+        for k, c in enumerate(kept[d]):
+            p = c["problem"]
+            meta = {**p.meta, "problem_id": p.id, "teacher": c["teacher"], "s_lp": c["s_lp"],
+                    "bucket": c["bucket"], "tokens": c["tokens"]}  # fmt: skip
+            out.append(dataclasses.replace(p, id=f"{p.id}/t{k}", traces=[c["text"]],
+                                           wrong_traces=None, claims=None, meta=meta))  # fmt: skip
+    return out
+
+
+def fresh_sft(out: Path, selection: bytes) -> None:
+    """The SFT in out/sft resumes from its checkpoints; when the selection differs from the one
+    it was started on (new selection settings), its checkpoints are stale: remove them."""
+    import hashlib
+    import shutil
+
+    digest = hashlib.sha256(selection).hexdigest()
+    mark = out / "selection.sha256"
+    if (out / "sft").exists() and (not mark.exists() or mark.read_text().strip() != digest):
+        log.info("distill: the selection changed; restarting the student's SFT")
+        shutil.rmtree(out / "sft")
+    mark.write_text(digest + "\n")
+
+
+@register("distill", DistillConfig, resumable=True)
+def run(cfg: DistillConfig) -> dict[str, str]:
+    """Offline self-distillation: sample specialists, verify, select by learning potential, SFT."""
+    from vibethinker.data.io import save_problems
+    from vibethinker.stages import sft as sft_stage
+
+    check_config(cfg)
+    t0 = time.time()
+    out = Path(cfg.out)
+    cands, sampling = load_or_build_candidates(cfg, out)
+    pools, sels = select(cfg, cands)
+    kept = {d: [{**pools[d][i], "bucket": sels[d].bucket[i]} for i in sels[d].kept] for d in sels}
+    overlong = {d: sum(c["problem"].domain == d for c in cands) - len(pools[d]) for d in pools}
+    warnings = check_nonempty(cfg, kept)
+    funnel = funnel_table(sampling, sels, overlong)
+    (out / "funnel.json").write_text(json.dumps(funnel, indent=1) + "\n")
+    selected = out / "selected.jsonl"
+    save_problems(selected, to_problems(kept))
+    fresh_sft(out, selected.read_bytes())
+    plot_s_lp(pools, sels, out / "s_lp.png", cfg.select)
+    sft_cfg = sft_stage.SFTConfig(
+        model=cfg.student, data=str(selected), out=str(out / "sft"), epochs=cfg.epochs,
+        max_steps=cfg.max_steps, global_batch=cfg.global_batch, micro_batch=cfg.micro_batch,
+        lr=cfg.lr, final_lr=cfg.final_lr, warmup_frac=cfg.warmup_frac, max_len=cfg.max_len,
+        save_every=cfg.save_every, prompt_style=cfg.prompt_style, seed=cfg.seed,
+        device=cfg.device,
+    )  # fmt: skip
+    res = sft_stage.run(sft_cfg)
+    (out / "summary.md").write_text(summary_md(cfg, funnel, warnings, out / "sft",
+                                               time.time() - t0))  # fmt: skip
+    return {"model": res["model"], "selected": str(selected), "funnel": str(out / "funnel.json"),
+            "plot": str(out / "s_lp.png"), "summary": str(out / "summary.md")}  # fmt: skip
