@@ -251,12 +251,24 @@ def test_both_mode_and_repeats(tmp_path):
 # ---------------------------------------------------------------- the stage, tiny model
 
 
+def _tiny_model_dir(tmp_path, texts):  # as tests/test_eval.py
+    try:
+        from vibethinker.models.tiny import build_tiny_model
+
+        return build_tiny_model(tmp_path / "model", texts, size="1m", vocab_size=300, seed=0)
+    except ImportError:
+        from test_engines_hf import tiny_qwen2
+
+        model, tok = tiny_qwen2()
+        model.save_pretrained(tmp_path / "model")
+        tok.save_pretrained(tmp_path / "model")
+        return str(tmp_path / "model")
+
+
 def test_tiny_model_through_the_stage(tmp_path):
     """The `clr` stage on the embedded world with a random tiny model: nothing raises, one
     sampler call per phase, token counts add up and respect the caps."""
     world = pytest.importorskip("vibethinker.data.world")
-    from test_eval import _tiny_model_dir
-
     from vibethinker.data.io import save_problems
     from vibethinker.stages import get
     from vibethinker.stages.clr import ClrConfig
@@ -311,3 +323,26 @@ def test_tiny_model_through_the_stage(tmp_path):
     )
     assert s["prompt_tokens_counted"] is True
     assert 0.0 <= s["comparison"]["rows"][-1]["clr"] <= 1.0
+
+
+class EmptyClaimsModel(FakeModel):
+    """Extraction replies list only empty items (or nothing at all)."""
+
+    def _one(self, prompt, j):
+        if "Solution attempt:" in prompt:
+            text = "1. \n2.   \nFinal answer: 10" if "3*4" in prompt else ""
+            return Completion(text, list(range(len(text))), None, "stop")
+        return super()._one(prompt, j)
+
+
+def test_empty_claims_and_empty_replies_have_defined_outcomes(tmp_path):
+    model = EmptyClaimsModel()
+    _, s, rows = _run(tmp_path, model, k=4, repeats=1, m=5)
+    c = s["counters"]
+    # math: 3 replies with two empty items each; stem: 3 empty replies (malformed, no claims)
+    assert c["empty_claims_dropped"] == 6 and c["no_claims"] == 6 and c["claims"] == 0
+    assert c["malformed_lists"] == 3 and c["extracted_answer_missing"] == 3
+    assert len(model.calls) == 2  # no claim to judge: no verification call at all
+    assert all(r["r"] == 0.0 for r in rows)
+    top = s["comparison"]["rows"][-1]
+    assert top["clr"] == top["maj"] and top["clr_ties"] == 2  # no signal: majority vote

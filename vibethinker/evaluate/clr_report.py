@@ -49,6 +49,8 @@ def run_method(pools: Sequence[list], starts_k: list[tuple[int, int]], method, c
     for start, k in starts_k:
         ok_sum, cost_sum = 0.0, 0.0
         for pool in pools:
+            if not pool:  # the sampler returned nothing for this problem: wrong, no cost
+                continue
             subset = [pool[(start + j) % len(pool)] for j in range(k)]
             ok, sel = method(subset)
             ok_sum += ok
@@ -71,7 +73,7 @@ def _cost(t) -> int:
 
 def compare(pools: list[list], k: int, repeats: int) -> dict[str, Any]:
     """CLR@k and maj@k (same samples) for k = 1, 2, 4, ..., K; maj at CLR's budget; avg@n."""
-    size = len(pools[0]) if pools else 0
+    size = max((len(p) for p in pools), default=0)
     flat = [t for p in pools for t in p]
     one = statistics.mean(t.tokens for t in flat) if flat else 0.0
     avg = {
@@ -122,7 +124,7 @@ def per_domain(problems, pools, k: int, repeats: int) -> dict[str, dict[str, flo
             "problems": len(sub),
             f"clr@{k}": run_method(sub, starts, _clr, _cost)[0],
             f"maj@{k}": run_method(sub, starts, _maj, _tokens)[0],
-            "avg": statistics.mean(float(t.correct) for pool in sub for t in pool),
+            "avg": statistics.mean([float(t.correct) for pool in sub for t in pool] or [0.0]),
         }
     return out
 

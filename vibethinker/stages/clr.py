@@ -217,9 +217,12 @@ def answer_of(problem: Problem, text: str) -> str | None:
 @functools.lru_cache(maxsize=65536)
 def math_equivalent(a: str, b: str) -> bool:
     """The math verifier's answer equivalence (either direction), False on any failure."""
+    from vibethinker.evaluate.metrics import normalize_answer
     from vibethinker.verifiers.math import check_answer
 
     try:
+        if normalize_answer(a) == normalize_answer(b):  # `0.5` and `\\frac{1}{2}`: no sympy
+            return True
         return check_answer(a, b).correct or check_answer(b, a).correct
     except Exception:
         return False
@@ -237,6 +240,8 @@ def sample_phase(sampler, prompts, problems, pool, params, workers, counters) ->
     from vibethinker.verifiers import verify_batch
 
     out = sampler.generate(prompts, pool, params)
+    short = sum(max(0, pool - len(c)) for c in out) + pool * max(0, len(prompts) - len(out))
+    counters.add("samples_missing", short)  # a sampler that returned fewer than asked
     trajs = [
         Trajectory(i, j, c.text or "", _n(c, counters))
         for i, comps in enumerate(out)
