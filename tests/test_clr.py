@@ -198,6 +198,9 @@ def test_stage_by_hand_one_call_per_phase_and_token_accounting(tmp_path):
     sampled = 2 * len(BAD) + len(GOOD) + len("\\boxed{B}") + 2 * len("\\boxed{A}")
     sampled += len("I am not sure")
     assert s["tokens"]["tokens"] == sampled == sum(r["tokens"] for r in rows)
+    # the judge prompts show the problem without its answer-format request
+    assert "Let's think" in model.calls[0][0][0]
+    assert not any("Let's think" in p or "letter" in p for p in model.calls[1][0])
     extract_prompts = sum(len(p) for p in model.calls[1][0])
     verify_prompts = sum(len(p) for p in model.calls[2][0])
     assert s["tokens"]["extract_prompt_tokens"] == extract_prompts

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,35 @@ log = get_logger("stages.clr")
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 CLR_DOMAINS = ("math", "stem")  # domains with a final answer to cluster
-CLAIM_VERIFIERS = ("model", "symbolic", "both")
+
+
+@dataclass(frozen=True)
+class ClaimVerifier:
+    """How a claim's verdict is reached: whether the symbolic check runs, whether the model is
+    asked (given the symbolic verdict, None = not checkable), and how the two combine into
+    (final verdict, the path that decided it)."""
+
+    symbolic: bool
+    ask_model: Callable[[int | None], bool]
+    combine: Callable[[int | None, int | None], tuple[int, str]]
+
+
+CLAIM_VERIFIERS = {
+    # the paper: the model judges every claim
+    "model": ClaimVerifier(False, lambda sym: True, lambda sym, model: (model, "model")),
+    # checkable claims by the symbolic check alone, the rest by the model
+    "symbolic": ClaimVerifier(
+        True,
+        lambda sym: sym is None,
+        lambda sym, model: (sym, "symbolic") if sym is not None else (model, "model"),
+    ),
+    # checkable claims must pass both; the rest by the model
+    "both": ClaimVerifier(
+        True,
+        lambda sym: True,
+        lambda sym, model: (min(sym, model), "both") if sym is not None else (model, "model"),
+    ),
+}
 
 
 @dataclass
@@ -201,6 +230,20 @@ def prompt_counter(sampler: Any, counters: Counter):
     return count
 
 
+def problem_text(prompt: str) -> str:
+    """The problem as the judge templates show it: the sampling prompt without its closing
+    answer-format request (the paper's math / multiple-choice suffix, or a last line asking for
+    a `\\boxed{}`), so extraction and verification replies are not steered into boxing an answer."""
+    from vibethinker.evaluate.prompts import CHOICE_SUFFIX, MATH_SUFFIX
+
+    text = prompt.rstrip()
+    for suffix in (MATH_SUFFIX, CHOICE_SUFFIX):
+        if text.endswith(suffix):
+            return text[: -len(suffix)].rstrip()
+    head, _, last = text.rpartition("\n")
+    return head.rstrip() if head and "\\boxed{}" in last else text
+
+
 def answer_of(problem: Problem, text: str) -> str | None:
     """The trajectory's final answer: the last box of the answer part (math), the committed
     letter (stem); None when it gives none."""
@@ -259,18 +302,18 @@ def sample_phase(sampler, prompts, problems, pool, params, workers, counters) ->
     return trajs
 
 
-def extract_phase(sampler, trajs, prompts, template, m, params, count, counters) -> None:
+def extract_phase(sampler, trajs, texts, template, m, params, count, counters) -> None:
     """Phase 2: one call; claims of every trajectory that has a final answer (the others cannot
     join a cluster, so no tokens are spent on them)."""
     todo = [t for t in trajs if t.status == "ok"]
     if not todo:
         return
-    texts = [fill(template, problem=prompts[t.problem], response=t.text, m=m) for t in todo]
-    out = sampler.generate(texts, 1, params)
-    for t, text, comps in zip(todo, texts, out):
+    prompts = [fill(template, problem=texts[t.problem], response=t.text, m=m) for t in todo]
+    out = sampler.generate(prompts, 1, params)
+    for t, prompt, comps in zip(todo, prompts, out):
         reply = comps[0] if comps else None
         t.extract_tokens = _n(reply, counters) if reply else 0
-        t.extract_prompt_tokens = count(text) if count else 0
+        t.extract_prompt_tokens = count(prompt) if count else 0
         t.claims = parse_claims(reply.text if reply else "", m)
         counters.add("extractions")
         counters.add("claims", len(t.claims.claims))
@@ -283,40 +326,37 @@ def extract_phase(sampler, trajs, prompts, template, m, params, count, counters)
             counters.add("extracted_answer_missing")
 
 
-def verify_phase(sampler, trajs, prompts, template, mode, params, count, counters) -> None:
-    """Phase 3: one call for every claim the model must judge; the symbolic path first."""
+def verify_phase(sampler, trajs, texts, template, how, params, count, counters) -> None:
+    """Phase 3: one call for every claim the model must judge; the symbolic check first."""
     from vibethinker.evaluate.claims import symbolic_verdict
 
     jobs: list[tuple[Trajectory, dict[str, Any]]] = []
     for t in trajs:
         for claim in t.claims.claims if t.claims else []:
-            sym = symbolic_verdict(claim) if mode in ("symbolic", "both") else None
-            v = {"claim": claim, "symbolic": sym, "model": None, "final": None}
+            sym = symbolic_verdict(claim) if how.symbolic else None
+            asked = how.ask_model(sym)
+            v = {"claim": claim, "symbolic": sym, "asked": asked, "model": None, "final": None}
             t.verdicts.append(v)
-            if sym is not None:
-                counters.add("claims_checkable")
-            if mode == "symbolic" and sym is not None:
-                v["final"] = sym
-                counters.add("decided_by_symbolic")
-            else:
+            counters.add("claims_checkable", int(sym is not None))
+            if asked:
                 jobs.append((t, v))
     if jobs:
-        texts = [fill(template, problem=prompts[t.problem], claim=v["claim"]) for t, v in jobs]
-        out = sampler.generate(texts, 1, params)
-        for (t, v), text, comps in zip(jobs, texts, out):
+        prompts = [fill(template, problem=texts[t.problem], claim=v["claim"]) for t, v in jobs]
+        out = sampler.generate(prompts, 1, params)
+        for (t, v), prompt, comps in zip(jobs, prompts, out):
             reply = comps[0] if comps else None
             t.verify_tokens += _n(reply, counters) if reply else 0
-            t.verify_prompt_tokens += count(text) if count else 0
+            t.verify_prompt_tokens += count(prompt) if count else 0
             v["model"] = parse_verdict(reply.text if reply else "")
             counters.add("verdicts_unparseable", int(v["model"] is None))
-            model = verdict_or_zero(v["model"])
-            if mode == "both" and v["symbolic"] is not None:
-                v["final"] = min(model, v["symbolic"])
-                counters.add("decided_by_both")
-                counters.add("model_symbolic_disagree", int(model != v["symbolic"]))
-            else:
-                v["final"] = model
-                counters.add("decided_by_model")
+            if v["symbolic"] is not None:
+                disagree = verdict_or_zero(v["model"]) != v["symbolic"]
+                counters.add("model_symbolic_disagree", int(disagree))
+    for t in trajs:
+        for v in t.verdicts:
+            model = verdict_or_zero(v["model"]) if v["asked"] else None
+            v["final"], v["by"] = how.combine(v["symbolic"], model)
+            counters.add(f"decided_by_{v['by']}")
     for t in trajs:
         finals = [v["final"] for v in t.verdicts]
         counters.add("verdicts_1", sum(finals))
@@ -351,7 +391,7 @@ def check_config(cfg: ClrConfig) -> None:
     if not cfg.model or not cfg.data:
         raise ValueError("clr: `model` and `data` are required")
     if cfg.claim_verifier not in CLAIM_VERIFIERS:
-        raise ValueError(f"claim_verifier must be one of {', '.join(CLAIM_VERIFIERS)}")
+        raise ValueError(f"claim_verifier must be one of {', '.join(sorted(CLAIM_VERIFIERS))}")
     if cfg.k < 1 or cfg.m < 1 or cfg.repeats < 1:
         raise ValueError("clr: k, m and repeats must be >= 1")
 
@@ -374,6 +414,7 @@ def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
     sampler = sampler or make_engine(cfg)  # type: ignore[arg-type]
     count = prompt_counter(sampler, counters)
     prompts = [PROMPT_STYLES[cfg.prompt_style](p) for p in problems]
+    texts = [problem_text(p) for p in prompts]  # {problem} of the judge templates
     pool = cfg.k * cfg.repeats
     sample_p = SamplingParams(
         cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens, seed=cfg.seed
@@ -394,10 +435,11 @@ def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
     trajs = sample_phase(sampler, prompts, problems, pool, sample_p, cfg.workers, counters)
     seconds["sample"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    extract_phase(sampler, trajs, prompts, extract_t, cfg.m, judge_p(1), count, counters)
+    extract_phase(sampler, trajs, texts, extract_t, cfg.m, judge_p(1), count, counters)
     seconds["extract"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    verify_phase(sampler, trajs, prompts, verify_t, cfg.claim_verifier, judge_p(2), count, counters)
+    how = CLAIM_VERIFIERS[cfg.claim_verifier]
+    verify_phase(sampler, trajs, texts, verify_t, how, judge_p(2), count, counters)
     seconds["verify"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     cluster_phase(trajs, problems, cfg.m)
