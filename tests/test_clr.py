@@ -349,3 +349,12 @@ def test_empty_claims_and_empty_replies_have_defined_outcomes(tmp_path):
     assert all(r["r"] == 0.0 for r in rows)
     top = s["comparison"]["rows"][-1]
     assert top["clr"] == top["maj"] and top["clr_ties"] == 2  # no signal: majority vote
+
+
+def test_a_template_without_its_placeholder_is_refused_before_sampling(tmp_path):
+    bad = tmp_path / "verify.txt"
+    bad.write_text("Is it true? {problem}")
+    model = FakeModel()
+    with pytest.raises(ValueError, match="lacks {claim}"):
+        _run(tmp_path, model, k=2, repeats=1, verify_prompt=str(bad))
+    assert model.calls == []

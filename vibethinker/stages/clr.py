@@ -24,7 +24,8 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,8 +189,21 @@ class Trajectory:
         )
 
 
-def load_template(path: str, default: str) -> str:
-    return Path(path or PROMPTS_DIR / default).read_text()
+def load_template(path: str, default: str, required: tuple[str, ...]) -> str:
+    """A prompt template (a config path, or the packaged default); refused before any sampling
+    when it lacks a placeholder the phase cannot work without."""
+    text = Path(path or PROMPTS_DIR / default).read_text()
+    missing = [r for r in required if r not in text]
+    if missing:
+        raise ValueError(f"clr: template {path or default} lacks {', '.join(missing)}")
+    return text
+
+
+@contextmanager
+def timed(seconds: dict[str, float], name: str) -> Iterator[None]:
+    t0 = time.perf_counter()
+    yield
+    seconds[name] = time.perf_counter() - t0
 
 
 def fill(template: str, **values: Any) -> str:
@@ -409,8 +423,8 @@ def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
     problems = load_problems(cfg, counters)
     if not problems:
         raise ValueError(f"clr: no math or stem problems in {cfg.data}")
-    extract_t = load_template(cfg.extract_prompt, "clr_extract.txt")
-    verify_t = load_template(cfg.verify_prompt, "clr_verify.txt")
+    extract_t = load_template(cfg.extract_prompt, "clr_extract.txt", ("{response}",))
+    verify_t = load_template(cfg.verify_prompt, "clr_verify.txt", ("{claim}",))
     sampler = sampler or make_engine(cfg)  # type: ignore[arg-type]
     count = prompt_counter(sampler, counters)
     prompts = [PROMPT_STYLES[cfg.prompt_style](p) for p in problems]
@@ -430,20 +444,16 @@ def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
         )
 
     log.info("clr: %d problems x %d samples (K=%d, R=%d)", len(problems), pool, cfg.k, cfg.repeats)
-    seconds: dict[str, float] = {}
-    t0 = time.perf_counter()
-    trajs = sample_phase(sampler, prompts, problems, pool, sample_p, cfg.workers, counters)
-    seconds["sample"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    extract_phase(sampler, trajs, texts, extract_t, cfg.m, judge_p(1), count, counters)
-    seconds["extract"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    how = CLAIM_VERIFIERS[cfg.claim_verifier]
-    verify_phase(sampler, trajs, texts, verify_t, how, judge_p(2), count, counters)
-    seconds["verify"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    cluster_phase(trajs, problems, cfg.m)
-    seconds["cluster"] = time.perf_counter() - t0
+    how, seconds = CLAIM_VERIFIERS[cfg.claim_verifier], {}
+    with timed(seconds, "sample"):
+        trajs = sample_phase(sampler, prompts, problems, pool, sample_p, cfg.workers, counters)
+    with timed(seconds, "extract"):
+        extract_phase(sampler, trajs, texts, extract_t, cfg.m, judge_p(1), count, counters)
+    with timed(seconds, "verify"):
+        verify_phase(sampler, trajs, texts, verify_t, how, judge_p(2), count, counters)
+    with timed(seconds, "cluster"):
+        cluster_phase(trajs, problems, cfg.m)
+    log.info("clr phases (s): %s", {k: round(v, 1) for k, v in seconds.items()})
     meta = {
         "model": cfg.model,
         "data": cfg.data,
