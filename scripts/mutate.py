@@ -74,7 +74,7 @@ TARGETS: dict[str, Target] = {
     ),  # fmt: skip
     "stages.probe_merge": Target(
         "vibethinker/stages/probe_merge.py",
-        ("*x_pick_specialists*", "*x_merge_plan*", "*x_run*"),
+        ("*x_pick_specialists*", "*x_merge_plan*"),  # run(): the `listed` merge mutant
         ("tests/test_merge.py",),
     ),  # fmt: skip
     "verifiers.math": Target(
@@ -115,6 +115,11 @@ EQUIVALENT: dict[str, str] = {
     "keeps the argmax and its ties",
     "vibethinker.algo.passk.x_pass_at_k__mutmut_11": "the early return is a shortcut: when "
     "n - c < k the product contains the factor 1 - k/k = 0 and gives 1.0 exactly",
+    **{
+        f"vibethinker.algo.merge.x_merge_checkpoints__mutmut_{i}": "the index JSON's indentation "
+        "(same content)"
+        for i in (151, 153, 154)
+    },
     "vibethinker.algo.advantages.x_grpo_advantages__mutmut_1": "GRPO ignores lambda (its default "
     "included)",
     "vibethinker.algo.advantages.x_grpo_advantages__mutmut_7": "lambda left to "

@@ -41,10 +41,15 @@ def _tensors(folder: Path) -> dict[str, torch.Tensor]:
 def test_normalise_weights():
     assert normalise_weights(None, 4) == [0.25] * 4
     assert normalise_weights([1, 3], 2) == [0.25, 0.75]
-    with pytest.raises(ValueError):
+    assert normalise_weights([0, 2], 2) == [0.0, 1.0]  # a zero weight is allowed
+    with pytest.raises(ValueError, match="2 weights for 3 checkpoints"):
         normalise_weights([1, 2], 3)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="non-negative with a positive sum"):
         normalise_weights([-1, 2], 2)
+    with pytest.raises(ValueError, match="non-negative with a positive sum"):
+        normalise_weights([0, 0], 2)
+    with pytest.raises(ValueError, match="merge needs at least one checkpoint"):
+        normalise_weights(None, 0)
 
 
 def test_merged_tensors_are_the_weighted_average(tmp_path):
@@ -129,6 +134,7 @@ def test_shards_dtypes_metadata_and_a_reused_output(tmp_path):
     index = json.loads((out / "model.safetensors.index.json").read_text())
     assert index["weight_map"] == {"w0": shards[0], "w1": shards[0], "w2": shards[1],
                                    "w3": shards[1]}  # fmt: skip
+    assert index["metadata"]["total_size"] == sum((out / x).stat().st_size for x in shards)
     from safetensors import safe_open
 
     for sh in shards:
