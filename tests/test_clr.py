@@ -77,6 +77,9 @@ def test_parse_claims_rules():
     cl = parse_claims("<think>ignored;claims</think>3*4=12;12-2=10\\boxed{10}", 5)
     assert cl.claims == ["3*4=12", "12-2=10"] and cl.answer == "10" and cl.malformed
     assert parse_claims("Final answer: \\boxed{\\frac{1}{2}}", 5).answer == "\\frac{1}{2}"
+    cut = parse_claims("<think>1. 3*4=12\n2. 12-2", 5)  # cut inside its reasoning
+    assert cut.claims == [] and cut.unfinished and not cut.malformed
+    assert parse_verdict("<think>true... \\boxed{1") is None
     empty = parse_claims("", 5)
     assert empty.claims == [] and empty.answer is None and empty.malformed
 
@@ -216,6 +219,8 @@ def test_stage_by_hand_one_call_per_phase_and_token_accounting(tmp_path):
     assert s["tokens"]["all"] == total
     # CLR@4 costs every token of the 2 problems, per problem
     assert top["clr_tokens"] == pytest.approx(total / 2)
+    generated = sum(r["tokens"] + r["extract_tokens"] + r["verify_tokens"] for r in rows)
+    assert top["clr_generated_tokens"] == pytest.approx(generated / 2)
     assert "| 4 |" in open(outputs["table"]).read()
     assert open(outputs["plot"], "rb").read(4) == b"\x89PNG"
 

@@ -8,6 +8,7 @@ composes them with a Sampler. The method, per problem:
 (`cluster_answers`), `Score(cluster) = sum of r_k` and the answer is the argmax (`clr_select`).
 
 Rules where the paper is silent (docs/CLR.md gives the reasons):
+- replies cut inside an unclosed `<think>` have no answer part: no claims, no verdict.
 - claim lists: numbered (`1.`, `1)`, `(1)`), bulleted (`-`, `*`, `•`) or `Claim 1:` lines are
   the claims; the `Final answer:` line (or a `\\boxed{}`) is the answer, never a claim; other text
   is ignored. No list line at all (a malformed list) -> boxes are removed, the text is split on
@@ -55,14 +56,18 @@ class ClaimList:
     claims: list[str]  # [<= M] claim texts, in the reply's order
     answer: str | None  # the final answer the model stated, None if it stated none
     malformed: bool = False  # no list line: the fallback split was used
+    unfinished: bool = False  # cut inside an unclosed <think>: no claims, no answer
     dropped_extra: int = 0  # claims beyond M that were dropped
     dropped_empty: int = 0  # empty items dropped
 
 
-def after_think(text: str) -> str:
-    """The part after the last `</think>` (the whole text when there is none)."""
+def after_think(text: str) -> str | None:
+    """The part after the last `</think>`; the whole text without think tags; None when a
+    `<think>` is never closed (the reply was cut inside its reasoning: it has no answer part)."""
     at = text.rfind("</think>")
-    return text[at + len("</think>") :] if at >= 0 else text
+    if at >= 0:
+        return text[at + len("</think>") :]
+    return None if "<think>" in text else text
 
 
 def last_box(text: str) -> str | None:
@@ -81,6 +86,8 @@ def last_box(text: str) -> str | None:
 def parse_claims(text: str, m: int) -> ClaimList:
     """A claim-extraction reply -> at most `m` claims and the stated final answer (rules above)."""
     body = after_think(text or "")
+    if body is None:
+        return ClaimList([], None, unfinished=True)
     answer, claims, saw_item, empty = None, [], False, 0
     lines = body.splitlines()
     for line in lines:
@@ -106,12 +113,15 @@ def parse_claims(text: str, m: int) -> ClaimList:
     if answer is None:
         answer = last_box(body)
         answer = answer.strip() if answer is not None else None
-    return ClaimList(claims[:m], answer, malformed, max(0, len(claims) - m), empty)
+    extra = max(0, len(claims) - m)
+    return ClaimList(claims[:m], answer, malformed, dropped_extra=extra, dropped_empty=empty)
 
 
 def parse_verdict(text: str) -> int | None:
     """A verification reply -> 1 (validated), 0 (falsified) or None (unreadable)."""
     body = after_think(text or "")
+    if body is None:
+        return None
     box = last_box(body)
     if box is not None:
         word = re.sub(r"\\text\{([^{}]*)\}", r"\1", box).strip().strip(".").lower()

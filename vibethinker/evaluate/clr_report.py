@@ -3,7 +3,9 @@
 Costs are tokens per problem. CLR@k spends, on its k trajectories, the sampled tokens plus the
 extraction and verification tokens (replies, and their prompts when the sampler can count them:
 a judge prompt contains the whole trajectory, so it is a real cost). maj@k spends the k sampled
-tokens; avg@n the tokens of one sample (its accuracy does not grow with more samples).
+tokens; avg@n the tokens of one sample (its accuracy does not grow with more samples). The
+table also gives CLR's generated tokens alone (judge prompts are prefill, cheaper than decoding
+and cacheable), so a reader can price the two differently.
 
 Equal budgets: for each CLR@k, maj gets the largest k' whose mean cost fits CLR@k's mean cost
 (capped at the pool of R x K samples). Repeat r of CLR@k uses samples [rK, rK + k); maj@k' uses
@@ -71,6 +73,11 @@ def _cost(t) -> int:
     return t.cost
 
 
+def _generated(t) -> int:
+    """CLR's cost without the judge prompts (prefill is cheaper than decoding)."""
+    return t.tokens + t.extract_tokens + t.verify_tokens
+
+
 def compare(pools: list[list], k: int, repeats: int) -> dict[str, Any]:
     """CLR@k and maj@k (same samples) for k = 1, 2, 4, ..., K; maj at CLR's budget; avg@n."""
     size = max((len(p) for p in pools), default=0)
@@ -85,6 +92,7 @@ def compare(pools: list[list], k: int, repeats: int) -> dict[str, Any]:
         starts = [(r * k, kk) for r in range(repeats)]
         c_acc, c_sd, c_cost, c_ties, c_abs = run_method(pools, starts, _clr, _cost)
         m_acc, m_sd, m_cost, _, _ = run_method(pools, starts, _maj, _tokens)
+        gen_cost = run_method(pools, starts, _clr, _generated)[2]
         budget_k = max(1, min(size, int(c_cost // one))) if one > 0 else size
         b_starts = [(r * k, budget_k) for r in range(repeats)]
         b_acc, b_sd, b_cost, _, _ = run_method(pools, b_starts, _maj, _tokens)
@@ -94,6 +102,7 @@ def compare(pools: list[list], k: int, repeats: int) -> dict[str, Any]:
                 "clr": c_acc,
                 "clr_spread": c_sd,
                 "clr_tokens": c_cost,
+                "clr_generated_tokens": gen_cost,
                 "clr_ties": c_ties,
                 "clr_abstains": c_abs,
                 "maj": m_acc,
@@ -177,14 +186,15 @@ def markdown(summary: dict[str, Any]) -> str:
         + (", prompts included)." if summary["prompt_tokens_counted"] else ", replies only).")
         + " maj@k' is given the largest k' that fits CLR@k's tokens.",
         "",
-        "| k | CLR@k | tokens | maj@k (same samples) | tokens | k' | maj@k' (equal budget) "
-        "| tokens | avg@n |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| k | CLR@k | tokens | of which generated | maj@k (same samples) | tokens | k' "
+        "| maj@k' (equal budget) | tokens | avg@n |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in summary["comparison"]["rows"]:
         cap = " (pool cap)" if r["maj_budget_capped"] else ""
         lines.append(
             f"| {r['k']} | {r['clr']:.3f} +- {r['clr_spread']:.3f} | {r['clr_tokens']:.0f} "
+            f"| {r['clr_generated_tokens']:.0f} "
             f"| {r['maj']:.3f} +- {r['maj_spread']:.3f} | {r['maj_tokens']:.0f} "
             f"| {r['maj_budget_k']}{cap} | {r['maj_at_budget']:.3f} +- "
             f"{r['maj_at_budget_spread']:.3f} | {r['maj_at_budget_tokens']:.0f} | {r['avg']:.3f} |"

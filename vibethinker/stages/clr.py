@@ -332,6 +332,7 @@ def extract_phase(sampler, trajs, texts, template, m, params, count, counters) -
         counters.add("extractions")
         counters.add("claims", len(t.claims.claims))
         counters.add("malformed_lists", int(t.claims.malformed))
+        counters.add("extractions_unfinished", int(t.claims.unfinished))
         counters.add("extra_claims_dropped", t.claims.dropped_extra)
         counters.add("empty_claims_dropped", t.claims.dropped_empty)
         counters.add("no_claims", int(not t.claims.claims))
