@@ -363,3 +363,15 @@ def test_a_template_without_its_placeholder_is_refused_before_sampling(tmp_path)
     with pytest.raises(ValueError, match="lacks {claim}"):
         _run(tmp_path, model, k=2, repeats=1, verify_prompt=str(bad))
     assert model.calls == []
+
+
+def test_maj_pool_draws_extra_baseline_samples_in_the_same_call(tmp_path):
+    model = FakeModel()
+    _, s, rows = _run(tmp_path, model, k=4, repeats=1, m=5, maj_pool=12)
+    assert [(len(p), n) for p, n in model.calls] == [(2, 12), (6, 1), (9, 1)]  # CLR: first 4
+    assert all(r["claims"] is None for r in rows if r["sample"] >= 4)
+    curve = s["comparison"]["maj_curve"]
+    assert [c["k"] for c in curve] == [1, 2, 4, 8, 12]
+    # the 8 extra samples per problem: math 2 x (GOOD + BAD + BAD + "") + stem 2 x (9 + 9 + 13 + 9)
+    extra = 2 * (len(GOOD) + 2 * len(BAD)) + 2 * (3 * len("\\boxed{B}") + len("I am not sure"))
+    assert s["tokens"]["baseline_only_samples"] == extra

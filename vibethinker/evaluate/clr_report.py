@@ -8,7 +8,7 @@ table also gives CLR's generated tokens alone (judge prompts are prefill, cheape
 and cacheable), so a reader can price the two differently.
 
 Equal budgets: for each CLR@k, maj gets the largest k' whose mean cost fits CLR@k's mean cost
-(capped at the pool of R x K samples). Repeat r of CLR@k uses samples [rK, rK + k); maj@k' uses
+(capped at the pool: R x K samples, or `maj_pool` when the stage drew more for the baseline). Repeat r of CLR@k uses samples [rK, rK + k); maj@k' uses
 the cyclic window of k' samples starting at rK (for k' <= K the same samples as CLR: a paired
 comparison). Both select with the same tie rule (algo/clr.py).
 """
@@ -138,11 +138,14 @@ def per_domain(problems, pools, k: int, repeats: int) -> dict[str, dict[str, flo
     return out
 
 
-def token_totals(trajs) -> dict[str, int]:
+def token_totals(trajs, clr_pool: int) -> dict[str, int]:
+    """Totals per phase over CLR's trajectories; the majority baseline's extra samples apart."""
+    mine = [t for t in trajs if t.sample < clr_pool]
     keys = ("tokens", "extract_tokens", "extract_prompt_tokens", "verify_tokens")
-    out = {k: sum(getattr(t, k) for t in trajs) for k in keys}
-    out["verify_prompt_tokens"] = sum(t.verify_prompt_tokens for t in trajs)
-    out["all"] = sum(t.cost for t in trajs)
+    out = {k: sum(getattr(t, k) for t in mine) for k in keys}
+    out["verify_prompt_tokens"] = sum(t.verify_prompt_tokens for t in mine)
+    out["all"] = sum(t.cost for t in mine)
+    out["baseline_only_samples"] = sum(t.tokens for t in trajs if t.sample >= clr_pool)
     return out
 
 
@@ -259,7 +262,7 @@ def write_clr_outputs(out, problems, trajs, k, repeats, counters, meta) -> dict[
         "problems": len(problems),
         "comparison": comparison,
         "domains": per_domain(problems, pools, k, repeats),
-        "tokens": token_totals(trajs),
+        "tokens": token_totals(trajs, k * repeats),
         "counters": dict(counters),
     }
     rows = [sample_row(problems[t.problem], t, k) for t in trajs]

@@ -95,6 +95,10 @@ class ClrConfig:
     """Claims per trajectory (also the exponent of r_k). Paper: 5."""
     repeats: int = 8
     """Repeats of the whole procedure (Pass@1 is their mean), on disjoint samples. Paper: 8."""
+    maj_pool: int = 0
+    """Samples per problem for the majority-vote baseline; 0 = CLR's R x K pool. Beyond the
+    paper: CLR spends many times its K samples' tokens, so maj@k' at CLR's budget needs more
+    samples than CLR's pool. Drawn in the same sampling call; only the first R x K go to CLR."""
     claim_verifier: str = "model"
     """model (the paper), symbolic (checkable numeric claims by evaluate/claims.py, the rest by
     the model) or both (checkable claims need the model AND the symbolic check). Beyond the paper."""
@@ -161,7 +165,7 @@ class Trajectory:
     """One sampled trajectory and everything CLR did with it."""
 
     problem: int  # index into the problems
-    sample: int  # index in the problem's pool of R x K
+    sample: int  # index in the problem's pool (the first R x K are CLR's)
     text: str
     tokens: int  # response tokens (0 when the engine reported none; see counters)
     correct: bool = False
@@ -316,10 +320,10 @@ def sample_phase(sampler, prompts, problems, pool, params, workers, counters) ->
     return trajs
 
 
-def extract_phase(sampler, trajs, texts, template, m, params, count, counters) -> None:
-    """Phase 2: one call; claims of every trajectory that has a final answer (the others cannot
-    join a cluster, so no tokens are spent on them)."""
-    todo = [t for t in trajs if t.status == "ok"]
+def extract_phase(sampler, trajs, texts, template, m, clr_pool, params, count, counters) -> None:
+    """Phase 2: one call; claims of every CLR trajectory that has a final answer (the others
+    cannot join a cluster, so no tokens are spent on them)."""
+    todo = [t for t in trajs if t.status == "ok" and t.sample < clr_pool]
     if not todo:
         return
     prompts = [fill(template, problem=texts[t.problem], response=t.text, m=m) for t in todo]
@@ -430,7 +434,7 @@ def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
     count = prompt_counter(sampler, counters)
     prompts = [PROMPT_STYLES[cfg.prompt_style](p) for p in problems]
     texts = [problem_text(p) for p in prompts]  # {problem} of the judge templates
-    pool = cfg.k * cfg.repeats
+    pool = max(cfg.k * cfg.repeats, cfg.maj_pool)
     sample_p = SamplingParams(
         cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens, seed=cfg.seed
     )
@@ -449,7 +453,10 @@ def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
     with timed(seconds, "sample"):
         trajs = sample_phase(sampler, prompts, problems, pool, sample_p, cfg.workers, counters)
     with timed(seconds, "extract"):
-        extract_phase(sampler, trajs, texts, extract_t, cfg.m, judge_p(1), count, counters)
+        clr_pool = cfg.k * cfg.repeats
+        extract_phase(
+            sampler, trajs, texts, extract_t, cfg.m, clr_pool, judge_p(1), count, counters
+        )
     with timed(seconds, "verify"):
         verify_phase(sampler, trajs, texts, verify_t, how, judge_p(2), count, counters)
     with timed(seconds, "cluster"):
@@ -461,6 +468,7 @@ def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
         "k": cfg.k,
         "m": cfg.m,
         "repeats": cfg.repeats,
+        "pool": pool,
         "claim_verifier": cfg.claim_verifier,
         "prompt_tokens_counted": count is not None,
         "seconds": seconds,
