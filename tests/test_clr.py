@@ -91,6 +91,8 @@ def test_parse_verdict_rules():
     assert parse_verdict("<think>true</think> The claim is incorrect.") == 0  # after </think>
     assert parse_verdict("valid at first, but in the end: false") == 0  # the last word counts
     assert parse_verdict("Verdict: 1. It holds, no doubt.") == 1
+    assert parse_verdict("So the claim is not correct.") == 0  # a `not` flips the word
+    assert parse_verdict("It is not false") == 1
     assert parse_verdict("no idea; step 0 of 1") is None  # prose yes/no and digits never count
     assert parse_verdict("hmm") is None and parse_verdict("") is None
     assert verdict_or_zero(None) == 0 and verdict_or_zero(1) == 1

@@ -11,15 +11,16 @@ Rules where the paper is silent (docs/CLR.md gives the reasons):
 - replies cut inside an unclosed `<think>` have no answer part: no claims, no verdict.
 - claim lists: numbered (`1.`, `1)`, `(1)`), bulleted (`-`, `*`, `•`) or `Claim 1:` lines are
   the claims; the `Final answer:` line (or a `\\boxed{}`) is the answer, never a claim; other text
-  is ignored. No list line at all (a malformed list) -> boxes are removed, the text is split on
-  newlines and `;` and every non-empty piece that is not the answer line is a claim. Empty items are dropped; more than
-  M -> the first M are kept. Every case is counted in `ClaimList`.
+  is ignored. No list line at all (a malformed list) -> boxes are removed, the text is split
+  on newlines and `;` and every non-empty piece that is not the answer line is a claim. Empty
+  items are dropped; more than M -> the first M are kept. Every case is counted in `ClaimList`.
 - fewer than M claims: the mean runs over the claims there are (the exponent stays M); zero
   claims -> r = 0 (a trajectory with no checkable support gets no weight).
 - verdicts: in the reply after `</think>` (the whole reply without one): the last `\\boxed{}`
   holding a verdict (1/true/valid/correct/yes -> 1, 0/false/invalid/incorrect/no -> 0), else the
   last `Verdict: <word>`, else the last verdict word in prose (true/false/valid/invalid/
-  correct/incorrect/wrong; not digits or yes/no, too common in reasoning); nothing readable -> 0
+  correct/incorrect/wrong, flipped by a `not` before it; not digits or yes/no, too common in
+  reasoning); nothing readable -> 0
   (a claim the model did not validate is not validated) and counted.
 - ties of Score: the larger cluster wins (with no claim signal CLR is majority vote), then the
   cluster seen first in sample order.
@@ -44,7 +45,8 @@ _WORDS = {
     "0": 0, "false": 0, "invalid": 0, "incorrect": 0, "no": 0, "falsified": 0, "wrong": 0,
 }  # fmt: skip
 _WORD_RE = re.compile(  # prose fallback: no digits, no yes/no (too common in reasoning)
-    r"\b(validated|falsified|incorrect|invalid|correct|valid|false|true|wrong)\b", re.IGNORECASE
+    r"\b(not\s+)?(validated|falsified|incorrect|invalid|correct|valid|false|true|wrong)\b",
+    re.IGNORECASE,
 )
 _VERDICT_RE = re.compile(r"\bverdict\s*(?:is)?\s*[:=]?\s*\**\s*([A-Za-z]+|[01])\b", re.IGNORECASE)
 
@@ -131,7 +133,10 @@ def parse_verdict(text: str) -> int | None:
     if said:
         return _WORDS[said[-1]]
     words = _WORD_RE.findall(body)
-    return _WORDS[words[-1].lower()] if words else None
+    if not words:
+        return None
+    negated, word = words[-1]
+    return 1 - _WORDS[word.lower()] if negated else _WORDS[word.lower()]
 
 
 def verdict_or_zero(verdict: int | None) -> int:
