@@ -136,11 +136,30 @@ def test_distill_end_to_end(world, fake_teachers, tmp_path):
     assert {p.meta["s_lp"] for p in sel_r} != {p.meta["s_lp"] for p in selected}
 
 
-def test_mix_by_counts(world, fake_teachers, tmp_path):
-    cfg = _cfg(world, str(tmp_path / "c"), counts={"math": 3, "stem": 2}, max_steps=1)
+def test_mix_by_counts_and_max_len(world, fake_teachers, tmp_path):
+    cfg = _cfg(world, str(tmp_path / "c"), counts={"math": 3, "stem": 2}, max_steps=1,
+               max_len=150)  # fmt: skip
     res = distill.run(cfg)
     doms = [p.domain for p in load_problems(res["selected"])]
     assert doms.count("math") == 3 and doms.count("stem") == 2
+    # traces whose prompt + trace exceed max_len are counted, not scored, never selected
+    funnel = json.loads(Path(res["funnel"]).read_text())
+    rows = [json.loads(x) for x in Path(cfg.out, "candidates.jsonl").read_text().splitlines()]
+    over = [r for r in rows if r["length"] > 150]
+    assert over and all(r["s_lp"] is None for r in over)
+    assert sum(f["over_max_len"] for f in funnel.values()) == len(over)
+
+
+def test_3b_recipe_distills_the_three_specialists():
+    from vibethinker.recipe import load_recipe, plan
+
+    root = Path(__file__).resolve().parents[1]
+    stages = {st.name: st for st, _ in plan(load_recipe(str(root / "recipes/vibethinker-3b.yaml")))}
+    cfg = stages["distill"].config
+    teachers = {t["domain"]: t["model"] for t in cfg.teachers}
+    assert teachers == {d: f"{stages[n].config.out}/final"
+                        for d, n in (("math", "rl_l2s"), ("code", "rl_code"), ("stem", "rl_stem"))}  # fmt: skip
+    assert cfg.student == f"{stages['probe2'].config.out}/merged"
 
 
 def test_missing_teacher_folder_names_teacher_and_domain(world, tmp_path):
@@ -162,7 +181,7 @@ def test_selection_that_keeps_nothing(world, monkeypatch, tmp_path):
     monkeypatch.setattr(distill, "make_teacher_sampler",
                         lambda cfg, t: WorldSampler(t["data"], wrong_only=t["domain"] == "stem"))  # fmt: skip
     cfg = _cfg(world, str(tmp_path / "x"))
-    with pytest.raises(ValueError, match=r"domain stem \(teacher .*\) keeps no trace"):
+    with pytest.raises(ValueError, match=r"domain stem \(teacher .*\) keeps no trace.*correct 0"):
         distill.run(cfg)
     kept = {"math": [{"x": 1}], "stem": []}
     msgs = distill.check_nonempty(_cfg(world, cfg.out, on_empty_domain="warn"), kept)

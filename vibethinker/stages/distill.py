@@ -118,6 +118,15 @@ class DistillConfig:
     """SFT context (prompt + trace); longer traces are dropped before selection (counted)."""
     save_every: int = 0
     """SFT checkpoint every k steps (0: only the last); resume restarts from the last one."""
+    gradient_checkpointing: bool = False
+    """SFT: recompute activations in backward (long traces on GPU)."""
+    rope_yarn_factor: float = 0.0
+    """Extend the student's context with YaRN by this factor for scoring and SFT (0: off), when
+    max_len exceeds its positions (the RL teachers may have been extended the same way)."""
+    rope_original_len: int = 0
+    """YaRN's original (pretraining) length; 0: the student's max_position_embeddings."""
+    report_to: str = "none"
+    """Experiment tracking of the SFT metrics (as the sft stage's `report_to`)."""
     seed: int = 0
     """Seed of prompt sampling, teacher sampling, the random baseline and SFT order."""
     device: str = runtime("auto")
@@ -311,25 +320,32 @@ def score_samples(model: Any, samples: list, pad_id: int, device: Any,
 
 
 def score_candidates(cfg: DistillConfig, cands: list[dict]) -> None:
-    """Add `s_lp`, `tokens` and `length` (prompt + trace, for max_len) to each candidate."""
+    """Add `s_lp`, `tokens` (|y|) and `length` (prompt + trace) to each candidate; traces over
+    max_len (which SFT would drop) are not scored (s_lp None)."""
     from vibethinker.evaluate import PROMPT_STYLES
-    from vibethinker.models import load_model_and_tokenizer
+    from vibethinker.models import check_context, load_model_and_tokenizer
     from vibethinker.train import packing, policy
 
     device = policy.resolve_device(cfg.device)
-    model, tok = load_model_and_tokenizer(cfg.student, device=device, dtype="float32")
+    model, tok = load_model_and_tokenizer(cfg.student, device=device, dtype="float32",
+                                          rope_yarn_factor=cfg.rope_yarn_factor,
+                                          rope_original_len=cfg.rope_original_len)  # fmt: skip
+    check_context(model.config, cfg.max_len, f"distill max_len={cfg.max_len}")
     model.eval()
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
     samples = []
     for c in cands:
         ids, mask = packing.encode_chat(tok, prompt_fn(c["problem"]), c["text"])
         samples.append(packing.Sample(ids, mask))
+        c.update(s_lp=None, tokens=sum(mask), length=len(ids))
+    fit = [i for i, s in enumerate(samples) if len(s.ids) <= cfg.max_len]
     t0 = time.time()
-    scored = score_samples(model, samples, tok.pad_token_id, device, cfg.score_tokens)
-    for c, s, (v, n) in zip(cands, samples, scored):
-        c.update(s_lp=v, tokens=n, length=len(s.ids))
-    log.info("distill: scored %d traces under the student in %.1f s", len(cands),
-             time.time() - t0)  # fmt: skip
+    scored = score_samples(model, [samples[i] for i in fit], tok.pad_token_id, device,
+                           cfg.score_tokens)  # fmt: skip
+    for i, (v, _) in zip(fit, scored):
+        cands[i]["s_lp"] = v
+    log.info("distill: scored %d traces under the student in %.1f s (%d over max_len=%d)",
+             len(fit), time.time() - t0, len(cands) - len(fit), cfg.max_len)  # fmt: skip
 
 
 def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[dict], dict]:
@@ -338,7 +354,8 @@ def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[dict],
     from vibethinker.data.io import problem_from_dict, problem_to_dict
 
     keys = ("teachers", "student", "engine", "n_samples", "max_prompts", "max_new_tokens",
-            "temperature", "top_p", "prompt_style", "seed")  # fmt: skip
+            "temperature", "top_p", "prompt_style", "seed", "rope_yarn_factor",
+            "rope_original_len", "max_len")  # fmt: skip
     key = {k: getattr(cfg, k) for k in keys}
     cache, meta = out / "candidates.jsonl", out / "candidates.json"
     if cache.exists() and meta.exists() and json.loads(meta.read_text())["key"] == key:
@@ -397,15 +414,19 @@ def select(cfg: DistillConfig, cands: list[dict]) -> tuple[dict[str, list[dict]]
     return pools, sels
 
 
-def check_nonempty(cfg: DistillConfig, kept: dict[str, list[dict]]) -> list[str]:
-    """Warnings (or an error, on_empty_domain=error) for domains whose teachers keep nothing."""
+def check_nonempty(cfg: DistillConfig, kept: dict[str, list[dict]],
+                   funnel: dict | None = None) -> list[str]:  # fmt: skip
+    """Warnings (or an error, on_empty_domain=error) for domains whose teachers keep nothing,
+    with that domain's funnel (where the traces went)."""
     msgs = []
     for d in sorted({t["domain"] for t in cfg.teachers}):
         if not kept.get(d):
             names = ", ".join(t["model"] for t in cfg.teachers if t["domain"] == d)
+            row = (funnel or {}).get(d, {})
+            where = ", ".join(f"{k.replace('_', ' ')} {row[k]}" for k in FUNNEL_COLS if k in row)
             msgs.append(f"distill: domain {d} (teacher {names}) keeps no trace: no correct "
                         f"response survived sampling, verification and selection "
-                        f"(see funnel.json)")  # fmt: skip
+                        f"({where or 'see funnel.json'})")  # fmt: skip
     if msgs and (cfg.on_empty_domain == "error" or not any(kept.values())):
         raise ValueError("; ".join(msgs) + ("" if any(kept.values()) else "; nothing to train on")
                          + " (on_empty_domain=warn trains on the other domains)")  # fmt: skip
@@ -551,9 +572,9 @@ def run(cfg: DistillConfig) -> dict[str, str]:
     pools, sels = select(cfg, cands)
     kept = {d: [{**pools[d][i], "bucket": sels[d].bucket[i]} for i in sels[d].kept] for d in sels}
     overlong = {d: sum(c["problem"].domain == d for c in cands) - len(pools[d]) for d in pools}
-    warnings = check_nonempty(cfg, kept)
     funnel = funnel_table(sampling, sels, overlong)
     (out / "funnel.json").write_text(json.dumps(funnel, indent=1) + "\n")
+    warnings = check_nonempty(cfg, kept, funnel)
     selected = out / "selected.jsonl"
     save_problems(selected, to_problems(kept))
     fresh_sft(out, selected.read_bytes())
@@ -563,7 +584,9 @@ def run(cfg: DistillConfig) -> dict[str, str]:
         max_steps=cfg.max_steps, global_batch=cfg.global_batch, micro_batch=cfg.micro_batch,
         lr=cfg.lr, final_lr=cfg.final_lr, warmup_frac=cfg.warmup_frac, max_len=cfg.max_len,
         save_every=cfg.save_every, prompt_style=cfg.prompt_style, seed=cfg.seed,
-        device=cfg.device,
+        device=cfg.device, gradient_checkpointing=cfg.gradient_checkpointing,
+        rope_yarn_factor=cfg.rope_yarn_factor, rope_original_len=cfg.rope_original_len,
+        report_to=cfg.report_to,
     )  # fmt: skip
     res = sft_stage.run(sft_cfg)
     (out / "summary.md").write_text(summary_md(cfg, funnel, warnings, out / "sft",
