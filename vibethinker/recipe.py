@@ -70,6 +70,8 @@ class Recipe:
 def _substitute(value: Any, scope: dict[str, Any], where: str) -> Any:
     if isinstance(value, list):
         return [_substitute(v, scope, where) for v in value]
+    if isinstance(value, dict):  # e.g. distill's teachers: [{model: "${rl_code.out}/final", ...}]
+        return {k: _substitute(v, scope, where) for k, v in value.items()}
     if not isinstance(value, str):
         return value
 
