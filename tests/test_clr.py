@@ -377,3 +377,12 @@ def test_maj_pool_draws_extra_baseline_samples_in_the_same_call(tmp_path):
     # the 8 extra samples per problem: math 2 x (GOOD + BAD + BAD + "") + stem 2 x (9 + 9 + 13 + 9)
     extra = 2 * (len(GOOD) + 2 * len(BAD)) + 2 * (3 * len("\\boxed{B}") + len("I am not sure"))
     assert s["tokens"]["baseline_only_samples"] == extra
+
+
+def test_math_clustering_uses_the_verifier_equivalence():
+    from vibethinker.stages.clr import letters_equivalent, math_equivalent
+
+    assert math_equivalent("10", "10.0") and math_equivalent("\\frac{1}{2}", "0.5")
+    assert math_equivalent("2", "\\sqrt{4}")  # the math verifier's sympy path
+    assert not math_equivalent("3", "4")
+    assert letters_equivalent("b", "B ") and not letters_equivalent("A", "B")

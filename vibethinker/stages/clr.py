@@ -47,6 +47,7 @@ log = get_logger("stages.clr")
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 CLR_DOMAINS = ("math", "stem")  # domains with a final answer to cluster
+_INT = re.compile(r"^-?\d+$")
 
 
 @dataclass(frozen=True)
@@ -282,8 +283,11 @@ def math_equivalent(a: str, b: str) -> bool:
     from vibethinker.verifiers.math import check_answer
 
     try:
-        if normalize_answer(a) == normalize_answer(b):  # `0.5` and `\\frac{1}{2}`: no sympy
+        na, nb = normalize_answer(a), normalize_answer(b)
+        if na == nb:  # `0.5` and `\\frac{1}{2}`: no sympy
             return True
+        if _INT.match(na) and _INT.match(nb):  # two different integers: no sympy either
+            return False
         return check_answer(a, b).correct or check_answer(b, a).correct
     except Exception:
         return False
