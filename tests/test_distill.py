@@ -188,3 +188,17 @@ def test_selection_that_keeps_nothing(world, monkeypatch, tmp_path):
     assert len(msgs) == 1 and "domain stem" in msgs[0]
     with pytest.raises(ValueError, match="nothing to train on"):
         distill.check_nonempty(_cfg(world, cfg.out, on_empty_domain="warn"), {"math": []})
+
+
+def test_cli_with_the_hf_engine_reports_an_empty_domain(world, tmp_path, capsys):
+    """The real path from the command line: the hf engine samples the (random) teacher, which
+    solves nothing, so the stage stops before SFT with the teacher, domain and funnel."""
+    from vibethinker.cli import main
+
+    teachers = f"[{{model: {world['model']}, data: {world['data']}, domain: math}}]"
+    rc = main(["distill", f"teachers={teachers}", f"student={world['model']}",
+               f"out={tmp_path / 'd'}", "n_samples=2", "max_prompts=3", "max_new_tokens=8",
+               "device=cpu"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and "domain math (teacher" in err and "sampled 6" in err
+    assert not (tmp_path / "d" / "sft").exists()
