@@ -169,11 +169,14 @@ def test_missing_teacher_folder_names_teacher_and_domain(world, tmp_path):
         distill.run(cfg)
 
 
-def test_data_without_the_teachers_domain(world, tmp_path):
+def test_data_without_the_teachers_domain(world, tmp_path, monkeypatch):
+    called = []
+    monkeypatch.setattr(distill, "make_teacher_sampler", lambda cfg, t: called.append(t))
     cfg = _cfg(world, str(tmp_path / "x"))
-    cfg.teachers[0]["domain"] = "code"
+    cfg.teachers[1]["domain"] = "code"  # the second teacher: checked before the first samples
     with pytest.raises(ValueError, match=r"domain code\).*no prompt of domain 'code'"):
         distill.run(cfg)
+    assert called == []
 
 
 def test_selection_that_keeps_nothing(world, monkeypatch, tmp_path):

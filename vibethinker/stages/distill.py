@@ -206,20 +206,27 @@ def make_teacher_sampler(cfg: DistillConfig, teacher: dict[str, str]) -> Any:
     return make_sampler(cfg.engine, **kw)
 
 
-def sample_teacher(cfg: DistillConfig, teacher: dict[str, str]) -> tuple[list[dict], dict]:
+def sample_teacher(cfg: DistillConfig, teacher: dict[str, str],
+                   problems: list[Problem]) -> tuple[list[dict], dict]:  # fmt: skip
     """Sample, verify, keep correct untruncated responses: (candidates, counts). A candidate is
     {problem, text, teacher}."""
+    import gc
+
+    import torch
+
     from vibethinker.engines import SamplingParams
     from vibethinker.evaluate import PROMPT_STYLES
     from vibethinker.verifiers import verify_batch
 
-    problems = teacher_prompts(cfg, teacher)
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
     params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=0,
                             max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)  # fmt: skip
     sampler = make_teacher_sampler(cfg, teacher)
     outs = sampler.generate([prompt_fn(p) for p in problems], cfg.n_samples, params)
-    del sampler
+    del sampler  # free the teacher before the next one (or the student) loads
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
     flat = [(p, c) for p, cs in zip(problems, outs) for c in cs]
     scores = verify_batch([p for p, _ in flat], [c.text for _, c in flat])
     cands = [{"problem": p, "text": c.text, "teacher": teacher["model"]}
@@ -366,8 +373,9 @@ def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[dict],
         return rows, json.loads(meta.read_text())["sampling"]
     cands: list[dict] = []
     sampling: dict[str, dict[str, int]] = {}
-    for t in cfg.teachers:
-        got, counts = sample_teacher(cfg, t)
+    prompts = [teacher_prompts(cfg, t) for t in cfg.teachers]  # every data check first
+    for t, problems in zip(cfg.teachers, prompts):
+        got, counts = sample_teacher(cfg, t, problems)
         cands += got
         agg = sampling.setdefault(t["domain"], {})
         for k, v in counts.items():
