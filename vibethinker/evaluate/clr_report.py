@@ -208,7 +208,14 @@ def markdown(summary: dict[str, Any]) -> str:
         lines.append(f"| {dom} | " + " | ".join(_f(vals[x]) for x in _dom_keys(summary)) + " |")
     lines += ["", "## Tokens (totals)", "", "| phase | tokens |", "|---|---|"]
     lines += [f"| {key} | {v} |" for key, v in summary["tokens"].items()]
-    lines += ["", "## Counters", "", "| counter | count |", "|---|---|"]
+    lines += ["", "## Counters", ""]
+    lines += [
+        f"Sample status (ok, empty_response, no_final_answer) covers all {summary.get('pool')} "
+        "samples per problem; claim and verdict counters cover CLR's R x K.",
+        "",
+        "| counter | count |",
+        "|---|---|",
+    ]
     lines += [f"| {key} | {v} |" for key, v in sorted(summary["counters"].items())]
     return "\n".join(lines) + "\n"
 
