@@ -402,3 +402,12 @@ def test_answer_forms_never_raise_on_random_strings():
         g = "".join(rng.choice(atoms) for _ in range(rng.randint(1, 8)))
         p = "".join(rng.choice(atoms) for _ in range(rng.randint(1, 8)))
         assert isinstance(check_answer(g, p).correct, bool)
+
+
+def test_division_by_zero_is_never_a_number():
+    # 9/0 parses to sympy's zoo; |zoo - 1| = oo <= tolerance * oo was read as "equal".
+    from vibethinker.verifiers.math import check_answer
+
+    for gold, pred in [("1", "9/0"), ("9/0", "1"), ("2", r"\frac{1}{0}")]:
+        assert not check_answer(gold, pred).correct, (gold, pred)
+    assert check_answer("1", "9/9").correct

@@ -383,6 +383,8 @@ def _numeric_verdict(gx, px, gold: str, pred: str) -> bool | None:
         if isinstance(gx, str) or isinstance(px, str) or not (gx.is_number and px.is_number):
             return None
         gx, px = gx.doit(), px.doit()  # latex2sympy leaves `1 - 1/2^{2018}` unevaluated
+        if not (gx.is_finite and px.is_finite):  # 9/0 is zoo: never equal to a number
+            return None
         diff = gx - px
         if diff == 0:
             return True
