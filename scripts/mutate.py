@@ -48,7 +48,7 @@ TARGETS: dict[str, Target] = {
     "train.sft": Target(
         "vibethinker/train/sft.py",
         ("*x_token_loss_sum*", "*x_train_step*", "*x_backbone_and_head*"),
-        ("tests/test_sft.py", "tests/test_policy.py"),
+        ("tests/test_sft.py", "tests/test_policy.py", "tests/test_lora.py"),
     ),  # fmt: skip
     "train.rollout": Target(
         "vibethinker/train/rollout.py",

@@ -158,6 +158,51 @@ def test_token_loss_is_the_models_own_next_token_loss(model_tok, monkeypatch):
     assert float(full) / n == pytest.approx(float(ref), rel=1e-5)
 
 
+def test_token_loss_with_a_head_that_is_more_than_a_matmul():
+    """Gemma-2 soft-caps its logits: the hidden-state shortcut would skip that, so the loss must
+    come from the model's own forward and still equal `model(labels=...).loss`."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+
+    torch.manual_seed(0)
+    cfg = Gemma2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                       num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                       final_logit_softcapping=2.0, attn_implementation="eager")  # fmt: skip
+    model = Gemma2ForCausalLM(cfg).eval()
+    with torch.no_grad():
+        model.lm_head.weight.mul_(50.0)  # logits well past the cap, so capping matters
+    assert sft.backbone_and_head(model) is None
+    ids = torch.randint(0, 64, (2, 12))
+    labels = ids.clone()
+    labels[:, :5] = packing.IGNORE
+    batch = {"input_ids": ids, "labels": labels, "attention_mask": torch.ones_like(ids),
+             "position_ids": torch.arange(12).expand(2, -1)}  # fmt: skip
+    with torch.no_grad():
+        ref = model(input_ids=ids, labels=labels).loss
+        got, n = sft.token_loss_sum(model, batch)
+    assert n == 2 * 7 and float(got) / n == pytest.approx(float(ref), rel=1e-5)
+
+
+def test_train_step_with_one_trained_token(model_tok):
+    """One trained label in the whole step: the step's loss is that token's cross-entropy."""
+    import copy
+
+    model = copy.deepcopy(model_tok[0]).eval()
+    ids = torch.tensor([[5, 9, 12, 7, 3]])
+    labels = torch.full_like(ids, packing.IGNORE)
+    labels[0, 3] = 7
+    batch = {"input_ids": ids, "labels": labels, "attention_mask": torch.ones_like(ids),
+             "position_ids": torch.arange(5)[None], "n_tokens": 5}  # fmt: skip
+    with torch.no_grad():
+        want = -torch.log_softmax(model(ids).logits[0, 2].float(), -1)[7]
+    loss, n_loss, n_tok = sft.train_step(model, [batch], "cpu")
+    assert (n_loss, n_tok) == (1, 5) and loss == pytest.approx(float(want), rel=1e-5)
+    g = model.get_output_embeddings().weight.grad
+    model.zero_grad()
+    logits = model(ids).logits[0, 2].float()
+    (-torch.log_softmax(logits, -1)[7]).backward()
+    assert torch.allclose(g, model.get_output_embeddings().weight.grad, atol=1e-6)
+
+
 def test_train_step_gradient_is_the_whole_batch_token_mean(model_tok):
     """Micro-batches of one step: their summed gradient is that of the step's token mean (the
     loss `model(labels=...)` gives over the whole batch), however the batch is split."""
