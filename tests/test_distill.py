@@ -116,6 +116,8 @@ def test_distill_end_to_end(world, fake_teachers, tmp_path):
         assert row["kept"] > 0 and len(row["bucket_edges"]) == 1
         parts = ("over_max_len", "dropped_short", "dropped_outlier", "out_of_band", "over_quota")
         assert sum(row[k] for k in parts) + row["kept"] == correct - dup
+        # the band keeps the upper half of each bucket: the kept traces' S_LP is higher
+        assert row["s_lp_mean_kept"] > row["s_lp_mean"]
     selected = load_problems(res["selected"])
     assert len(selected) == sum(r["kept"] for r in funnel.values())
     for p in selected:

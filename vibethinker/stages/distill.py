@@ -467,6 +467,10 @@ def funnel_table(sampling: dict, sels: dict, overlong: dict) -> dict[str, dict[s
     return table
 
 
+def _mean(xs: list[float]) -> float | None:
+    return round(sum(xs) / len(xs), 4) if xs else None
+
+
 FUNNEL_COLS = ("prompts", "sampled", "truncated", "correct", "deduplicated", "over_max_len",
                "dropped_short", "dropped_outlier", "out_of_band", "over_quota", "kept")  # fmt: skip
 
@@ -526,9 +530,11 @@ def summary_md(cfg: DistillConfig, funnel: dict, warnings: list[str], sft_out: P
     ]
     for d, row in funnel.items():
         lines.append(f"| {d} | " + " | ".join(str(row.get(c, 0)) for c in FUNNEL_COLS) + " |")
-    lines += ["", "Bucket edges (response tokens) and kept S_LP band per bucket:", ""]
+    lines += ["", "Mean S_LP (all scored -> kept), bucket edges (response tokens), kept band per "
+              "bucket:", ""]  # fmt: skip
     for d, row in funnel.items():
-        lines.append(f"- {d}: edges {row.get('bucket_edges', [])}, bands {row.get('bands', [])}")
+        lines.append(f"- {d}: S_LP {row.get('s_lp_mean')} -> {row.get('s_lp_mean_kept')}; "
+                     f"edges {row.get('bucket_edges', [])}; bands {row.get('bands', [])}")  # fmt: skip
     if warnings:
         lines += ["", *[f"**Warning**: {w}" for w in warnings]]
     sft_md = sft_out / "summary.md"
@@ -581,6 +587,9 @@ def run(cfg: DistillConfig) -> dict[str, str]:
     kept = {d: [{**pools[d][i], "bucket": sels[d].bucket[i]} for i in sels[d].kept] for d in sels}
     overlong = {d: sum(c["problem"].domain == d for c in cands) - len(pools[d]) for d in pools}
     funnel = funnel_table(sampling, sels, overlong)
+    for d in pools:  # how far the selection moved S_LP (kept vs every scored candidate)
+        funnel[d]["s_lp_mean"] = _mean([c["s_lp"] for c in pools[d]])
+        funnel[d]["s_lp_mean_kept"] = _mean([c["s_lp"] for c in kept[d]])
     (out / "funnel.json").write_text(json.dumps(funnel, indent=1) + "\n")
     warnings = check_nonempty(cfg, kept, funnel)
     selected = out / "selected.jsonl"
