@@ -10,7 +10,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCHES = ["verifiers.py", "sampling.py", "sft.py", "rl_step.py"]
+BENCHES = ["verifiers.py", "sampling.py", "sft.py", "rl_step.py", "distill_score.py"]
 
 
 def main() -> int:

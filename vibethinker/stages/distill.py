@@ -530,6 +530,10 @@ def summary_md(cfg: DistillConfig, funnel: dict, warnings: list[str], sft_out: P
     ]
     for d, row in funnel.items():
         lines.append(f"| {d} | " + " | ".join(str(row.get(c, 0)) for c in FUNNEL_COLS) + " |")
+    if cfg.select == "random":
+        lines += ["", "Random baseline: as many traces per domain and length bucket as the "
+                  "learning-potential selection keeps, drawn at random (no outlier cut, no band); "
+                  "`over quota` counts the traces not drawn."]  # fmt: skip
     lines += ["", "Mean S_LP (all scored -> kept), bucket edges (response tokens), kept band per "
               "bucket:", ""]  # fmt: skip
     for d, row in funnel.items():
