@@ -80,6 +80,16 @@ def slp_reference(model, tok, prompt: str, response: str) -> float:
     return -float(logp[m].mean())
 
 
+def test_plan_score_batches_by_hand():
+    # longest first: 4 (9), 0 (5), 1 (3), 2 (3), 3 (2). Forward 1 is 9 wide with 18 // 9 = 2 rows:
+    # [4] is full; 0 opens row 2 (room 4), 1 joins it (room 1); 2 fits no row and no row is
+    # left. Forward 2 is 3 wide (6 rows): [2], then 3 does not fit its room 0: a row of its own.
+    assert distill.plan_score_batches([5, 3, 3, 2, 9], 18) == [[[4], [0, 1]], [[2], [3]]]
+    # a sample longer than score_tokens still gets a forward of its own
+    assert distill.plan_score_batches([50, 1], 10) == [[[0]], [[1]]]
+    assert distill.plan_score_batches([], 10) == []
+
+
 def test_batched_s_lp_equals_one_at_a_time(world):
     model, tok = load_model_and_tokenizer(world["model"], device="cpu", dtype="float32")
     problems = load_problems(Path(world["data"]) / "train.jsonl")[:12]
