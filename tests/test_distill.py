@@ -217,3 +217,32 @@ def test_cli_with_the_hf_engine_reports_an_empty_domain(world, tmp_path, capsys)
     err = capsys.readouterr().err
     assert rc == 2 and "domain math (teacher" in err and "sampled 6" in err
     assert not (tmp_path / "d" / "sft").exists()
+
+
+def test_openai_engine_teachers_each_on_their_server(world, tmp_path):
+    """engine=openai: each teacher's own base_url; the stub servers answer with the world's
+    correct traces (math) and wrong ones (stem is then empty, on_empty_domain=warn)."""
+    from stub_openai import StubOpenAI
+
+    by_prompt = {paper_prompt(p): p for p in load_problems(Path(world["data"]) / "train.jsonl")}
+
+    def hook(good: bool):
+        def answer(body, path, i):
+            p = by_prompt[body["messages"][-1]["content"]]
+            pool = p.traces if good else p.wrong_traces
+            return {"text": pool[i % len(pool)], "finish_reason": "stop"}
+
+        return answer
+
+    with StubOpenAI(hook=hook(True)) as math_srv, StubOpenAI(hook=hook(False)) as stem_srv:
+        teachers = [{"model": "math-rl", "data": world["data"], "domain": "math",
+                     "base_url": math_srv.base_url},
+                    {"model": "stem-rl", "data": world["data"], "domain": "stem",
+                     "base_url": stem_srv.base_url}]  # fmt: skip
+        cfg = _cfg(world, str(tmp_path / "o"), engine="openai", teachers=teachers,
+                   max_prompts=4, n_samples=2, max_steps=1, on_empty_domain="warn")  # fmt: skip
+        res = distill.run(cfg)
+        assert math_srv.requests and stem_srv.requests
+    selected = load_problems(res["selected"])
+    assert selected and {p.meta["teacher"] for p in selected} == {"math-rl"}
+    assert "domain stem (teacher stem-rl) keeps no trace" in Path(res["summary"]).read_text()

@@ -36,6 +36,7 @@ from vibethinker.types import Problem
 
 log = get_logger("stages.distill")
 TEACHER_KEYS = ("model", "data", "domain")
+TEACHER_OPTIONAL = ("base_url",)  # engine=openai: this teacher's server (else `base_url`)
 SELECTORS = ("lp", "random")
 
 
@@ -56,6 +57,8 @@ class DistillConfig:
     """Output folder (candidates.jsonl, selected.jsonl, funnel.json, s_lp.png, sft/, summary.md)."""
     engine: str = "hf"
     """Sampler of the teachers: hf, openai (model = served name), vllm."""
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """engine=openai: the teachers' server (a teacher's own `base_url` key overrides it)."""
     n_samples: int = 8
     """Responses sampled per prompt by each teacher. Paper: unpublished; our choice, 8 (the RL
     group size, enough for several distinct correct paths per prompt)."""
@@ -155,10 +158,11 @@ def check_config(cfg: DistillConfig) -> None:
         raise ConfigError("distill: on_empty_domain must be error or warn")
     for i, t in enumerate(cfg.teachers):
         missing = [k for k in TEACHER_KEYS if not t.get(k)]
-        extra = sorted(set(t) - set(TEACHER_KEYS))
+        extra = sorted(set(t) - set(TEACHER_KEYS) - set(TEACHER_OPTIONAL))
         if missing or extra:
-            raise ConfigError(f"distill: teachers[{i}] = {t}: needs exactly the keys "
-                              f"{TEACHER_KEYS} (missing {missing}, unknown {extra})")  # fmt: skip
+            raise ConfigError(f"distill: teachers[{i}] = {t}: needs the keys {TEACHER_KEYS}, "
+                              f"optionally {TEACHER_OPTIONAL} (missing {missing}, unknown "
+                              f"{extra})")  # fmt: skip
         if t["domain"] not in DOMAINS:
             raise ConfigError(f"distill: teachers[{i}] domain {t['domain']!r} is not one of "
                               f"{DOMAINS}")  # fmt: skip
@@ -199,7 +203,9 @@ def make_teacher_sampler(cfg: DistillConfig, teacher: dict[str, str]) -> Any:
     from vibethinker.engines import make_sampler
 
     kw: dict[str, Any] = {"model": teacher["model"]}
-    if cfg.engine == "hf":
+    if cfg.engine == "openai":
+        kw["base_url"] = teacher.get("base_url") or cfg.base_url
+    elif cfg.engine == "hf":
         from vibethinker.train.policy import resolve_device
 
         kw["device"] = resolve_device(cfg.device)
