@@ -158,16 +158,23 @@ def test_token_loss_is_the_models_own_next_token_loss(model_tok, monkeypatch):
     assert float(full) / n == pytest.approx(float(ref), rel=1e-5)
 
 
-def test_token_loss_with_a_head_that_is_more_than_a_matmul():
-    """Gemma-2 soft-caps its logits: the hidden-state shortcut would skip that, so the loss must
-    come from the model's own forward and still equal `model(labels=...).loss`."""
-    from transformers import Gemma2Config, Gemma2ForCausalLM
-
+@pytest.mark.parametrize("arch", ["gemma2", "cohere"])
+def test_token_loss_with_a_head_that_is_more_than_a_matmul(arch):
+    """Gemma-2 soft-caps its logits, Cohere scales them: the hidden-state shortcut would skip
+    that, so the loss must come from the model's own forward and equal `model(labels=...).loss`."""
     torch.manual_seed(0)
-    cfg = Gemma2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                       num_attention_heads=2, num_key_value_heads=1, head_dim=16,
-                       final_logit_softcapping=2.0, attn_implementation="eager")  # fmt: skip
-    model = Gemma2ForCausalLM(cfg).eval()
+    small = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                 num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+    if arch == "gemma2":
+        from transformers import Gemma2Config, Gemma2ForCausalLM
+
+        model = Gemma2ForCausalLM(Gemma2Config(**small, head_dim=16, final_logit_softcapping=2.0,
+                                               attn_implementation="eager")).eval()  # fmt: skip
+    else:
+        from transformers import CohereConfig, CohereForCausalLM
+
+        model = CohereForCausalLM(CohereConfig(**small, logit_scale=0.5, bos_token_id=0, eos_token_id=1,
+                                               pad_token_id=0)).eval()  # fmt: skip
     with torch.no_grad():
         model.lm_head.weight.mul_(50.0)  # logits well past the cap, so capping matters
     assert sft.backbone_and_head(model) is None
@@ -180,6 +187,11 @@ def test_token_loss_with_a_head_that_is_more_than_a_matmul():
         ref = model(input_ids=ids, labels=labels).loss
         got, n = sft.token_loss_sum(model, batch)
     assert n == 2 * 7 and float(got) / n == pytest.approx(float(ref), rel=1e-5)
+
+
+def test_plain_models_take_the_hidden_state_shortcut(model_tok):
+    model = model_tok[0]
+    assert sft.backbone_and_head(model) == (model.model, model.lm_head)
 
 
 def test_train_step_with_one_trained_token(model_tok):
