@@ -5,9 +5,10 @@ transformers.
 
 Same tiny model (built from the embedded world), same (prompt, trace) pairs (every world trace of
 every domain, the student's chat template), already tokenised on both sides (tokenisation is
-shared code and not timed). Ours: `stages/distill.py score_samples` (traces packed into rows of
-`score_tokens`, one no-grad forward per row, the LM head on response positions only). Peer: for
-each trace, `model(input_ids).logits`, log-softmax, the response tokens' mean. Each side runs in
+shared code and not timed). Ours: `train/lp_score.py score_samples` (each prompt's forward shared
+by its traces, packed rows, one no-grad forward per ~`score_tokens` tokens, the LM head on
+response positions only). Peer: for each trace, `model(input_ids).logits`, log-softmax, the
+response tokens' mean. Each side runs in
 its own process, the sides alternate (ours first in odd repeats, peer first in even ones); we
 report the median and range of each side's wall time and the ratio of medians, and check that
 every S_LP agrees to 1e-5. Target: >= 3x on CPU.
@@ -47,7 +48,8 @@ def build(tmp: Path, n_problems: int) -> None:
 
 
 def score_ours(model, tok, rows) -> list[float]:
-    from vibethinker.stages.distill import DistillConfig, score_samples
+    from vibethinker.stages.distill import DistillConfig
+    from vibethinker.train.lp_score import score_samples
     from vibethinker.train.packing import Sample
 
     samples = [Sample(ids, mask) for ids, mask in rows]

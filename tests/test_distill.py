@@ -16,7 +16,7 @@ from vibethinker.evaluate import paper_prompt
 from vibethinker.models import load_model_and_tokenizer
 from vibethinker.models.tiny import build_tiny_model
 from vibethinker.stages import distill
-from vibethinker.train import packing
+from vibethinker.train import lp_score, packing
 from vibethinker.types import Completion
 
 N_SAMPLES = 4
@@ -84,10 +84,10 @@ def test_plan_score_batches_by_hand():
     # longest first: 4 (9), 0 (5), 1 (3), 2 (3), 3 (2). Forward 1 is 9 wide with 18 // 9 = 2 rows:
     # [4] is full; 0 opens row 2 (room 4), 1 joins it (room 1); 2 fits no row and no row is
     # left. Forward 2 is 3 wide (6 rows): [2], then 3 does not fit its room 0: a row of its own.
-    assert distill.plan_score_batches([5, 3, 3, 2, 9], 18) == [[[4], [0, 1]], [[2], [3]]]
+    assert lp_score.plan_score_batches([5, 3, 3, 2, 9], 18) == [[[4], [0, 1]], [[2], [3]]]
     # a sample longer than score_tokens still gets a forward of its own
-    assert distill.plan_score_batches([50, 1], 10) == [[[0]], [[1]]]
-    assert distill.plan_score_batches([], 10) == []
+    assert lp_score.plan_score_batches([50, 1], 10) == [[[0]], [[1]]]
+    assert lp_score.plan_score_batches([], 10) == []
 
 
 def test_batched_s_lp_equals_one_at_a_time(world):
@@ -96,10 +96,17 @@ def test_batched_s_lp_equals_one_at_a_time(world):
     pairs = [(paper_prompt(p), t) for p in problems for t in p.traces]
     samples = [packing.Sample(*packing.encode_chat(tok, q, y)) for q, y in pairs]
     # 300 tokens per row: several traces per row, several rows
-    got = distill.score_samples(model, samples, tok.pad_token_id, "cpu", score_tokens=300)
+    got = lp_score.score_samples(model, samples, tok.pad_token_id, "cpu", score_tokens=300)
     for (q, y), s, (v, n) in zip(pairs, samples, got):
         assert n == sum(s.mask)
         assert v == pytest.approx(slp_reference(model, tok, q, y), abs=1e-5)
+    # score_tokens=1: one response per forward, no mask (plain causal): the same values
+    alone = lp_score.score_samples(model, samples, tok.pad_token_id, "cpu", score_tokens=1)
+    assert [v for v, _ in alone] == pytest.approx([v for v, _ in got], abs=1e-5)
+    # traces of one prompt share its forward: fewer tokens than the samples hold
+    units = lp_score.plan_units([lp_score.split_sample(s)[0] for s in samples],
+                                [len(lp_score.split_sample(s)[1]) for s in samples], 300)  # fmt: skip
+    assert len(units) == len(problems) < len(samples)
     # a random model: S_LP near log(vocab) (uniform prediction), well above 0
     assert 0.5 * math.log(len(tok)) < sum(v for v, _ in got) / len(got) < 2 * math.log(len(tok))
 

@@ -259,90 +259,19 @@ def dedupe(cands: list[dict]) -> list[dict]:
 # ----------------------------------------------------------------------------- S_LP scoring
 
 
-def plan_score_batches(lengths: list[int], score_tokens: int) -> list[list[list[int]]]:
-    """Forwards -> rows -> sample indices. Longest first; each forward's rows are as wide as its
-    longest sample and it holds about `score_tokens` tokens; shorter samples pack end to end into
-    its rows (first fit over the last 8 rows). Rows as wide as the longest sample keep attention
-    cost near that of per-sample batches (a row of width R costs R^2 on sdpa, whose packed mask
-    is dense), while packing removes the padding of a length-sorted batch."""
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    batches: list[list[list[int]]] = []
-    k = 0
-    while k < len(order):
-        width = lengths[order[k]]
-        max_rows = max(1, score_tokens // max(width, 1))
-        rows: list[list[int]] = []
-        room: list[int] = []
-        while k < len(order):
-            n = lengths[order[k]]
-            r = next((r for r in range(max(0, len(rows) - 8), len(rows)) if room[r] >= n), None)
-            if r is None:
-                if len(rows) == max_rows:
-                    break
-                rows.append([])
-                room.append(width)
-                r = len(rows) - 1
-            rows[r].append(order[k])
-            room[r] -= n
-            k += 1
-        batches.append(rows)
-    return batches
-
-
-def score_samples(model: Any, samples: list, pad_id: int, device: Any,
-                  score_tokens: int = 8192) -> list[tuple[float, int]]:  # fmt: skip
-    """(S_LP, |y|) of each packing.Sample (ids + assistant mask) under `model`, teacher-forced.
-
-    One no-grad forward per batch of `plan_score_batches` (bf16 autocast on GPU), samples packed
-    end to end in its rows with position ids restarting per sample, so attention stays within a
-    sample (packing.py); only response positions go through the LM head, a chunk at a time.
-    |y| = the assistant tokens (the turn end included: SFT trains it too)."""
-    import torch
-
-    from vibethinker.train import packing, policy
-    from vibethinker.train.sft import backbone_and_head
-
-    sums = torch.zeros(len(samples), dtype=torch.float64)
-    cnt = torch.zeros(len(samples), dtype=torch.long)
-    parts = backbone_and_head(model)
-    chunk = 4096
-    with torch.no_grad():
-        for rows in plan_score_batches([len(s.ids) for s in samples], score_tokens):
-            batch = packing.collate(samples, rows, pad_id, packed=True)
-            owner = torch.full(batch["input_ids"].shape, -1, dtype=torch.long)
-            for b, row in enumerate(rows):
-                owner[b, : sum(len(samples[i].ids) for i in row)] = torch.cat(
-                    [torch.full((len(samples[i].ids),), i) for i in row])  # fmt: skip
-            ids, pos = batch["input_ids"].to(device), batch["position_ids"].to(device)
-            sel = batch["labels"][:, 1:] != packing.IGNORE  # [B, W-1]: next token is response
-            target, own = batch["input_ids"][:, 1:][sel].to(device), owner[:, 1:][sel]
-            sel = sel.to(device)
-            with policy.autocast_context(device):
-                if parts is None:
-                    h = model(input_ids=ids, position_ids=pos, use_cache=False).logits[:, :-1][sel]
-                else:
-                    h = parts[0](input_ids=ids, position_ids=pos,
-                                 use_cache=False).last_hidden_state[:, :-1][sel]  # fmt: skip
-                for s in range(0, h.shape[0], chunk):
-                    logits = h[s : s + chunk] if parts is None else parts[1](h[s : s + chunk])
-                    lp = torch.log_softmax(logits.float(), -1)
-                    lp = lp.gather(-1, target[s : s + chunk, None]).squeeze(-1)
-                    sums.index_add_(0, own[s : s + chunk], lp.double().cpu())
-                    cnt.index_add_(0, own[s : s + chunk], torch.ones_like(own[s : s + chunk]))
-    return [(-float(sums[i]) / max(int(cnt[i]), 1), int(cnt[i])) for i in range(len(samples))]
-
-
 def score_candidates(cfg: DistillConfig, cands: list[dict]) -> None:
     """Add `s_lp`, `tokens` (|y|) and `length` (prompt + trace) to each candidate; traces over
     max_len (which SFT would drop) are not scored (s_lp None)."""
     from vibethinker.evaluate import PROMPT_STYLES
     from vibethinker.models import check_context, load_model_and_tokenizer
     from vibethinker.train import packing, policy
+    from vibethinker.train.lp_score import score_samples
 
     device = policy.resolve_device(cfg.device)
     model, tok = load_model_and_tokenizer(cfg.student, device=device, dtype="float32",
                                           rope_yarn_factor=cfg.rope_yarn_factor,
-                                          rope_original_len=cfg.rope_original_len)  # fmt: skip
+                                          rope_original_len=cfg.rope_original_len,
+                                          attn_implementation="sdpa")  # fmt: skip
     check_context(model.config, cfg.max_len, f"distill max_len={cfg.max_len}")
     model.eval()
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
