@@ -4,7 +4,7 @@ Each domain's RL specialist (a teacher) samples `n_samples` responses per prompt
 with the paper's protocol; the domain verifier keeps the correct ones; exact duplicates go. Every
 kept response y to prompt q is scored under the STUDENT, teacher-forced, with the student's own
 chat template: S_LP(q, y) = -(1/|y|) sum_t log pi_student(y_t | q, y_<t) over the response tokens
-(algo/potential.py). Per domain, length buckets, a minimum length, an outlier cut and a
+(algo/potential.py; batched no-grad forwards sharing each prompt, train/lp_score.py). Per domain, length buckets, a minimum length, an outlier cut and a
 middle-to-high band pick the traces (`select=random`: the same count per bucket at random, the
 reviewers' baseline); domains are mixed by shares or counts; then the `sft` stage trains the
 student on the selection (packing, assistant-only loss, schedule, checkpoints, resume).
