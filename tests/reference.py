@@ -69,9 +69,10 @@ def advantages(
     return adv, w
 
 
-def surrogate_loss(logp, old, adv, mask, n_seqs: int, eps: float = 0.2) -> float:
-    """-1/n_seqs sum_i 1/|y_i| sum_t min(rho A_i, clip(rho, 1-eps, 1+eps) A_i), a loop over
-    rows and tokens (tensors in, a float out); rows all-masked contribute nothing."""
+def surrogate_loss(logp, old, adv, mask, n_seqs=None, eps=0.2, tis=None, ref=None, kl_coef=0.0):
+    """-1/N sum_i 1/|y_i| sum_t [min(rho A_i, clip(rho, 1-eps, 1+eps) A_i) w_it - kl_coef k3_it],
+    a loop over rows and tokens (tensors in, a float out); w = TIS weights (1 without),
+    k3 = e^d - d - 1 with d = ref - logp; N = n_seqs or the rows; all-masked rows add 0."""
     total = 0.0
     for i in range(len(adv)):
         toks = [t for t in range(mask.shape[1]) if mask[i, t]]
@@ -79,6 +80,10 @@ def surrogate_loss(logp, old, adv, mask, n_seqs: int, eps: float = 0.2) -> float
         for t in toks:
             rho = math.exp(float(logp[i, t] - old[i, t]))
             a = float(adv[i])
-            s += min(rho * a, min(max(rho, 1 - eps), 1 + eps) * a)
+            w = 1.0 if tis is None else float(tis[i, t])
+            s += min(rho * a, min(max(rho, 1 - eps), 1 + eps) * a) * w
+            if ref is not None:
+                d = float(ref[i, t] - logp[i, t])
+                s -= kl_coef * (math.exp(d) - d - 1)
         total += -s / max(len(toks), 1)
-    return total / n_seqs
+    return total / (n_seqs or len(adv))

@@ -94,16 +94,20 @@ def test_logprobs_match_teacher_forcing(tiny):
     s = HFSampler(model, tok, token_budget=10_000)
     params = SamplingParams(max_new_tokens=16, seed=3, temperature=0.7, top_p=0.9)
     out = s.generate(PROMPTS, n=2, params=params)
-    for prompt, group in zip(PROMPTS, out):
-        p_ids = s.encode(prompt)
+    _assert_teacher_forced(model, s, PROMPTS, out)
+
+
+def _assert_teacher_forced(model, sampler, prompts, out):
+    """Each completion's logprobs equal a plain forward over its prompt + tokens."""
+    for prompt, group in zip(prompts, out):
+        p_ids = sampler.encode(prompt)
         for c in group:
             ids = torch.tensor([p_ids + c.token_ids])
             with torch.no_grad():
-                logits = model(ids).logits[0].float()
-            logp = torch.log_softmax(logits, -1)
+                logp = torch.log_softmax(model(ids).logits[0].float(), -1)
             pos = torch.arange(len(p_ids) - 1, ids.shape[1] - 1)
-            ref = logp[pos, torch.tensor(c.token_ids)]
-            assert torch.allclose(torch.tensor(c.logprobs), ref, atol=1e-4), (c.logprobs, ref)
+            want = logp[pos, torch.tensor(c.token_ids)]
+            assert torch.allclose(torch.tensor(c.logprobs), want, atol=1e-4), (prompt, c.text)
 
 
 def test_seed_determinism_and_variation(tiny):
@@ -185,15 +189,7 @@ def test_compaction_keeps_each_row_its_own_cache(sharp, monkeypatch):
     sizes.clear()
     sampled = s.generate(LONG_PROMPTS, 3, SamplingParams(max_new_tokens=24, seed=5, stop=stop))
     assert 0 < min(sizes[1:]) < sizes[1], sizes
-    for prompt, group in zip(LONG_PROMPTS, sampled):
-        p_ids = s.encode(prompt)
-        for c in group:
-            ids = torch.tensor([p_ids + c.token_ids])
-            with torch.no_grad():
-                logp = torch.log_softmax(model(ids).logits[0].float(), -1)
-            pos = torch.arange(len(p_ids) - 1, ids.shape[1] - 1)
-            want = logp[pos, torch.tensor(c.token_ids)]
-            assert torch.allclose(torch.tensor(c.logprobs), want, atol=1e-4), (prompt, c.text)
+    _assert_teacher_forced(model, s, LONG_PROMPTS, sampled)
 
 
 def test_temperature_shapes_the_sampling_distribution():

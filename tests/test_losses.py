@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from reference import surrogate_loss
 
 from vibethinker.algo.losses import (
     LossStats,
@@ -141,19 +142,7 @@ def test_masked_mean_and_entropy_shapes():
 
 
 def _slow_loss(logp, old, adv, mask, eps, tis, ref, kl_coef):
-    total = 0.0
-    for i in range(logp.shape[0]):
-        toks = [t for t in range(logp.shape[1]) if mask[i, t]]
-        s = 0.0
-        for t in toks:
-            rho = math.exp(float(logp[i, t] - old[i, t]))
-            a = float(adv[i])
-            w = 1.0 if tis is None else float(tis[i, t])
-            o = min(rho * a, min(max(rho, 1 - eps), 1 + eps) * a) * w
-            d = float(ref[i, t] - logp[i, t])
-            s += -o + kl_coef * (math.exp(d) - d - 1)
-        total += s / len(toks)
-    return total / logp.shape[0]
+    return surrogate_loss(logp, old, adv, mask, eps=eps, tis=tis, ref=ref, kl_coef=kl_coef)
 
 
 def test_matches_slow_loop_with_tis_and_kl():
