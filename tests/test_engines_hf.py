@@ -317,6 +317,9 @@ def test_finish_reason_length_and_top_k_off(tiny):
     close = torch.tensor([[0.0, 0.0, 0.0, 1.0]])  # top-1 has only ~47% of the mass
     seen_k1 = {sample_next(close, SamplingParams(top_k=1), g)[0].item() for _ in range(50)}
     assert seen_k1 == {3}
+    ranked = torch.tensor([[0.0, 1.0, 2.0, 2.5]])  # top_k=2 keeps exactly ids 3 and 2
+    seen_k2 = {sample_next(ranked, SamplingParams(top_k=2), g)[0].item() for _ in range(200)}
+    assert seen_k2 == {2, 3}
 
 
 def test_top_p_keeps_nucleus():
