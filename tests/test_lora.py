@@ -4,14 +4,13 @@ run resumes from its checkpoint."""
 
 from __future__ import annotations
 
+import peft  # noqa: F401 - a dev dependency: a broken install fails, never skips
 import pytest
 import torch
 from test_sft import _problems, tiny  # noqa: F401 - the tiny-model fixture
 
 from vibethinker.data.io import save_problems
 from vibethinker.types import Score
-
-peft = pytest.importorskip("peft")
 
 
 def _logits(model, ids):
@@ -59,6 +58,12 @@ def test_lora_sft_then_one_rl_step(tiny, tmp_path, monkeypatch):  # noqa: F811
     shutil.rmtree(tmp_path / "sft" / "checkpoints" / "step-000004")
     again = sft.fn(cfg)
     _check_outputs(tiny, again["model"])
+
+    # a checkpoint trained with another LoRA rank is refused on resume, never silently mixed
+    shutil.rmtree(tmp_path / "sft" / "checkpoints" / "step-000004")
+    changed = sft.config_cls(**{**cfg.__dict__, "lora_r": 8})
+    with pytest.raises(ValueError, match="lora_r"):
+        sft.fn(changed)
 
     # one RL step on the SFT model with LoRA; a stand-in verifier gives groups mixed rewards
     def has_digit(problems, responses, **kw):

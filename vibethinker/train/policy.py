@@ -358,8 +358,12 @@ def start_or_resume(
     last = latest_checkpoint(out / "checkpoints") if resume else None
     if last is None:
         return optimizer, scheduler, 0
+    # options first (mmap: no copy of the optimizer state), so a checkpoint of another shape
+    # (a changed LoRA rank) is refused with its reason, not a state-dict size mismatch
+    saved = torch.load(last / STATE_FILE, map_location="cpu", weights_only=False, mmap=True)
+    check_same_run(last, saved.get("extra") or {}, options, total)
+    del saved
     state = load_checkpoint(last, model, optimizer, scheduler)
-    check_same_run(last, state.get("extra") or {}, options, total)
     log.info("resumed from %s at step %d/%d", last, int(state["step"]), total)
     return optimizer, scheduler, int(state["step"])
 

@@ -50,6 +50,9 @@ LOOP_FIELDS = (
     "max_grad_norm",
     "weight_decay",
     "seed",
+    "lora_r",
+    "lora_alpha",
+    "lora_targets",
 )
 
 
