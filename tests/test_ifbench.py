@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -245,8 +244,9 @@ def test_treebank_tokens():
 
 
 def test_treebank_tokens_match_nltk_on_fuzzed_text():
-    nltk_tokenize = pytest.importorskip("nltk.tokenize")
     import random
+
+    import nltk.tokenize as nltk_tokenize
 
     reference = nltk_tokenize.NLTKWordTokenizer()
     rng = random.Random(0)
@@ -331,15 +331,12 @@ ADVERSARIAL = [
 KWARGS_FOR_ROBUSTNESS = {iid: kwargs for iid, (kwargs, _, _) in CASES.items()}
 
 
+@pytest.mark.timeout(900)  # a hang guard, not a speed test (speed belongs in benchmarks)
 def test_linear_time_and_no_exceptions_on_adversarial_text():
-    worst = 0.0
     for iid, kwargs in KWARGS_FOR_ROBUSTNESS.items():
         norm = normalize_kwargs(iid, kwargs)
         for text in ADVERSARIAL:
-            t = time.perf_counter()
-            check_following(iid, norm, text)
-            worst = max(worst, time.perf_counter() - t)
-            assert worst < 10.0, (iid, text[:20])
+            assert check_following(iid, norm, text) in (True, False), (iid, text[:20])
 
 
 def test_verifier_never_raises_on_odd_responses():
@@ -357,8 +354,6 @@ def test_verifier_never_raises_on_odd_responses():
 
 # --- agreement with the official grader (optional: needs nltk, punkt, ifbench) ---------------
 def test_cases_agree_with_the_official_checkers(tmp_path):
-    pytest.importorskip("nltk")
-    pytest.importorskip("punkt")
     _public_paths()
     cases = [[iid, kw, text] for iid, (kw, good, bad) in CASES.items() for text in (good, bad)]
     src = tmp_path / "cases.json"

@@ -77,7 +77,7 @@ def test_extra_keys_go_to_meta(tmp_path, caplog):
 
 
 def test_hf_style_folder_json_and_parquet(tmp_path):
-    pa = pytest.importorskip("pyarrow")
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     d = tmp_path / "ds" / "data"

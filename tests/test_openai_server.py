@@ -20,9 +20,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("fastapi", reason="needs the transformers[serving] extra")
-pytest.importorskip("uvicorn", reason="needs the transformers[serving] extra")
-
 from vibethinker.data.io import save_problems  # noqa: E402
 from vibethinker.engines import SamplingParams, make_sampler  # noqa: E402
 from vibethinker.types import Problem  # noqa: E402

@@ -83,7 +83,6 @@ def test_rl_loop_writes_tensorboard_scalars(tiny, tmp_path):
 
 
 def test_wandb_offline_run(tmp_path, monkeypatch):
-    pytest.importorskip("wandb")
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.delenv("WANDB_MODE", raising=False)
     monkeypatch.setenv("WANDB_SILENT", "true")
