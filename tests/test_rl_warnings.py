@@ -71,3 +71,36 @@ def test_report_and_status_put_stage_warnings_on_top(tmp_path):
     text = open(write_report(str(tmp_path))).read()
     assert "## Warnings\n\n- **rl_code**: the filter kept only 2 of 48 prompts" in text
     assert "rl_code: WARNING the filter kept only 2" in status_table(str(tmp_path))
+
+
+def test_filter_keeping_nothing_stops_or_passes_the_model_through(tiny, tmp_path, monkeypatch):  # noqa: F811
+    """A filter that keeps no prompt: an error by default; with on_empty_filter=skip the start
+    model passes through as final/ (same weights) and the stage warns."""
+    import pytest
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    import vibethinker.verifiers as verifiers
+    from vibethinker.data.io import save_problems
+    from vibethinker.stages import get
+
+    data = tmp_path / "data"
+    data.mkdir()
+    save_problems(data / "train.jsonl", _problems(6))
+
+    def never(problems, responses, **kw):
+        return [Score(0.0, False, "wrong_answer") for _ in responses]
+
+    monkeypatch.setattr(verifiers, "verify_batch", never)
+    rl = get("rl")
+    base = dict(model=tiny, data=str(data), steps=1, prompts_per_step=2, group_size=2,
+                max_new_tokens=4, filter_rollouts=2, device="cpu", eval_every=0)  # fmt: skip
+    with pytest.raises(ValueError, match="left no prompt.*on_empty_filter=skip"):
+        rl.fn(rl.config_cls(**base, out=str(tmp_path / "a")))
+    outs = rl.fn(rl.config_cls(**base, out=str(tmp_path / "b"), on_empty_filter="skip"))
+    (w,) = json.loads((tmp_path / "b" / "warnings.json").read_text())
+    assert "nothing was trained" in w and "kept 0 of 6" in w
+    assert "skipped" in open(outs["summary"]).read()
+    a = AutoModelForCausalLM.from_pretrained(tiny).state_dict()
+    b = AutoModelForCausalLM.from_pretrained(outs["model"]).state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)

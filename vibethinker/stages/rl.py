@@ -108,6 +108,11 @@ class RLConfig:
     or 1 are dropped (0: no filter). Paper: the filter yes, n unpublished; we choose 8."""
     max_prompts: int = 0
     """Use at most this many training prompts of the domain (a seeded sample; 0: all)."""
+    on_empty_filter: str = "error"
+    """When the stage-start filter keeps no prompt (the start model never or always solves every
+    one): "error" stops the run; "skip" passes the start model through unchanged as final/ and
+    warns in the log, summary.md and warnings.json (for demos and sweeps where one domain may be
+    out of reach). Not in the paper; error by default so nothing is silently skipped."""
     eval_data: str = ""
     """Held-out problems (JSONL or data folder: its eval.jsonl); empty: the `data` folder's
     eval.jsonl when there is one."""
@@ -252,7 +257,14 @@ def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -
                  cfg.filter_rollouts, counts["prompts_in"], counts["dropped_p0"],
                  counts["dropped_p1"], counts["prompts_out"])  # fmt: skip
     if not probs:
-        raise ValueError("rl: the stage-start filter left no prompt with 0 < accuracy < 1")
+        msg = (
+            f"rl {cfg.domain}: the stage-start filter left no prompt with 0 < accuracy < 1 "
+            f"({counts.get('dropped_p0', 0)} never solved, {counts.get('dropped_p1', 0)} always "
+            f"solved in {cfg.filter_rollouts} rollouts)"
+        )
+        if cfg.on_empty_filter != "skip":
+            raise ValueError(f"{msg}; on_empty_filter=skip passes the model through instead")
+        log.warning("%s: on_empty_filter=skip, the start model passes through untrained", msg)
     out.mkdir(parents=True, exist_ok=True)
     save_problems(cache, probs)
     meta.write_text(json.dumps({"key": _filter_key(cfg), "counts": counts}, indent=2) + "\n")
@@ -415,6 +427,32 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
     return str(path)
 
 
+def _pass_through(cfg: RLConfig, model: Any, tok: Any, counts: dict) -> dict[str, str]:
+    """No prompt to train on: final/ is the start model, and the stage says so loudly."""
+    from vibethinker.train import policy
+
+    out = Path(cfg.out)
+    final = policy.save_hf(model, tok, out / "final")
+    warns = [
+        f"nothing was trained: the stage-start filter kept 0 of {counts.get('prompts_in')} "
+        f"prompts ({counts.get('dropped_p0', 0)} never solved, {counts.get('dropped_p1', 0)} "
+        f"always solved in {cfg.filter_rollouts} rollouts); final/ is the start model. Try: a "
+        "stronger starting model (more SFT on this domain), more filter_rollouts, a larger "
+        "max_new_tokens, or easier/harder prompts."
+    ]
+    for w in warns:
+        log.warning("rl %s: %s", cfg.domain, w)
+    (out / "warnings.json").write_text(json.dumps(warns, indent=1) + "\n")
+    summary = out / "summary.md"
+    summary.write_text(
+        f"# RL ({cfg.domain}) from `{cfg.model}`: skipped\n\n**Warning:** {warns[0]}\n"
+    )
+    metrics = out / "metrics.jsonl"
+    metrics.touch()
+    return {"model": str(final), "metrics": str(metrics), "curves": "", "summary": str(summary),
+            "checkpoints": str(out / "checkpoints")}  # fmt: skip
+
+
 @register("rl", RLConfig, resumable=True, positional=("model", "data"))
 def run(cfg: RLConfig) -> dict[str, str]:
     """On-policy RL with MGPO on one domain (optionally Long2Short), resumable."""
@@ -447,6 +485,8 @@ def run(cfg: RLConfig) -> dict[str, str]:
     check_rl_context(cfg, model, sampler, prompt_fn)
     problems, counts = training_prompts(cfg, sampler, prompt_fn, verify)
     del sampler
+    if not problems:  # on_empty_filter=skip (training_prompts raises otherwise)
+        return _pass_through(cfg, model, tok, counts)
     eval_path = cfg.eval_data or (str(Path(cfg.data) / "eval.jsonl") if Path(cfg.data).is_dir()
                                   else "")  # fmt: skip
     eval_problems = load_domain(Path(eval_path), cfg.domain, cfg.eval_limit) if eval_path and \
