@@ -181,7 +181,11 @@ def test_sigint_mid_stage_then_resume(env):
     envv = {**os.environ, "PYTHONPATH": f"{tmp / 'mods'}:{os.environ.get('PYTHONPATH', '')}"}
     cmd = [sys.executable, "-m", "vibethinker.cli", "run", str(recipe), "--quiet"]
     # n is large so that a starved test process (2 loaded cores) still signals mid-stage
-    proc = subprocess.Popen([*cmd, "t_slow.sleep=0.3", "t_slow.n=400"], env=envv)
+    # SIGINT back to its default in the child: a test run started in the background of a
+    # non-interactive shell (`cmd &`) inherits SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt
+    proc = subprocess.Popen([*cmd, "t_slow.sleep=0.3", "t_slow.n=400"], env=envv,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     ck = tmp / "run" / "t_slow" / "ckpt.json"
 
     def step() -> int:  # the stage rewrites the file in place: a torn read counts as 0
@@ -194,7 +198,10 @@ def test_sigint_mid_stage_then_resume(env):
     while time.time() < deadline and step() < 2:
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=30) == 130
+    try:
+        assert proc.wait(timeout=30) == 130
+    finally:
+        proc.kill()
     m = json.loads((tmp / "run" / "manifest.json").read_text())["stages"]
     assert m["t_write"]["status"] == "done"
     assert m["t_slow"]["status"] == "interrupted"
