@@ -1,4 +1,5 @@
-"""The 25 IFEval instruction checkers, with IFEval's ids and kwargs semantics.
+"""The 25 IFEval instruction checkers, with IFEval's ids and kwargs semantics (the 58 IFBench ids
+are registered into the same RULES table at the end of this file, from ifbench_rules.py).
 
 Each rule is a pure function `(text, kwargs) -> bool` ("is the instruction followed?") whose
 behaviour matches google-research `instruction_following_eval/instructions.py` (strict mode),
