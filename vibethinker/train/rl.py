@@ -38,8 +38,8 @@ from vibethinker.config import is_runtime
 from vibethinker.engines import SamplingParams, make_sampler
 from vibethinker.evaluate.prompts import paper_prompt
 from vibethinker.log import get_logger, progress_bar
-from vibethinker.stages.rl import RLConfig
 from vibethinker.train import policy
+from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rollout import (
     Batch,
     Scored,

@@ -25,9 +25,9 @@ import torch
 import torch.nn.functional as F
 
 from vibethinker.log import get_logger, progress_bar
-from vibethinker.stages.sft import SFTConfig
 from vibethinker.train import packing, policy
 from vibethinker.train.packing import IGNORE, Sample
+from vibethinker.train.sft_config import SFTConfig
 
 log = get_logger("train.sft")
 

@@ -1,0 +1,135 @@
+"""The `rl` stage's configuration, owned by the training loop (`train/rl.py`) so that the loop
+never imports a stage; `stages/rl.py` re-exports it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vibethinker.config import runtime
+
+
+@dataclass
+class RLConfig:
+    model: str = ""
+    """Starting policy: a HF folder or hub id (the SFT model, or the previous RL stage's final)."""
+    data: str = ""
+    """Training prompts: a Problem JSONL file or a data folder (its train.jsonl); several as a
+    comma-separated list (mixed by `data_probs`)."""
+    data_probs: list[float] = field(default_factory=list)
+    """Sampling weights of the `data` list, OpenRLHF-style (empty: concatenate): dataset i gives
+    round(w_i / sum(w) * total) prompts, oversampled when smaller (data/io.py load_mixture)."""
+    domain: str = "math"
+    """Which domain's prompts and verifier: math, code, stem or instruct. Paper: math, then
+    code, then stem, as separate stages (not a mixture)."""
+    out: str = "runs/rl"
+    """Output folder (final/, checkpoints/, metrics.jsonl, evals.jsonl, curves.png, summary.md)."""
+    steps: int = 100
+    """Optimizer steps (one rollout batch each). Paper: unpublished."""
+    prompts_per_step: int = 16
+    """Prompts per step (batch size). Paper: unpublished; 16 in our CPU calibration."""
+    group_size: int = 8
+    """G, responses sampled per prompt. Paper: unpublished; we choose 8."""
+    lr: float = 1e-6
+    """Peak AdamW learning rate. Paper: unpublished; 1e-6 is common for 1-7B RL; the tiny world
+    uses 1e-4 (DESIGN.md calibration: slightly high late, hence the decay)."""
+    final_lr: float = 1e-7
+    """LR at the last step (cosine decay from `lr`). Paper: unpublished; a fixed value, not
+    derived from `lr`: the default 1e-7 is the default lr / 10 (set both when changing lr)."""
+    warmup_frac: float = 0.0
+    """Fraction of steps of linear warm-up. Paper: unpublished; we choose 0."""
+    clip_eps: float = 0.2
+    """PPO clip epsilon e (rho clipped to [1-e, 1+e_high]). Paper: unpublished; 0.2 (PPO)."""
+    clip_eps_high: float = 0.0
+    """Upper clip bound 1+e_high (0: same as clip_eps). Paper: unpublished."""
+    kl_coef: float = 0.0
+    """Weight of the k3 KL penalty to the starting model. Paper: unpublished; off (0)."""
+    log_ref_kl: bool = False
+    """Load the starting model as a frozen reference to LOG KL(pi || ref) every step even when
+    kl_coef is 0 (one extra no-grad forward per step)."""
+    advantage: str = "mgpo"
+    """Advantage estimator: "mgpo" (exp(-lambda D_ME) group weight) or "grpo"."""
+    lambda_mgpo: float = 1.0
+    """MGPO lambda (0 is GRPO). Paper: unpublished; we choose 1.0 (weight 0.73 at p = 1/8)."""
+    std_scale: bool = True
+    """Divide centred rewards by the group std (+eps). Paper: yes (A_i formula)."""
+    adv_eps: float = 1e-6
+    """eps in (r - mean) / (std + eps). Paper: unpublished."""
+    long2short: bool = False
+    """Long2Short reward shift among correct responses (PAPER.md stage 3)."""
+    l2s_lambda: float = 0.2
+    """Long2Short lambda. Paper: 0.2."""
+    max_new_tokens: int = 65536
+    """Response token cap (the RL context). Paper: 64K from the first step (not 16K -> 32K)."""
+    truncated_reward: str = "zero"
+    """Reward of responses cut at max_new_tokens: "zero" (incorrect) or "verify" (score the cut
+    text), in training AND in the stage-start filter. Paper: unpublished; we choose zero (a cut
+    response gave no final answer)."""
+    rope_yarn_factor: float = 0.0
+    """Extend the model's context with YaRN RoPE scaling by this factor (0: off); needed when
+    the longest prompt + max_new_tokens exceeds the model's max_position_embeddings, which is
+    otherwise refused. The saved checkpoints keep it. Qwen2.5 documents factor 4 (32K -> 128K)."""
+    rope_original_len: int = 0
+    """YaRN's original (pretraining) length; 0: the model's max_position_embeddings."""
+    report_to: str = "none"
+    """Experiment tracking of the per-step metrics: none, tensorboard, wandb, trackio, or a
+    comma list (log.py)."""
+    temperature: float = 1.0
+    """Rollout sampling temperature. Paper: unpublished for training; 1.0 in evaluation."""
+    top_p: float = 1.0
+    """Rollout nucleus sampling. We choose 1.0 (untruncated, so rollouts follow the policy the
+    loss differentiates); the paper's evaluation uses 0.95."""
+    tis_cap: float = 2.0
+    """Truncated importance sampling cap C on pi_old / pi_engine per token (0: off). Paper: asks
+    for the correction, C unpublished; we choose 2."""
+    filter_rollouts: int = 8
+    """Stage-start filter: rollouts per prompt with the starting model; prompts with accuracy 0
+    or 1 are dropped (0: no filter). Paper: the filter yes, n unpublished; we choose 8."""
+    max_prompts: int = 0
+    """Use at most this many training prompts of the domain (a seeded sample; 0: all)."""
+    on_empty_filter: str = "error"
+    """When the stage-start filter keeps no prompt (the start model never or always solves every
+    one): "error" stops the run; "skip" passes the start model through unchanged as final/ and
+    warns in the log, summary.md and warnings.json (for demos and sweeps where one domain may be
+    out of reach). Not in the paper; error by default so nothing is silently skipped."""
+    eval_data: str = ""
+    """Held-out problems (JSONL or data folder: its eval.jsonl); empty: the `data` folder's
+    eval.jsonl when there is one."""
+    eval_every: int = 0
+    """Evaluate held-out avg@n every m steps (and at start and end; 0: never)."""
+    eval_n: int = 4
+    """Samples per held-out problem (avg@n). Paper protocol: 64 (math)."""
+    eval_limit: int = 100
+    """At most this many held-out problems of the domain (the first ones)."""
+    save_every: int = 0
+    """Checkpoint every k steps (0: only at the end). Resume restarts from the last one."""
+    max_seconds: float = 0.0
+    """Wall-clock cap on the training loop (0: none); the stage then ends early, checkpointed."""
+    micro_batch: int = 64
+    """Sequences per forward/backward (gradients accumulate over the batch). Memory knob."""
+    mini_batches: int = 1
+    """Optimizer steps per rollout batch. 1 = strictly on-policy (the paper's setting)."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping (global L2 norm). Paper: unpublished."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in backward to save memory (long responses on GPU)."""
+    lora_r: int = 0
+    """LoRA rank through peft (0: full fine-tuning, the paper's setting). Only the adapters then
+    train; final/ and checkpoints are saved merged (plain HF folders), the adapter in adapter/."""
+    lora_alpha: float = 32.0
+    """LoRA alpha (the update is scaled by alpha / r). Our choice: 32."""
+    lora_targets: str = "all-linear"
+    """Modules given adapters: "all-linear" or a comma list (q_proj,k_proj,v_proj,o_proj)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay. Paper: unpublished."""
+    prompt_style: str = "paper"
+    """User turn: "paper" (the evaluation prompt of the domain) or "raw"."""
+    verify_workers: int = runtime(2)
+    """Verifier worker processes/threads."""
+    math_judge: str = ""
+    """LLM judge as a second opinion for math rewards, `MODEL@BASE_URL` (OpenAI-compatible; key
+    from OPENAI_API_KEY): asked only where the rules cannot decide or say wrong; cached in `out`.
+    Paper: math-verify plus an LLM judge (for evaluation; silent for RL). Empty = rules only."""
+    seed: int = 0
+    """Seed of prompt order, rollouts and the filter."""
+    device: str = runtime("auto")
+    """cpu, cuda, or auto (cuda when available)."""
