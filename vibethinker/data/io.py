@@ -152,8 +152,11 @@ def problem_from_dict(
     if domain not in DOMAINS:
         raise DataError(path, line, "domain", f"expected one of {DOMAINS}, got {domain!r}")
     for key in _REQUIRED_BY_DOMAIN[domain]:
-        if kwargs.get(key) in (None, "", []):
-            raise DataError(path, line, key, f"required for domain '{domain}'")
+        open_prompt = domain == "instruct" and kwargs.get("subdomain") == "open"  # rubric-scored
+        if kwargs.get(key) in (None, "", []) and not open_prompt:
+            raise DataError(path, line, key, f"required for domain '{domain}' (an instruct "
+                            "prompt without rules needs subdomain 'open')" if domain == "instruct"
+                            else f"required for domain '{domain}'")  # fmt: skip
     if domain == "code" and not kwargs.get("tests") and not kwargs.get("test_code"):
         raise DataError(
             path, line, "tests", "domain 'code' needs `tests` ([{input, output}]) or `test_code`"

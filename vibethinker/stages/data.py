@@ -41,6 +41,9 @@ class DataConfig:
     """Fraction of train/eval that is math; the other domains share the rest evenly."""
     domains: list[str] = field(default_factory=lambda: list(DOMAINS))
     """Domains to generate (math, code, stem, instruct)."""
+    n_open: int = 0
+    """Open instruct prompts (explain / summarise / rewrite, no rules, scored by the rubric
+    reward; data/world/instruct_open.py) added to the train split only (0: none)."""
 
 
 @register("data", DataConfig, positional=("kind",))
@@ -54,6 +57,10 @@ def run(cfg: DataConfig) -> dict[str, str]:
     splits = generate(
         cfg.seed, cfg.n_train, cfg.n_probe, cfg.n_eval, list(cfg.domains), cfg.math_share
     )
+    if cfg.n_open and "instruct" in cfg.domains:
+        from vibethinker.data.world.instruct_open import open_problems
+
+        splits["train"] += open_problems(cfg.seed, cfg.n_open)
     os.makedirs(cfg.out, exist_ok=True)
     outputs = {}
     for name, probs in splits.items():
