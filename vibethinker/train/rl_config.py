@@ -129,7 +129,36 @@ class RLConfig:
     """LLM judge as a second opinion for math rewards, `MODEL@BASE_URL` (OpenAI-compatible; key
     from OPENAI_API_KEY): asked only where the rules cannot decide or say wrong; cached in `out`.
     Paper: math-verify plus an LLM judge (for evaluation; silent for RL). Empty = rules only."""
+    rule_reward: str = "partial"
+    """Instruct prompts with rules (train/rewards.py): "strict" (1 when every constraint holds,
+    else 0) or "partial" (fraction held). Paper: silent. Default partial (the verifier's value);
+    the recipes use strict (IFEval's headline metric; reward and MGPO verdict then agree)."""
+    rubric_model: str = ""
+    """Rubric reward for open instruct prompts: `hf:PATH` (a local sequence-classification reward
+    model, e.g. the reward_model stage's final/) or `openai:MODEL@BASE_URL` (an LLM judge, key
+    from OPENAI_API_KEY). Empty: open prompts score 0 and the filter drops them."""
+    rubric_prompt: str = ""
+    """The LLM judge's rubric prompt file (empty: vibethinker/prompts/rubric_judge.txt)."""
+    rubric_weight: float = 0.0
+    """Weight w of the rubric on prompts WITH rules: (1 - w) * rule + w * rubric. Paper: silent
+    (rules for explicit constraints); our default 0."""
+    rubric_threshold: float = 0.5
+    """An open prompt's response counts as correct for MGPO's p(q) when its rubric value (in
+    [0, 1]) is >= this (rule prompts: every constraint holds). Paper: silent; our choice."""
+    rubric_fail_value: float = 0.0
+    """Reward of a response whose rubric call failed (endpoint down/slow past its retries,
+    unparseable reply); counted per step as rubric_fail. Our choice: 0 (as an unanswered one)."""
+    rubric_batch: int = 16
+    """Responses per reward-model forward (hf back-end)."""
+    judge_timeout_s: float = 60.0
+    """Per-request timeout of the LLM judge (openai back-end), seconds."""
+    judge_retries: int = 4
+    """Retries of a failed judge request (exponential backoff) before it counts as failed."""
     seed: int = 0
     """Seed of prompt order, rollouts and the filter."""
     device: str = runtime("auto")
     """cpu, cuda, or auto (cuda when available)."""
+    parallel: str = runtime("auto")
+    """Under torchrun (N processes; docs/SCALING.md): "fsdp" (FSDP2: weights, gradients and
+    optimizer state sharded), "ddp" (full replicas) or "auto" (FSDP2; DDP for LoRA). The global
+    batch, LR schedule and loss normalisation do not depend on N. Ignored in one process."""
