@@ -349,9 +349,17 @@ def run(cfg: RLConfig) -> dict[str, str]:
         from vibethinker.verifiers.math_judge import judged_verify
 
         verify_fn = judged_verify(cfg.math_judge, cfg.out)
+    if cfg.domain == "instruct":  # stage 5: rule + rubric rewards, checked here (train/rewards.py)
+        from vibethinker.train.rewards import instruct_reward
+
+        all_probs = load_domain(_split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts,
+                                cfg.seed, list(cfg.data_probs))  # fmt: skip
+        verify_fn = instruct_reward(cfg, verify_fn, all_probs, device)
 
     def verify(ps, rs):
         return verify_fn(ps, rs, workers=cfg.verify_workers)
+
+    verify.metrics = getattr(verify_fn, "metrics", None)  # per-step reward metrics, if any
 
     sampler = make_sampler("hf", model=model, tokenizer=tok)
     check_rl_context(cfg, model, sampler, prompt_fn)

@@ -357,6 +357,7 @@ def rl_step(lp: Loop, step: int) -> dict[str, Any]:
     return {
         "step": step + 1,
         **step_metrics(groups, sc, weights),
+        **(lp.verify.metrics() if getattr(lp.verify, "metrics", None) else {}),  # by reward source
         **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in u.items()},
         "lr": policy.current_lr(lp.optimizer),
         **{f"t_{k}": round(timer.t.get(k, 0.0), 4) for k in PHASES},
