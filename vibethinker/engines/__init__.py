@@ -9,6 +9,8 @@ Engines are named constructors in a dict, chosen once with `make_sampler("hf", m
 - `hf`: in-process transformers (CPU or GPU), own KV-cache sampling loop; `engines/hf.py`.
 - `openai`: any OpenAI-compatible HTTP server (vLLM, SGLang, llama.cpp); `engines/openai.py`.
 - `vllm`: in-process `vllm.LLM` (optional extra, GPU); `engines/vllm.py`.
+- `world`: a SIMULATED teacher (no model) answering the construct stage's prompts from the
+  embedded world's generators; `engines/world_teacher.py`.
 """
 
 from __future__ import annotations
@@ -124,6 +126,8 @@ ENGINES: dict[str, str] = {
     "hf": "vibethinker.engines.hf:HFSampler",
     "openai": "vibethinker.engines.openai:OpenAISampler",
     "vllm": "vibethinker.engines.vllm:VLLMSampler",
+    # SIMULATED teacher for the construct stage (no LLM): the world's generators answer.
+    "world": "vibethinker.engines.world_teacher:WorldTeacherSampler",
 }
 
 
