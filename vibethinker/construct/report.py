@@ -1,0 +1,77 @@
+"""The construct stage's summary.md and plots (trace length and difficulty per domain)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+
+def _plot(path: Path, hist: dict[str, Counter], xlabel: str, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    for d, c in sorted(hist.items()):
+        xs = sorted(c, key=float)
+        ax.plot([float(x) for x in xs], [c[x] for x in xs], marker=".", label=d)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("count")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _mean(c: Counter) -> float:
+    n = sum(c.values())
+    return sum(float(k) * v for k, v in c.items()) / n if n else 0.0
+
+
+def write_summary(out: Path, cfg: Any, ctx: Any, state: dict, hist: dict[str, dict]) -> None:
+    lines = [
+        "# construct", "",
+        f"Teacher `{cfg.teacher}`" + (" (SIMULATED world teacher, no LLM)" if cfg.teacher == "world" else "")
+        + f"; {state.get('seeds_done', 0)} seeds, {cfg.n_samples} samples per query, "
+        f"vote margin >= {cfg.vote_min_margin}, up to {cfg.max_traces} paths per query.", "",
+        "## Funnel (in -> out per step and domain)", "", ctx.funnel.table(), "",
+    ]  # fmt: skip
+    drops = ctx.funnel.drop_lines()
+    if drops:
+        lines += ["Drop reasons:", "", *drops, ""]
+    if state.get("bad_seeds"):
+        lines += [f"Seeds without supervision dropped: {state['bad_seeds']}", ""]
+    if ctx.index is not None:
+        hits = ctx.eval_hits
+        lines += ["## Decontamination", "",
+                  f"{ctx.index.n_items} eval items, {len(ctx.index)} {cfg.decontam_n}-grams "
+                  f"({ctx.index.template_grams} template n-grams left out); "
+                  f"{len(hits)} eval items hit by {sum(hits.values())} drops."]  # fmt: skip
+        if hits:
+            lines += ["Most hit: " + ", ".join(f"`{k}` {v}" for k, v in hits.most_common(10))]
+        pl = ctx.planted
+        if getattr(ctx.sampler, "planted", None) is not None or pl.get("reached"):
+            rec = pl["caught"] / pl["reached"] if pl["reached"] else float("nan")
+            prec = pl["caught"] / pl["flagged"] if pl["flagged"] else float("nan")
+            lines += [
+                "", f"Planted eval items (simulated teacher): {pl['reached']} reached the filter, "
+                f"{pl['caught']} caught: recall {rec:.2f}; precision {prec:.2f} ({pl['flagged']} "
+                "queries flagged at the query step)."]  # fmt: skip
+        lines.append("")
+    lens, diffs = hist["lengths"], hist["difficulty"]
+    if lens:
+        lines += ["## Curriculum tags", "", "| domain | problems | traces | mean trace chars | "
+                  "mean difficulty (1 - teacher pass rate) |", "|---|---|---|---|---|"]  # fmt: skip
+        for d in sorted(lens):
+            lc, dc = Counter(lens[d]), Counter(diffs.get(d, {}))
+            lines.append(f"| {d} | {sum(dc.values())} | {sum(lc.values())} | {_mean(lc) + 10:.0f} "
+                         f"| {_mean(dc):.3f} |")  # fmt: skip
+        _plot(out / "lengths.png", {d: Counter(c) for d, c in lens.items()}, "trace chars (bins of 20)",
+              "trace length")  # fmt: skip
+        _plot(out / "difficulty.png", {d: Counter(c) for d, c in diffs.items()},
+              "difficulty = 1 - teacher pass rate", "difficulty")  # fmt: skip
+        lines += ["", "![lengths](lengths.png) ![difficulty](difficulty.png)", ""]
+    (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")

@@ -1,0 +1,264 @@
+"""Stage `construct` (PAPER.md stage 0): seed problems + a teacher -> curriculum-ready SFT data.
+
+`vibethinker construct seeds=DATA/train.jsonl teacher=openai teacher_model=M eval_sets=[...]`
+streams the seeds in chunks through vibethinker/construct/pipeline.py: query expansion along the
+four axes, the teacher's query-quality verdicts, 10-gram decontamination of the queries, n
+teacher samples per query, majority vote (pseudo-labels), agreed sandbox tests for expanded code,
+trace verification, multi-path selection, the repetition filter, decontamination of the traces.
+Outputs (in `out`): train.jsonl (Problem records with `traces` and curriculum `meta`: source_seed,
+axis, vote_margin, pass_rate, difficulty, trace_chars), funnel.json, summary.md, lengths.png,
+difficulty.png. Memory stays flat in the number of seeds (one chunk in memory; the eval index is
+the only other structure). Each finished chunk is appended and recorded in progress.json, so an
+interrupted run resumes after the last finished chunk. The default teacher, `world`, is the
+SIMULATED teacher of engines/world_teacher.py (no LLM); docs/CONSTRUCT.md lists every choice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vibethinker.construct.decontam import EvalIndex
+from vibethinker.construct.evalsets import eval_items
+from vibethinker.construct.expand import AXES, load_template, supervision_error
+from vibethinker.construct.funnel import Funnel
+from vibethinker.construct.pipeline import Context, build_chunk
+from vibethinker.data.io import DataError, _files, _iter_rows, problem_from_dict, problem_to_dict
+from vibethinker.engines import SamplerError, SamplingParams, make_sampler
+from vibethinker.log import get_logger
+from vibethinker.stages import register
+
+log = get_logger("stages.construct")
+
+
+@dataclass
+class ConstructConfig:
+    seeds: str = ""
+    """Seed problems (Problem JSONL file, folder, or a `data` stage folder: its train.jsonl). Each
+    needs reliable supervision: math an answer, stem a gold letter and choices, code tests, instruct
+    instructions."""
+    out: str = "runs/construct"
+    """Output folder: train.jsonl, funnel.json, progress.json, summary.md, plots."""
+    teacher: str = "world"
+    """Teacher engine (vibethinker.engines.ENGINES): openai, hf, vllm, or world (SIMULATED, no LLM)."""
+    teacher_model: str = ""
+    """openai: served model name; hf/vllm: model folder. Unused by world."""
+    teacher_base_url: str = "http://127.0.0.1:8000/v1"
+    """openai engine: the server's base URL."""
+    teacher_options: dict[str, Any] = field(default_factory=dict)
+    """Extra engine keyword arguments (world: data, eval, error_rate, ill_posed_rate, n_planted, ...)."""
+    temperature: float = 1.0
+    """Teacher sampling temperature (paper: unpublished)."""
+    top_p: float = 0.95
+    """Teacher nucleus sampling."""
+    max_new_tokens: int = 4096
+    """Teacher response cap in tokens (paper: unpublished)."""
+    axes: list[str] = field(default_factory=lambda: list(AXES))
+    """Expansion axes (paper: concept_composition, solving_skeleton, constraints, evaluation_objective)."""
+    expansions_per_seed: int = 1
+    """New problems per expanded seed; axes cycle with the seed's position (paper: unpublished)."""
+    expand_fraction: float = 1.0
+    """Share of seeds that get expanded, chosen by a hash of the seed id (0 = no expansion)."""
+    keep_seeds: bool = True
+    """Also distill the seeds themselves (their trusted labels); false = expansions only."""
+    judge_seeds: bool = False
+    """Send seeds through the query-quality judge too (they are trusted by default)."""
+    n_samples: int = 8
+    """Teacher samples per query for the vote and the traces (paper: 'several'; unpublished)."""
+    vote_min_margin: float = 0.25
+    """Pseudo-label kept only if (top cluster - runner-up) / n_samples >= this (paper: silent)."""
+    code_min_agree: float = 0.5
+    """Expanded code: a test input is kept when this share of all samples give the same output."""
+    code_min_tests: int = 2
+    """Expanded code: fewer agreed tests than this drops the problem."""
+    max_traces: int = 4
+    """Multi-path: at most m distinct correct traces per query (paper: 'several')."""
+    path_max_overlap: float = 0.8
+    """Multi-path: a trace whose word n-gram Jaccard with a kept one is >= this is the same path."""
+    path_ngram: int = 3
+    """Multi-path: n of the word n-grams compared."""
+    rep_min_words: int = 30
+    """Repetition filter: traces shorter than this (words) are not judged."""
+    rep_max_dup_line: float = 0.3
+    """Repetition filter: most allowed share of duplicated lines (Gopher: 0.30)."""
+    rep_max_top: float = 0.4
+    """Repetition filter: most allowed char share of the top 2/3/4-gram (Gopher: 0.20-0.16; traces repeat more)."""
+    rep_max_dup: float = 0.6
+    """Repetition filter: most allowed char share of duplicated 5..10-grams (Gopher: 0.15-0.10)."""
+    eval_sets: list[str] = field(default_factory=list)
+    """Eval sets to decontaminate against: `path` (Problem JSONL), `format:path` (math, aime, gpqa,
+    livecodebench, humaneval, ifeval, ifbench), `humaneval`/`ifbench` alone (packaged files),
+    `pkg:<package>/<file>` for a file in an installed package (construct/evalsets.py)."""
+    decontam_n: int = 10
+    """Decontamination n-gram size in normalised words (paper: 10)."""
+    decontam_template_share: float = 0.05
+    """n-grams in more than this share of eval items are template, not content (1.0 = keep all)."""
+    decontam_template_min: int = 3
+    """... and in at least this many eval items."""
+    chunk: int = 256
+    """Seeds per chunk: the unit of streaming and of resume."""
+    max_seeds: int = 0
+    """Use only the first N seeds (0 = all)."""
+    on_bad_seed: str = "error"
+    """A seed without supervision: error (at start, naming file/line/field) or drop (counted)."""
+    workers: int = 2
+    """Verification worker processes / sandbox threads."""
+    expand_prompt: str = ""
+    """Expansion prompt template file (default: prompts/construct_expand.txt)."""
+    judge_prompt: str = ""
+    """Query-quality judge template file (default: prompts/construct_judge.txt)."""
+    seed: int = 0
+    """Sampling seed (teacher requests carry seed + chunk offsets) and the expansion draw."""
+
+
+def iter_seeds(path: str, on_bad: str) -> Iterator[tuple[int, Any, int]]:
+    """Stream (index, Problem, line) from the seed file(s); a seed without supervision raises a
+    DataError naming file, line and field (on_bad=error) or is skipped with a count (drop)."""
+    from vibethinker.data.io import split_file
+
+    i = 0
+    for f in _files(split_file(path, "train.jsonl")):
+        for line, row in _iter_rows(f):
+            if isinstance(row, DataError):
+                raise row
+            try:
+                p = problem_from_dict(row, f, line, (), set())
+                missing = supervision_error(p)
+                if missing:
+                    raise DataError(
+                        f, line, missing, f"a {p.domain} seed needs reliable supervision"
+                    )
+            except DataError:
+                if on_bad == "error":
+                    raise
+                yield i, None, line
+                i += 1
+                continue
+            yield i, p, line
+            i += 1
+
+
+def make_teacher(cfg: ConstructConfig) -> Any:
+    kw = dict(cfg.teacher_options)
+    if cfg.teacher == "openai":
+        kw.setdefault("base_url", cfg.teacher_base_url)
+        kw.setdefault("model", cfg.teacher_model or "default")
+    elif cfg.teacher in ("hf", "vllm"):
+        kw.setdefault("model", cfg.teacher_model)
+    return make_sampler(cfg.teacher, **kw)
+
+
+def _check(cfg: ConstructConfig) -> None:
+    bad = [a for a in cfg.axes if a not in AXES]
+    if bad:
+        raise ValueError(f"unknown axes {bad}; known: {', '.join(AXES)}")
+    if cfg.on_bad_seed not in ("error", "drop"):
+        raise ValueError(f"on_bad_seed must be error or drop, got {cfg.on_bad_seed!r}")
+    if not cfg.seeds:
+        raise ValueError("construct needs seeds=<Problem JSONL or data folder>")
+    if cfg.n_samples < 1 or cfg.max_traces < 1 or cfg.chunk < 1:
+        raise ValueError("n_samples, max_traces and chunk must be >= 1")
+
+
+def _save_json(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@register("construct", ConstructConfig, resumable=True)
+def run(cfg: ConstructConfig) -> dict[str, str]:
+    """Build SFT data from seeds with a teacher (expand, judge, vote, verify, multi-path, filters)."""
+    _check(cfg)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if cfg.on_bad_seed == "error":  # a bad seed is an error before any teacher call
+        for _ in iter_seeds(cfg.seeds, "error"):
+            pass
+    items = eval_items(cfg.eval_sets)
+    index = (
+        EvalIndex(items, cfg.decontam_n, cfg.decontam_template_share, cfg.decontam_template_min)
+        if items
+        else None
+    )
+    if index is not None:
+        log.info("eval index: %d items, %d n-grams (%d template n-grams left out)",
+                 index.n_items, len(index), index.template_grams)  # fmt: skip
+    prog_path, data_path = out / "progress.json", out / "train.jsonl"
+    state = (
+        json.loads(prog_path.read_text()) if prog_path.exists() else {"seeds_done": 0, "bytes": 0}
+    )
+    with open(data_path, "a+b") as f:  # drop a chunk that was half written when we stopped
+        f.truncate(state["bytes"])
+    if state["seeds_done"]:
+        log.info("resuming after %d finished seeds", state["seeds_done"])
+    ctx = Context(
+        sampler=make_teacher(cfg),
+        params=SamplingParams(
+            temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens
+        ),  # fmt: skip
+        expand_template=load_template(cfg.expand_prompt or None, "construct_expand.txt"),
+        judge_template=load_template(cfg.judge_prompt or None, "construct_judge.txt"),
+        index=index,
+        cfg=cfg,
+        funnel=Funnel(state.get("funnel")),
+        eval_hits=Counter(state.get("eval_hits", {})),
+    )
+    ctx.planted.update(state.get("planted", {}))
+    hist = {
+        k: {d: Counter(v) for d, v in state.get(k, {}).items()} for k in ("lengths", "difficulty")
+    }
+    chunk: list = []
+    n_bad = state.get("bad_seeds", 0)
+
+    def flush() -> None:
+        nonlocal n_bad
+        good = [(i, p) for i, p, _ in chunk if p is not None]
+        n_bad += len(chunk) - len(good)
+        try:
+            done = build_chunk(good, ctx, cfg.seed * 1_000_003 + 3 * (chunk[0][0] // cfg.chunk))
+        except SamplerError as e:
+            raise SamplerError(f"teacher failed on seeds {chunk[0][0]}..{chunk[-1][0]}: {e}; "
+                               f"{state['seeds_done']} seeds are saved, rerun to resume") from e  # fmt: skip
+        with open(data_path, "ab") as f:
+            for p in done:
+                f.write((json.dumps(problem_to_dict(p), ensure_ascii=False) + "\n").encode())
+            state["bytes"] = f.tell()
+        for p in done:
+            for c in p.meta["trace_chars"]:
+                hist["lengths"].setdefault(p.domain, Counter())[str(c // 20 * 20)] += 1
+            hist["difficulty"].setdefault(p.domain, Counter())[str(p.meta["difficulty"])] += 1
+        state.update(seeds_done=chunk[-1][0] + 1, funnel=ctx.funnel.state(), bad_seeds=n_bad,
+                     eval_hits=dict(ctx.eval_hits), planted=ctx.planted,
+                     lengths=hist["lengths"], difficulty=hist["difficulty"])  # fmt: skip
+        _save_json(prog_path, state)
+        log.info("seeds %d..%d: %d problems kept", chunk[0][0], chunk[-1][0], len(done))
+        chunk.clear()
+
+    for i, p, line in iter_seeds(cfg.seeds, cfg.on_bad_seed):
+        if cfg.max_seeds and i >= cfg.max_seeds:
+            break
+        if i < state["seeds_done"]:
+            continue
+        chunk.append((i, p, line))
+        if len(chunk) >= cfg.chunk:
+            flush()
+    if chunk:
+        flush()
+    if n_bad:
+        log.warning("%d seed(s) without supervision dropped (on_bad_seed=drop)", n_bad)
+    _save_json(out / "funnel.json", {**ctx.funnel.state(), "bad_seeds": n_bad,
+                                     "eval_hits": dict(ctx.eval_hits), "planted": ctx.planted})  # fmt: skip
+    from vibethinker.construct.report import write_summary
+
+    write_summary(out, cfg, ctx, state, hist)
+    return {
+        "train": str(data_path),
+        "funnel": str(out / "funnel.json"),
+        "summary": str(out / "summary.md"),
+    }
