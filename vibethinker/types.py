@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DOMAINS = ("math", "code", "stem", "instruct")
+# SFT-only skill data, never a problem to verify: `clr` = the CLR judge tasks (claim extraction and
+# verification, data/world/claims.py). SFT trains on them; RL, eval and probing skip them.
+TRAIN_ONLY_DOMAINS = ("clr",)
 
 
 @dataclass

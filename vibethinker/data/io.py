@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
 from vibethinker.log import get_logger
-from vibethinker.types import DOMAINS, Problem
+from vibethinker.types import DOMAINS, TRAIN_ONLY_DOMAINS, Problem
 
 log = get_logger("data.io")
 
@@ -35,6 +35,7 @@ _REQUIRED_BY_DOMAIN = {
     "stem": ("answer", "choices"),
     "code": (),  # tests or test_code+entry_point, checked below
     "instruct": ("instructions",),
+    "clr": ("traces",),  # training-only (types.TRAIN_ONLY_DOMAINS): a prompt and its reply
 }
 
 
@@ -149,8 +150,9 @@ def problem_from_dict(
         if kwargs.get(key) in (None, ""):
             raise DataError(path, line, key, "required, expected a non-empty string")
     domain = kwargs["domain"]
-    if domain not in DOMAINS:
-        raise DataError(path, line, "domain", f"expected one of {DOMAINS}, got {domain!r}")
+    if domain not in DOMAINS + TRAIN_ONLY_DOMAINS:
+        known = DOMAINS + TRAIN_ONLY_DOMAINS
+        raise DataError(path, line, "domain", f"expected one of {known}, got {domain!r}")
     for key in _REQUIRED_BY_DOMAIN[domain]:
         open_prompt = domain == "instruct" and kwargs.get("subdomain") == "open"  # rubric-scored
         if kwargs.get(key) in (None, "", []) and not open_prompt:
@@ -346,11 +348,13 @@ def load_mixture(
 def select(
     problems: list[Problem], limit: int = 0, domains: list[str] | None = None
 ) -> list[Problem]:
-    """`domains` keeps those domains; `limit` keeps at most that many problems, balanced over
-    the domains present (round-robin in file order), so a mixed file is not cut to its first
-    domain. Per-domain order is kept."""
+    """`domains` keeps those domains (none given: every domain but the training-only ones);
+    `limit` keeps at most that many problems, balanced over the domains present (round-robin in
+    file order), so a mixed file is not cut to its first domain. Per-domain order is kept."""
     if domains:
         problems = [p for p in problems if p.domain in domains]
+    else:
+        problems = [p for p in problems if p.domain not in TRAIN_ONLY_DOMAINS]
     if not limit or len(problems) <= limit:
         return problems
     by_domain: dict[str, list[Problem]] = {}

@@ -1,7 +1,54 @@
-"""Editable prompt templates shipped with the package (`*.txt`, read with `Path`, not imported).
+"""Editable prompt templates shipped with the package (`*.txt`), and the helpers that fill them.
 
 - `clr_extract.txt`: CLR claim extraction; placeholders `{problem}`, `{response}`, `{m}`.
 - `clr_verify.txt`: CLR claim verification; placeholders `{problem}`, `{claim}`.
-Placeholders are filled in one pass (stages/clr.py `fill`), so LaTeX braces in a template or in
-the inserted text are left alone. Point `extract_prompt=` / `verify_prompt=` at your own copies.
+- `clr_extract_verbose.txt`, `clr_verify_verbose.txt`: longer wordings of the same two tasks for
+  a real model (the defaults are short because every word costs the tiny world's tokenizer
+  several tokens); same placeholders, same reply formats.
+The `clr` stage and the world's CLR skill examples (data/world/claims.py) both fill them with
+`fill`, so the SFT examples are exactly the user turns the stage sends. Placeholders are filled
+in one pass, so LaTeX braces in a template or in the inserted text are left alone. Point
+`extract_prompt=` / `verify_prompt=` at your own copies. Kept free of heavy imports (no torch).
 """
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+PROMPTS_DIR = Path(__file__).resolve().parent
+
+
+def load_template(path: str, default: str, required: tuple[str, ...]) -> str:
+    """A prompt template (a config path, or the packaged default); refused before any sampling
+    when it lacks a placeholder the phase cannot work without."""
+    text = Path(path or PROMPTS_DIR / default).read_text()
+    missing = [r for r in required if r not in text]
+    if missing:
+        raise ValueError(f"clr: template {path or default} lacks {', '.join(missing)}")
+    return text
+
+
+def fill(template: str, **values: Any) -> str:
+    """One pass over `{name}` placeholders (text inserted is never re-read, LaTeX braces stay);
+    the template's trailing newline is dropped (a user turn does not end with one)."""
+    return re.sub(
+        r"\{(\w+)\}",
+        lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0),
+        template.rstrip("\n"),
+    )
+
+
+def problem_text(prompt: str) -> str:
+    """The problem as the judge templates show it: the sampling prompt without its closing
+    answer-format request (the paper's math / multiple-choice suffix, or a last line asking for
+    a `\\boxed{}`), so extraction and verification replies are not steered into boxing an answer."""
+    from vibethinker.evaluate.prompts import CHOICE_SUFFIX, MATH_SUFFIX
+
+    text = prompt.rstrip()
+    for suffix in (MATH_SUFFIX, CHOICE_SUFFIX):
+        if text.endswith(suffix):
+            return text[: -len(suffix)].rstrip()
+    head, _, last = text.rpartition("\n")
+    return head.rstrip() if head and "\\boxed{}" in last else text

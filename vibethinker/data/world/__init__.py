@@ -105,7 +105,9 @@ def generate(
 
     n_train / n_eval are totals over domains (math gets `math_share`, the rest split evenly);
     n_probe is per math subdomain and per other domain. Held-out splits are drawn first.
+    `clr` in `domains` adds the training-only CLR skill examples to train (world/claims.py).
     """
+    with_clr, domains = "clr" in domains, [d for d in domains if d != "clr"]
     unknown = [d for d in domains if d not in MAKERS]
     if unknown:
         raise ValueError(f"unknown domain(s) {unknown}; known: {list(MAKERS)}")
@@ -124,6 +126,10 @@ def generate(
             for count, sub in per_split[split]:
                 _fill(domain, split, count, sub, rng, seen, got, seed)
             out[split] += got
+    if with_clr:
+        from vibethinker.data.world.claims import add_clr
+
+        add_clr(out, seed)
     return out
 
 
