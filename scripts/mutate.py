@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -70,7 +71,7 @@ TARGETS: dict[str, Target] = {
     "engines.hf": Target(
         "vibethinker/engines/hf.py",
         ("*x_sample_next*", "*x_nucleus*", "*x_inverse_cdf*", "*_sample_batch*"),
-        ("tests/test_engines_hf.py",),
+        ("tests/test_engines_hf.py", "tests/test_kill_hf.py"),
     ),  # fmt: skip
     "stages.probe_merge": Target(
         "vibethinker/stages/probe_merge.py",
@@ -257,12 +258,18 @@ def run_listed(work: Path) -> dict[str, object]:
             "survived": survived, "minutes": round((time.time() - t0) / 60, 1)}  # fmt: skip
 
 
-def prepare(name: str, t: Target, work: Path) -> Path:
-    """A fresh copy of the repository for `name`, with a [tool.mutmut] section for it."""
+def prepare(name: str, t: Target, work: Path, rev: str = "") -> Path:
+    """A fresh copy of the repository for `name` (the working tree, or commit `rev`), with a
+    [tool.mutmut] section for it."""
     dst = work / name
     if dst.exists():
         shutil.rmtree(dst)
-    shutil.copytree(ROOT, dst, ignore=COPY_IGNORE)
+    if rev:
+        dst.mkdir(parents=True)
+        tar = subprocess.run(["git", "archive", rev], cwd=ROOT, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(dst)], input=tar.stdout, check=True)
+    else:
+        shutil.copytree(ROOT, dst, ignore=COPY_IGNORE)
     sel = ", ".join(json.dumps(x) for x in t.tests)
     conf = (
         "\n[tool.mutmut]\n"
@@ -277,14 +284,31 @@ def prepare(name: str, t: Target, work: Path) -> Path:
     return dst
 
 
-def run_target(name: str, t: Target, work: Path, jobs: int) -> dict[str, object]:
-    dst = prepare(name, t, work)
+def run_target(name: str, t: Target, work: Path, jobs: int, sample: int = 0, seed: int = 0,
+               only: list[str] | None = None, rev: str = "") -> dict[str, object]:  # fmt: skip
+    """Run mutmut on one target: all its mutants, `sample` of them drawn at random, or the
+    `only` ones named (re-checking earlier survivors)."""
+    dst = prepare(name, t, work, rev)
     mutmut = [sys.executable, "-m", "mutmut"]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
     t0 = time.time()
     globs = [f"{t.path[:-3].replace('/', '.')}.{g}" if g != "*" else "*" for g in t.functions]
+    names, every = globs, []
+    picked: set[str] | None = None
+    if only is not None:
+        names = sorted({n for n in only if any(_match(n, g) for g in globs)})
+        picked = set(names)
+        if not names:
+            return {"target": name, "module": t.path, "mutants": 0, "killed": 0, "equivalent": 0,
+                    "survived": [], "minutes": 0.0, "rev": rev}  # fmt: skip
+    elif sample:
+        every = [n for n in generate(dst, env) if any(_match(n, g) for g in globs)]
+        if len(every) > sample:
+            picked = set(random.Random(seed).sample(sorted(every), sample))
+            names = sorted(picked)
+            print(f"  sampled {sample} of {len(every)} mutants (seed {seed})", flush=True)
     log = (dst / "mutmut.log").open("w")
-    subprocess.run([*mutmut, "run", "--max-children", str(jobs), *globs], cwd=dst, env=env,
+    subprocess.run([*mutmut, "run", "--max-children", str(jobs), *names], cwd=dst, env=env,
                    stdout=log, stderr=subprocess.STDOUT, check=False)  # fmt: skip
     res = subprocess.run([*mutmut, "results", "--all", "true"], cwd=dst, env=env,
                          capture_output=True, text=True, check=False)  # fmt: skip
@@ -292,7 +316,8 @@ def run_target(name: str, t: Target, work: Path, jobs: int) -> dict[str, object]
     for line in res.stdout.splitlines():
         m = RESULT.match(line)
         if m and any(_match(m.group(1), g) for g in globs):
-            status[m.group(1)] = m.group(2).strip()
+            if picked is None or m.group(1) in picked:
+                status[m.group(1)] = m.group(2).strip()
     survived = sorted(k for k, v in status.items() if v != "killed")
     equivalent = [k for k in survived if k in EQUIVALENT]
     return {
@@ -305,7 +330,32 @@ def run_target(name: str, t: Target, work: Path, jobs: int) -> dict[str, object]
         "equivalent": len(equivalent),
         "survived": [f"{k}: {status[k]}" for k in survived if k not in EQUIVALENT],
         "minutes": round((time.time() - t0) / 60, 1),
+        "sampled_from": len(every) if every and picked is not None else None,
+        "only": only is not None,
+        "rev": rev or "working tree",
     }
+
+
+_GENERATE = """
+import os, mutmut.__main__ as m
+from mutmut.mutation.trampoline import set_mutant_under_test
+set_mutant_under_test("mutant_generation")
+os.makedirs("mutants", exist_ok=True)
+m.copy_src_dir(); m.copy_also_copy_files(); m.setup_source_paths()
+m.store_lines_covered_by_tests(); m.create_mutants(1)
+"""
+
+
+def generate(dst: Path, env: dict[str, str]) -> list[str]:
+    """Every mutant name mutmut would make in `dst` (generation only, no test run)."""
+    res = subprocess.run([sys.executable, "-c", _GENERATE], cwd=dst, env=env,
+                         capture_output=True, text=True)  # fmt: skip
+    if res.returncode:
+        sys.exit(f"mutmut could not generate mutants in {dst}:\n{res.stderr[-3000:]}")
+    names: list[str] = []
+    for meta in (dst / "mutants").rglob("*.meta"):
+        names += json.loads(meta.read_text())["exit_code_by_key"]
+    return names
 
 
 def _match(name: str, glob: str) -> bool:
@@ -320,7 +370,9 @@ def report(rows: list[dict[str, object]]) -> str:
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(f"| {r['target']} | `{r['module']}` | {r['mutants']} | {r['killed']} | "
+        n = f"{r['mutants']} of {r['sampled_from']}" if r.get("sampled_from") else r["mutants"]
+        n = f"{n} (re-check)" if r.get("only") else n
+        lines.append(f"| {r['target']} | `{r['module']}` | {n} | {r['killed']} | "
                      f"{len(r['survived'])} | {r['equivalent']} | {r['minutes']} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
@@ -331,19 +383,47 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/vibethinker-mutate")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--json", default="", help="also write the per-target results here")
+    ap.add_argument(
+        "--sample",
+        type=int,
+        default=0,
+        help="run at most this many mutants per target, drawn at random (0: all)",
+    )
+    ap.add_argument("--seed", type=int, default=0, help="the --sample draw's seed")
+    ap.add_argument(
+        "--only",
+        default="",
+        help="a file of mutant names, one a line: run only those (re-check survivors)",
+    )
+    ap.add_argument(
+        "--rev", default="", help="mutate this commit (git archive) instead of the working tree"
+    )
+    ap.add_argument(
+        "--nice",
+        type=int,
+        default=19,
+        help="niceness added to this process and its children (shared machines)",
+    )
     args = ap.parse_args()
+    if args.nice:
+        os.nice(args.nice)
     names = args.targets or ["listed", *TARGETS]
     unknown = [n for n in names if n not in TARGETS and n != "listed"]
     if unknown:
         sys.exit(f"unknown targets {unknown}; known: {', '.join(TARGETS)}")
     work = Path(args.work)
+    only = Path(args.only).read_text().split() if args.only else None
     work.mkdir(parents=True, exist_ok=True)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in names:
         print(f"mutate: {n} ...", flush=True)
-        r = run_listed(work) if n == "listed" else run_target(n, TARGETS[n], work, args.jobs)
+        r = (
+            run_listed(work)
+            if n == "listed"
+            else run_target(n, TARGETS[n], work, args.jobs, args.sample, args.seed, only, args.rev)
+        )
         rows.append(r)
         print(f"  {r['killed']}/{r['mutants']} killed, {len(r['survived'])} survived, "
               f"{r['equivalent']} equivalent ({r['minutes']} min)", flush=True)  # fmt: skip
