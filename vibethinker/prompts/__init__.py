@@ -5,6 +5,9 @@
 - `clr_extract_verbose.txt`, `clr_verify_verbose.txt`: longer wordings of the same two tasks for
   a real model (the defaults are short because every word costs the tiny world's tokenizer
   several tokens); same placeholders, same reply formats.
+- `rubric_judge.txt`: the rubric LLM judge of Instruct RL (verifiers/rubric.py): the system
+  prompt, a line `=== user ===`, then the user turn with `{prompt}` and `{response}` (str.format:
+  literal braces as `{{` `}}`); `rubric_prompt=` points at your own copy.
 The `clr` stage and the world's CLR skill examples (data/world/claims.py) both fill them with
 `fill`, so the SFT examples are exactly the user turns the stage sends. Placeholders are filled
 in one pass, so LaTeX braces in a template or in the inserted text are left alone. Point
