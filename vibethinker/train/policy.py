@@ -110,6 +110,14 @@ def save_hf(model: Any, tokenizer: Any, folder: str | os.PathLike) -> str:
     """Save a plain HF folder. A LoRA model is saved merged (base + adapters: loadable by
     transformers and vLLM like any checkpoint) with the adapter alone in `folder`/adapter
     (PeftModel.from_pretrained(base, folder/adapter))."""
+    from vibethinker.train import dist
+
+    if dist.active():  # N processes: gather the weights (FSDP2), rank 0 writes them
+        return _save_hf_gathered(model, tokenizer, folder)
+    return _save_hf_local(model, tokenizer, folder)
+
+
+def _save_hf_local(model: Any, tokenizer: Any, folder: str | os.PathLike) -> str:
     import copy
 
     from vibethinker.models import save_model_and_tokenizer
@@ -123,6 +131,34 @@ def save_hf(model: Any, tokenizer: Any, folder: str | os.PathLike) -> str:
 
 
 ADAPTER_DIR = "adapter"
+
+
+def _save_hf_gathered(model: Any, tokenizer: Any, folder: str | os.PathLike) -> str:
+    """The consolidated HF folder of an FSDP2 / DDP model: every process takes part in the
+    all-gather, rank 0 writes (a plain folder transformers and vLLM load)."""
+    import functools
+
+    from vibethinker.models import save_model_and_tokenizer
+    from vibethinker.train import dist
+
+    hf = dist.inner(model)
+    if not dist.is_fsdp(hf):  # a replica (DDP, or not wrapped) on every process
+        if dist.is_main():
+            _save_hf_local(hf, tokenizer, folder)
+        dist.barrier()
+        return str(folder)
+    sd = dist.full_state_dict(model)
+    # a tied weight (lm_head = embed_tokens) is ONE parameter: save it once, as save_pretrained does
+    keep = {n for n, _ in hf.named_parameters()} | {n for n, _ in hf.named_buffers()}
+    sd = {k: v for k, v in sd.items() if k in keep}
+    if dist.is_main():
+        hf.save_pretrained = functools.partial(type(hf).save_pretrained, hf, state_dict=sd)
+        try:
+            save_model_and_tokenizer(hf, tokenizer, folder)
+        finally:
+            del hf.save_pretrained
+    dist.barrier()
+    return str(folder)
 
 
 # ----------------------------------------------------------------------------- schedule
@@ -261,7 +297,12 @@ def save_checkpoint(
     extra: dict[str, Any] | None = None,
 ) -> Path:
     """A HF folder (weights, config, tokenizer) + trainer_state.pt; written to a temporary name
-    and renamed, so a crash mid-save never leaves a checkpoint that looks complete."""
+    and renamed, so a crash mid-save never leaves a checkpoint that looks complete. Under N
+    processes the model and optimizer are also saved sharded (`_save_sharded`)."""
+    from vibethinker.train import dist
+
+    if dist.active():
+        return _save_sharded(folder, model, tokenizer, optimizer, scheduler, step, extra)
     final = Path(folder)
     tmp = final.with_name(final.name + ".tmp")
     if tmp.exists():
@@ -286,6 +327,60 @@ def save_checkpoint(
     return final
 
 
+SHARDED_DIR = "dcp"
+
+
+def _save_sharded(folder, model, tokenizer, optimizer, scheduler, step, extra) -> Path:
+    """N processes: model + optimizer state as a torch.distributed.checkpoint (DCP) folder,
+    each process writing its own shards (`dcp/`), each process's RNG state (`rng-RANK.pt`),
+    and the consolidated HF folder + trainer_state.pt (step, schedule, options) from rank 0.
+    DCP reshards on load, so a checkpoint resumes under any number of processes (or one)."""
+    import shutil
+
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    from vibethinker.train import dist
+
+    final = Path(folder)
+    tmp = final.with_name(final.name + ".tmp")
+    if dist.is_main():
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+    dist.barrier()
+    msd, osd = get_state_dict(dist.inner(model), optimizer if optimizer is not None else [])
+    dcp.save({"model": msd, "optim": osd}, checkpoint_id=str(tmp / SHARDED_DIR))
+    torch.save(rng_state(), tmp / f"rng-{dist.rank()}.pt")
+    save_hf(model, tokenizer, tmp)  # collective; rank 0 writes
+    if dist.is_main():
+        state = {"step": step, "optimizer": None, "sharded": dist.world(),
+                 "scheduler": scheduler.state_dict() if scheduler is not None else None,
+                 "rng": rng_state(), "extra": extra or {}}  # fmt: skip
+        torch.save(state, tmp / STATE_FILE)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    dist.barrier()
+    return final
+
+
+def _load_sharded(folder: Path, model: Any, optimizer: Any) -> None:
+    """Model and optimizer from a checkpoint's DCP folder, resharded to this run's processes."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    from vibethinker.train import dist
+
+    m = dist.inner(model)
+    opt = optimizer if optimizer is not None else []
+    msd, osd = get_state_dict(m, opt)
+    target = {"model": msd, "optim": osd} if optimizer is not None else {"model": msd}
+    dcp.load(target, checkpoint_id=str(folder / SHARDED_DIR))
+    set_state_dict(m, opt, model_state_dict=target["model"],
+                   optim_state_dict=target.get("optim", {}))  # fmt: skip
+
+
 def load_checkpoint(
     folder: str | os.PathLike,
     model: Any,
@@ -297,8 +392,18 @@ def load_checkpoint(
     (`step`, `extra`, ...)."""
     from safetensors.torch import load_file
 
+    from vibethinker.train import dist
+
     folder = Path(folder)
-    if is_lora(model):  # only the adapters trained: resume them (the base is the start model)
+    if (folder / SHARDED_DIR).is_dir():  # written by N processes: reshard to this run
+        _load_sharded(folder, model, optimizer)
+        optimizer = None  # loaded with the model
+    elif dist.is_wrapped(model):
+        raise ValueError(
+            f"{folder}: a one-process checkpoint cannot resume under torchrun "
+            "(it holds no sharded state); resume it in one process, or use a new `out`"
+        )
+    elif is_lora(model):  # only the adapters trained: resume them (the base is the start model)
         from peft import set_peft_model_state_dict
 
         adapter = folder / ADAPTER_DIR / "adapter_model.safetensors"
@@ -310,7 +415,10 @@ def load_checkpoint(
         optimizer.load_state_dict(state["optimizer"])
     if scheduler is not None and state.get("scheduler") is not None:
         scheduler.load_state_dict(state["scheduler"])
-    if restore_rng and state.get("rng"):
+    own_rng = folder / f"rng-{dist.rank()}.pt"
+    if restore_rng and own_rng.exists():
+        set_rng_state(torch.load(own_rng, map_location="cpu", weights_only=False))
+    elif restore_rng and state.get("rng"):
         set_rng_state(state["rng"])
     return state
 
@@ -373,12 +481,15 @@ def rows_upto(path: Path, step: int) -> list[dict[str, Any]]:
     hold only those, so a resumed run appends after them (no rows of the lost steps)."""
     import json
 
+    from vibethinker.train import dist
+
     rows = []
-    if path.exists():
-        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    rows = [r for r in rows if r.get("step", 0) <= step]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return rows
+    if dist.is_main():  # N processes: rank 0 owns the files and sends the rows to the others
+        if path.exists():
+            rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        rows = [r for r in rows if r.get("step", 0) <= step]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dist.broadcast_object(rows)
 
 
 def check_same_run(

@@ -37,8 +37,8 @@ from vibethinker.algo.losses import LossStats, clipped_surrogate
 from vibethinker.config import is_runtime
 from vibethinker.engines import SamplingParams, make_sampler
 from vibethinker.evaluate.prompts import paper_prompt
-from vibethinker.log import get_logger, progress_bar
-from vibethinker.train import policy
+from vibethinker.log import get_logger
+from vibethinker.train import dist, policy
 from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rollout import (
     Batch,
@@ -116,12 +116,25 @@ def frozen_logprobs(model: Any, batch: Batch, rows: torch.Tensor, micro: int) ->
     """[N, T] logprobs of `model` (no grad) for `rows` of the batch (other rows 0)."""
     device = next(model.parameters()).device
     out = torch.zeros(batch.mask.shape, dtype=torch.float32)
-    for s in range(0, rows.numel(), micro):
-        r = rows[s : s + micro]
+    for r, real in micro_chunks(rows, micro, dist.is_wrapped(model)):
         with policy.autocast_context(device):
-            lp, _ = response_logprobs(model, batch.rows(r).to(device))
-        out[r] = lp.float().cpu()
+            lp, _ = dist.call(model, response_logprobs, batch.rows(r).to(device))
+        if real:
+            out[r] = lp.float().cpu()
     return out
+
+
+def micro_chunks(
+    rows: torch.Tensor, micro: int, collective: bool
+) -> list[tuple[torch.Tensor, bool]]:
+    """(row indices, real) per forward: `rows` in chunks of `micro`; for a model whose forward is
+    a collective (FSDP2, DDP), padded with dummy chunks (row 0, not real) to the largest count
+    among processes, so that every process runs as many forwards."""
+    chunks = [(rows[s : s + micro], True) for s in range(0, rows.numel(), micro)]
+    if collective:
+        most = int(dist.all_max([len(chunks)])[0])
+        chunks += [(torch.zeros(1, dtype=torch.long), False)] * (most - len(chunks))
+    return chunks
 
 
 def update(
@@ -141,32 +154,21 @@ def update(
     device = next(model.parameters()).device
     n_seqs = n_seqs or adv.numel()
     st, ent_sum, loss_sum = LossStats(), 0.0, 0.0
-    for s in range(0, rows.numel(), opts.micro_batch):
-        r = rows[s : s + opts.micro_batch]
+    chunks = micro_chunks(rows, opts.micro_batch, dist.is_wrapped(model))
+    for i, (r, real) in enumerate(chunks):
         mb = batch.rows(r).to(device)
-        with policy.autocast_context(device):
-            logp, ent = response_logprobs(model, mb, with_entropy=True)
-        old = old_logp[r].to(device) if old_logp is not None else logp.detach()
-        loss, part = clipped_surrogate(
-            logp,
-            old,
-            adv[r].to(device),
-            mb.mask,
-            clip_eps=opts.clip_eps,
-            # the config's clip_eps_high 0 means "same as clip_eps", which the loss spells None
-            clip_eps_high=opts.clip_eps_high or None,
-            engine_logp=mb.engine_logp,
-            tis_cap=opts.tis_cap,
-            ref_logp=ref_logp[r].to(device) if ref_logp is not None else None,
-            kl_coef=opts.kl_coef,
-            n_seqs=n_seqs,
-        )
-        loss.backward()
+        with dist.sync_context(model, last=i == len(chunks) - 1):
+            loss, part, ent = _micro_loss(model, mb, adv, r, opts, old_logp, ref_logp, n_seqs)
+            # the processes average gradients: scale back to the sum (a dummy chunk adds 0)
+            (loss * (dist.grad_scale() if real else 0.0)).backward()
+        if not real:
+            continue
         st = st.add(part)
         ent_sum += float((ent * mb.mask).sum())
         loss_sum += float(loss.detach())
+    st, ent_sum, loss_sum, n_rows = _reduce_stats(st, ent_sum, loss_sum, rows.numel())
     gnorm = 0.0
-    if rows.numel():
+    if n_rows:
         gnorm = policy.optimizer_step(model, optimizer, scheduler, opts.max_grad_norm)
     elif scheduler is not None:  # no signal in this batch: keep the LR schedule on the step count
         with warnings.catch_warnings():  # "scheduler.step() before optimizer.step()": intended
@@ -177,8 +179,52 @@ def update(
         "loss": loss_sum,
         "entropy": ent_sum / max(st.tokens, 1),
         "grad_norm": gnorm,
-        "trained_rows": int(rows.numel()),
+        "trained_rows": int(n_rows),
     }
+
+
+def _micro_loss(
+    model: Any,
+    mb: Batch,
+    adv: torch.Tensor,
+    r: torch.Tensor,
+    opts: RLConfig,
+    old_logp: torch.Tensor | None,
+    ref_logp: torch.Tensor | None,
+    n_seqs: int,
+) -> tuple[torch.Tensor, LossStats, torch.Tensor]:
+    """(loss, stats, entropy) of one micro-batch of rows `r` (normalised by all n_seqs)."""
+    device = mb.input_ids.device
+    with policy.autocast_context(device):
+        logp, ent = dist.call(model, response_logprobs, mb, with_entropy=True)
+    old = old_logp[r].to(device) if old_logp is not None else logp.detach()
+    loss, part = clipped_surrogate(
+        logp,
+        old,
+        adv[r].to(device),
+        mb.mask,
+        clip_eps=opts.clip_eps,
+        # the config's clip_eps_high 0 means "same as clip_eps", which the loss spells None
+        clip_eps_high=opts.clip_eps_high or None,
+        engine_logp=mb.engine_logp,
+        tis_cap=opts.tis_cap,
+        ref_logp=ref_logp[r].to(device) if ref_logp is not None else None,
+        kl_coef=opts.kl_coef,
+        n_seqs=n_seqs,
+    )
+    return loss, part, ent
+
+
+def _reduce_stats(st: LossStats, ent_sum: float, loss_sum: float, n_rows: int):
+    """The step's stats summed over the processes (max for ratio_max); as is in one process."""
+    if not dist.active():
+        return st, ent_sum, loss_sum, n_rows
+    keys = ("tokens", "clipped", "ratio_sum", "kl_sum", "tis_sum", "tis_capped", "engine_kl_sum")
+    tot = dist.all_sum([getattr(st, k) for k in keys] + [ent_sum, loss_sum, n_rows])
+    vals = dict(zip(keys, tot))
+    vals["tokens"] = int(vals["tokens"])
+    out = LossStats(**vals, ratio_max=dist.all_max([st.ratio_max])[0])
+    return out, tot[-3], tot[-2], int(tot[-1])
 
 
 def step_metrics(groups: list[Group], sc: Scored, weights: torch.Tensor) -> dict[str, float]:
@@ -243,6 +289,8 @@ def _stderr(xs: list[float]) -> float | None:
 
 
 def _append(path: Path, row: dict[str, Any]) -> None:
+    if not dist.is_main():
+        return
     with path.open("a") as f:
         f.write(json.dumps(row) + "\n")
 
@@ -264,6 +312,7 @@ class Loop:
     out: Path
     history: list[dict[str, Any]]
     evals: list[dict[str, Any]]
+    sync: Callable[[], None] | None = None  # pushes the trainer's weights to the engine
 
     def sampling(self, seed: int) -> SamplingParams:
         o = self.opts
@@ -288,12 +337,21 @@ def train(
     verify: Callable[[list[Problem], list[str]], list] | None = None,
     resume: bool = True,
     stop_at: int | None = None,
+    sampler: Any = None,
 ) -> dict[str, Any]:
     """Run RL on `model` in place. Writes out/metrics.jsonl (one row per step), out/evals.jsonl
     (held-out evaluations, step 0 = the start) and out/checkpoints/step-XXXXXX. `stop_at` leaves
-    after that many steps (checkpointed), as an interruption would."""
+    after that many steps (checkpointed), as an interruption would. `sampler`: a fixed rollout
+    sampler (tests); by default the `engine` option's (`rollout_engine`), kept in sync with the
+    trainer's weights after every optimizer step."""
     _check_inputs(problems, opts)
     out = Path(out)
+    if opts.prompts_per_step < dist.world():
+        raise ValueError(
+            f"rl: prompts_per_step={opts.prompts_per_step} is less than the "
+            f"{dist.world()} processes (each samples whole groups of its prompts)"
+        )
+    model = dist.wrap(model, getattr(opts, "parallel", "auto"))  # N processes: FSDP2 or DDP
     optimizer, scheduler, start = policy.start_or_resume(
         model, out, seed=opts.seed, lr=opts.lr, final_lr=opts.final_lr,
         warmup_frac=opts.warmup_frac, weight_decay=opts.weight_decay,
@@ -303,17 +361,22 @@ def train(
         policy.rows_upto(out / "metrics.jsonl", start),
         policy.rows_upto(out / "evals.jsonl", start),
     )
-    sampler = make_sampler("hf", model=model, tokenizer=tokenizer)
+    sync = None
+    if sampler is None:
+        sampler, sync = rollout_engine(model, tokenizer, opts)
+    if sync is not None:
+        sync()  # the engine starts from the trainer's (possibly resumed) weights
     verify = verify or _default_verify(opts.verify_workers)
     lp = Loop(model=model, tokenizer=tokenizer, sampler=sampler, problems=problems, opts=opts,
               prompt_fn=prompt_fn, verify=verify, ref_model=ref_model, optimizer=optimizer,
-              scheduler=scheduler, out=out, history=history, evals=evals)  # fmt: skip
+              scheduler=scheduler, out=out, history=history, evals=evals, sync=sync)  # fmt: skip
     from vibethinker.log import make_tracker  # experiment tracking (report_to)
 
-    tracker = make_tracker(getattr(opts, "report_to", "none"), out, out.name, vars(opts))
+    report = getattr(opts, "report_to", "none") if dist.is_main() else "none"
+    tracker = make_tracker(report, out, out.name, vars(opts))
     if start == 0:
         run_eval(lp, eval_problems, 0)
-    bar = progress_bar(opts.steps, start, "rl")
+    bar = dist.progress_bar(opts.steps, start, "rl")
     t_begin, done = time.perf_counter(), start
     for step in range(start, opts.steps):
         row = rl_step(lp, step)
@@ -321,6 +384,7 @@ def train(
         _record(lp, row, bar)
         done = step + 1
         out_of_time = opts.max_seconds and time.perf_counter() - t_begin >= opts.max_seconds
+        out_of_time = dist.broadcast_object(out_of_time)  # rank 0's clock decides for all
         if opts.eval_every and (done % opts.eval_every == 0 or done == opts.steps or out_of_time):
             run_eval(lp, eval_problems, done)
             if lp.evals and lp.evals[-1]["step"] == done:
@@ -342,18 +406,24 @@ def rl_step(lp: Loop, step: int) -> dict[str, Any]:
     """One step: rollout -> verify -> advantages -> logprobs -> update; returns its metrics row."""
     opts, timer, t0 = lp.opts, Timer(), time.perf_counter()
     idx = draw_prompts(len(lp.problems), step, opts.prompts_per_step, opts.seed)
-    batch_problems = [lp.problems[i] for i in idx]
-    params = lp.sampling(opts.seed * 1_000_003 + step)
+    # N processes: each samples whole groups of its share of the step's prompts (its own seed)
+    batch_problems = [lp.problems[i] for i in dist.shard(idx)]
+    params = lp.sampling(opts.seed * 1_000_003 + step + 7_919 * dist.rank())
     with timer("generate"):
         groups = rollout(lp.sampler, batch_problems, lp.prompt_fn, opts.group_size, params)
     with timer("verify"):
-        sc = score_groups(groups, lp.verify, opts.truncated_reward)
+        sc_mine = score_groups(groups, lp.verify, opts.truncated_reward)
+    # advantages and metrics over ALL groups of the step (each group is whole on one process)
+    sc, mine = gather_scored(sc_mine)
     adv, weights = compute_advantages(sc, opts)
-    adv = adv.flatten()
+    adv_mine = adv[mine].flatten()
     with timer("logprobs"):
-        tb, rows, old_lp, ref_lp = logprob_inputs(lp, groups, adv)
+        tb, rows, old_lp, ref_lp = logprob_inputs(lp, groups, adv_mine)
     with timer("update"):
-        u = update_all(lp, tb, adv, rows, old_lp, ref_lp)
+        u = update_all(lp, tb, adv_mine, rows, old_lp, ref_lp, n_total=adv.numel())
+    if lp.sync is not None:
+        with timer("sync"):
+            lp.sync()  # the next rollout samples from the updated weights
     return {
         "step": step + 1,
         **step_metrics(groups, sc, weights),
@@ -361,6 +431,7 @@ def rl_step(lp: Loop, step: int) -> dict[str, Any]:
         **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in u.items()},
         "lr": policy.current_lr(lp.optimizer),
         **{f"t_{k}": round(timer.t.get(k, 0.0), 4) for k in PHASES},
+        **({"t_sync": round(timer.t["sync"], 4)} if "sync" in timer.t else {}),
         "seconds": round(time.perf_counter() - t0, 4),
     }
 
@@ -385,6 +456,56 @@ def logprob_inputs(
     return tb, rows, old_lp, ref_lp
 
 
+def gather_scored(sc: Scored) -> tuple[Scored, slice]:
+    """The step's [B, G] tensors from every process (in rank order) and this process's rows of
+    them; `sc` itself in one process."""
+    if not dist.active():
+        return sc, slice(0, sc.rewards.shape[0])
+    parts = dist.all_gather_objects(sc)
+    start = sum(p.rewards.shape[0] for p in parts[: dist.rank()])
+    cat = Scored(*(torch.cat([getattr(p, f.name) for p in parts]) for f in fields(Scored)))
+    return cat, slice(start, start + sc.rewards.shape[0])
+
+
+def rollout_engine(model: Any, tokenizer: Any, opts: RLConfig) -> tuple[Any, Callable | None]:
+    """(sampler, sync) for the `engine` option. sync() pushes the trainer's weights to the
+    engine; the loop calls it at the start and after every optimizer step.
+
+    - hf, one process or DDP: the sampler runs on the trainer's own module (no sync needed).
+    - hf under FSDP2: the sharded model cannot sample alone (each forward is a collective), so
+      every process samples with an unsharded copy refreshed from the gathered weights.
+    - vllm: engines/vllm.py (colocated LLM, or a server), weights pushed in place."""
+    engine = getattr(opts, "engine", "hf")
+    if engine == "vllm":
+        from vibethinker.engines.vllm import rollout_sampler
+
+        sampler = rollout_sampler(opts, tokenizer)
+        return sampler, lambda: sampler.update_weights(dist.full_state_dict(model).items())
+    if engine != "hf":
+        raise ValueError(f"rl: engine={engine!r}: the rollout engine is hf or vllm")
+    if not dist.is_fsdp(model):
+        return make_sampler("hf", model=dist.inner(model), tokenizer=tokenizer), None
+    copy = unsharded_copy(model)
+    sampler = make_sampler("hf", model=copy, tokenizer=tokenizer)
+
+    def sync() -> None:
+        copy.load_state_dict(dist.full_state_dict(model, to_cpu=False), strict=False)
+
+    return sampler, sync
+
+
+def unsharded_copy(model: Any) -> Any:
+    """A plain (unsharded, eval-mode, no-grad) model of the same architecture on this
+    process's device; its weights come from `sync`."""
+    from transformers import AutoModelForCausalLM
+
+    hf = dist.inner(model)
+    device = next(hf.parameters()).device
+    copy = AutoModelForCausalLM.from_config(hf.config, torch_dtype=torch.float32)
+    copy.generation_config = hf.generation_config
+    return copy.to(device).eval().requires_grad_(False)
+
+
 def update_all(
     lp: Loop,
     tb: Batch,
@@ -392,11 +513,13 @@ def update_all(
     rows: torch.Tensor,
     old_lp: torch.Tensor | None,
     ref_lp: torch.Tensor | None,
+    n_total: int | None = None,
 ) -> dict[str, float]:
-    """`mini_batches` optimizer steps over the trained rows; their stats merged."""
+    """`mini_batches` optimizer steps over the trained rows; their stats merged. `n_total`: the
+    step's sequences over all processes (the 1/N of the loss; this process's rows by default)."""
     opts = lp.opts
     # each of the mini_batches updates averages over its share of the N sequences
-    share = max(1, adv.numel() // opts.mini_batches)
+    share = max(1, (n_total or adv.numel()) // opts.mini_batches)
     ustats = [
         update(
             lp.model,
@@ -419,6 +542,8 @@ def run_eval(lp: Loop, eval_problems: Sequence[Problem], step: int) -> None:
     """Held-out avg@n at `step` (once per step: a resumed run does not repeat it)."""
     opts = lp.opts
     if not (eval_problems and opts.eval_every) or any(e["step"] == step for e in lp.evals):
+        return
+    if not dist.is_main():  # rank 0 evaluates; the others wait at the next collective
         return
     params = lp.sampling(opts.seed + 7_777_777)
     res = evaluate_policy(

@@ -24,8 +24,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from vibethinker.log import get_logger, progress_bar
-from vibethinker.train import packing, policy
+from vibethinker.log import get_logger
+from vibethinker.train import dist, packing, policy
 from vibethinker.train.packing import IGNORE, Sample
 from vibethinker.train.sft_config import SFTConfig
 
@@ -112,15 +112,21 @@ def _to(batch: dict[str, Any], device: Any) -> dict[str, Any]:
 
 
 def train_step(model: Any, micro: Sequence[dict[str, Any]], device: Any) -> tuple[float, int, int]:
-    """Forward/backward every micro-batch of one step, loss normalised by the step's trained
-    tokens; returns (mean token loss, trained tokens, all tokens)."""
+    """Forward/backward the micro-batches of one step, loss normalised by the step's trained
+    tokens; returns (mean token loss, trained tokens, all tokens). `micro` is the WHOLE step:
+    under N processes each runs its share (`dist.shard`, padded to equal counts) with its loss
+    scaled by N (the processes average gradients), so the gradient is the one-process one."""
     n_loss = sum(int((m["labels"][:, 1:] != IGNORE).sum()) for m in micro)
+    mine, real = dist.pad(dist.shard(micro))
+    scale = dist.grad_scale() / max(n_loss, 1)
     total = 0.0
-    for m in micro:
-        with policy.autocast_context(device):
-            loss_sum, _ = token_loss_sum(model, _to(m, device))
-        (loss_sum / max(n_loss, 1)).backward()
-        total += float(loss_sum.detach())
+    for i, m in enumerate(mine):
+        with dist.sync_context(model, last=i == len(mine) - 1):
+            with policy.autocast_context(device):
+                loss_sum, _ = dist.call(model, token_loss_sum, _to(m, device))
+            (loss_sum * (scale if i < real else 0.0)).backward()
+        total += float(loss_sum.detach()) if i < real else 0.0
+    total = dist.all_sum([total])[0]
     return total / max(n_loss, 1), n_loss, sum(m["n_tokens"] for m in micro)
 
 
@@ -144,6 +150,7 @@ def train(
     out = Path(out)
     plan = _plan(samples, opts)
     total = len(plan)
+    model = dist.wrap(model, getattr(opts, "parallel", "auto"))  # N processes: FSDP2 or DDP
     optimizer, scheduler, start = policy.start_or_resume(
         model, out, seed=opts.seed, lr=opts.lr, final_lr=opts.final_lr,
         warmup_frac=opts.warmup_frac, weight_decay=opts.weight_decay, total=total,
@@ -161,11 +168,12 @@ def train(
         policy.save_checkpoint(policy.step_dir(out / "checkpoints", done), model, tokenizer,
                                optimizer=optimizer, scheduler=scheduler, step=done, extra=extra)  # fmt: skip
 
-    bar = progress_bar(total, start, "sft")
+    bar = dist.progress_bar(total, start, "sft")
     from vibethinker.log import make_tracker  # experiment tracking (report_to)
 
-    tracker = make_tracker(getattr(opts, "report_to", "none"), out, out.name, vars(opts))
-    with metrics_path.open("a") as mf:
+    tracker = make_tracker(getattr(opts, "report_to", "none") if dist.is_main() else "none", out,
+                           out.name, vars(opts))  # fmt: skip
+    with _main_file(metrics_path) as mf:
         for step in range(start, total):
             t0 = time.perf_counter()
             micro = [packing.collate(samples, rows, pad_id, opts.pack) for rows in plan[step]]
@@ -193,6 +201,19 @@ def train(
     bar.close()
     tracker.close()
     return summarize(history, stats, total, start)
+
+
+class _Null:
+    def write(self, _: str) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+def _main_file(path: Path) -> Any:
+    """The metrics file opened for appending on rank 0; a sink elsewhere."""
+    import contextlib
+
+    return path.open("a") if dist.is_main() else contextlib.nullcontext(_Null())
 
 
 def _plan(samples: Sequence[Sample], opts: SFTConfig) -> list:

@@ -101,3 +101,7 @@ class SFTConfig:
     """Seed of data order and sampling."""
     device: str = runtime("auto")
     """cpu, cuda, or auto (cuda when available)."""
+    parallel: str = runtime("auto")
+    """Under torchrun (N processes; docs/SCALING.md): "fsdp" (FSDP2: weights, gradients and
+    optimizer state sharded), "ddp" (full replicas) or "auto" (FSDP2; DDP for LoRA). The global
+    batch, LR schedule and loss normalisation do not depend on N. Ignored in one process."""
