@@ -301,10 +301,12 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
 
 def _pass_through(cfg: RLConfig, model: Any, tok: Any, counts: dict) -> dict[str, str]:
     """No prompt to train on: final/ is the start model, and the stage says so loudly."""
-    from vibethinker.train import policy
+    from vibethinker.train import dist, policy
 
     out = Path(cfg.out)
     final = policy.save_hf(model, tok, out / "final")
+    if not dist.is_main():
+        return {"model": str(final)}
     warns = [
         f"nothing was trained: the stage-start filter kept 0 of {counts.get('prompts_in')} "
         f"prompts ({counts.get('dropped_p0', 0)} never solved, {counts.get('dropped_p1', 0)} "
@@ -330,7 +332,7 @@ def run(cfg: RLConfig) -> dict[str, str]:
     """On-policy RL with MGPO on one domain (optionally Long2Short), resumable."""
     from vibethinker.engines import make_sampler
     from vibethinker.evaluate import PROMPT_STYLES
-    from vibethinker.train import policy, rl
+    from vibethinker.train import dist, policy, rl
     from vibethinker.verifiers import check_available, verify_batch
 
     if not cfg.model or not cfg.data:
@@ -363,7 +365,7 @@ def run(cfg: RLConfig) -> dict[str, str]:
 
     sampler = make_sampler("hf", model=model, tokenizer=tok)
     check_rl_context(cfg, model, sampler, prompt_fn)
-    problems, counts = training_prompts(cfg, sampler, prompt_fn, verify)
+    problems, counts = dist.main_first(training_prompts, cfg, sampler, prompt_fn, verify)
     del sampler
     if not problems:  # on_empty_filter=skip (training_prompts raises otherwise)
         return _pass_through(cfg, model, tok, counts)
@@ -378,6 +380,8 @@ def run(cfg: RLConfig) -> dict[str, str]:
     res = rl.train(model, tok, problems, cfg, out, eval_problems=eval_problems, ref_model=ref,
                    prompt_fn=prompt_fn, verify=verify)  # fmt: skip
     final = policy.save_hf(model, tok, out / "final")
+    if not dist.is_main():  # under torchrun rank 0 writes the reports
+        return {"model": str(final)}
     plot = plot_curves(res["history"], res["evals"], out / "curves.png", f"RL {cfg.domain}"
                        + (" (Long2Short)" if cfg.long2short else ""))  # fmt: skip
     summary = write_summary(out / "summary.md", cfg, res, counts, time.time() - t0)

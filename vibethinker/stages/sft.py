@@ -230,7 +230,7 @@ def _summary(cfg: SFTConfig, stats: dict, counts: dict, n_samples: int, n_cut: i
 @register("sft", SFTConfig, resumable=True, positional=("model", "data"))
 def run(cfg: SFTConfig) -> dict[str, str]:
     """Supervised fine-tuning on multi-path traces (curriculum stage 1 or 2), checkpointing."""
-    from vibethinker.train import packing, policy, sft
+    from vibethinker.train import dist, packing, policy, sft
 
     if not cfg.model:
         raise ValueError("sft: `model` is required (a HF folder or hub id)")
@@ -244,7 +244,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
 
     check_context(model.config, cfg.max_len, f"sft max_len={cfg.max_len}")
     model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
-    problems, counts = load_training_set(cfg, tok)
+    problems, counts = dist.main_first(load_training_set, cfg, tok)  # rank 0 filters
     from vibethinker.evaluate import PROMPT_STYLES
 
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
@@ -261,6 +261,8 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     stats = sft.train(model, tok, samples, cfg, out)
     final = policy.save_hf(model, tok, out / "final")
     del model
+    if not dist.is_main():  # under torchrun rank 0 writes the reports
+        return {"model": final}
     sft.plot_loss(out / "metrics.jsonl", out / "loss.png", f"SFT: {out.name}")
     pass1 = None
     if cfg.eval_data:

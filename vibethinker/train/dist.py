@@ -89,6 +89,16 @@ def barrier() -> None:
         tdist.barrier()
 
 
+def main_first(fn: Any, *args: Any) -> Any:
+    """fn(*args) on rank 0 first, then on the others (which find what rank 0 cached on disk: a
+    stage's filtered data set); fn(*args) in one process."""
+    if not active():
+        return fn(*args)
+    out = fn(*args) if is_main() else None
+    barrier()
+    return out if is_main() else fn(*args)
+
+
 def shutdown() -> None:
     if tdist.is_available() and tdist.is_initialized():
         tdist.destroy_process_group()

@@ -46,8 +46,12 @@ def default_device() -> str:
 
 
 def resolve_device(device: str | None) -> str:
-    """A stage's `device` option: "auto" (or empty) -> cuda when available, else cpu."""
-    return default_device() if device in (None, "", "auto") else device
+    """A stage's `device` option: "auto" (or empty) -> cuda when available, else cpu. Under
+    torchrun this is where the process group starts (`dist.init`): every process then trains on
+    its own device (cuda:LOCAL_RANK), and the stages need no code of their own for it."""
+    from vibethinker.train import dist
+
+    return dist.init(default_device() if device in (None, "", "auto") else device)
 
 
 def load_policy(
