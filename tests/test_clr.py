@@ -142,12 +142,12 @@ class FakeModel:
         return [[self._one(p, j) for j in range(n)] for p in prompts]
 
     def _one(self, prompt: str, j: int) -> Completion:
-        if "Solution attempt:" in prompt:
-            attempt = prompt.split("Solution attempt:\n")[1].split("\n\nAnswer in")[0]
+        if "\nSolution: " in prompt:
+            attempt = prompt.split("\nSolution: ")[1]
             steps = re.sub(r"<think>|</think>.*", "", attempt).split(";")
             text = "\n".join(f"{i + 1}. {s}" for i, s in enumerate(steps)) + "\nFinal answer: x"
         elif "Claim:" in prompt:
-            claim = prompt.split("Claim:\n")[1].strip()
+            claim = prompt.split("\nClaim: ")[1].strip()
             v = symbolic_verdict(claim)
             text = "no idea" if self.mute else f"\\boxed{{{1 if v is None else v}}}"
         elif "3*4-2" in prompt:
@@ -320,7 +320,9 @@ def test_tiny_model_through_the_stage(tmp_path):
     assert c.get("ok", 0) + c.get("empty_response", 0) + c.get("no_final_answer", 0) == 16
     n_claims = sum(len(r["claims"] or []) for r in rows)
     expect = [(4, 4)] + [(c.get("ok", 0), 1)] * bool(c.get("ok")) + [(n_claims, 1)] * bool(n_claims)
-    assert sampler.calls == expect  # at most one call per phase
+    n_eval = s["claim_eval"]["claims"]  # the world's math problems carry labelled claims
+    assert 0 < n_eval <= 200
+    assert sampler.calls == expect + [(n_eval, 1)]  # at most one call per phase
     assert all(r["tokens"] <= 16 and r["extract_tokens"] <= 8 for r in rows)
     assert all(r["verify_tokens"] <= 8 * len(r["claims"] or []) for r in rows)
     assert s["tokens"]["all"] == sum(
@@ -339,7 +341,7 @@ class EmptyClaimsModel(FakeModel):
     """Extraction replies list only empty items (or nothing at all)."""
 
     def _one(self, prompt, j):
-        if "Solution attempt:" in prompt:
+        if "\nSolution: " in prompt:
             text = "1. \n2.   \nFinal answer: 10" if "3*4" in prompt else ""
             return Completion(text, list(range(len(text))), None, "stop")
         return super()._one(prompt, j)
@@ -386,3 +388,175 @@ def test_math_clustering_uses_the_verifier_equivalence():
     assert math_equivalent("2", "\\sqrt{4}")  # the math verifier's sympy path
     assert not math_equivalent("3", "4")
     assert letters_equivalent("b", "B ") and not letters_equivalent("A", "B")
+
+
+# ---------------------------------------------------------------- the world's CLR skills
+
+
+@pytest.fixture(scope="module")
+def clr_world():
+    from vibethinker.data import world
+
+    return world.generate(seed=3, n_train=300, n_probe=1, n_eval=40, domains=(
+        "math", "code", "stem", "instruct", "clr"))  # fmt: skip
+
+
+def test_world_clr_examples_are_the_stage_turns_and_parse(clr_world):
+    from vibethinker.data.world.claims import trace_claims
+    from vibethinker.evaluate.prompts import paper_prompt
+    from vibethinker.prompts import fill, load_template, problem_text
+
+    train = clr_world["train"]
+    by_id = {p.id: p for p in train}
+    ex = [p for p in train if p.domain == "clr"]
+    assert {p.subdomain for p in ex} == {"extract", "verify"}
+    assert not any(p.domain == "clr" for s in ("eval", "probe") for p in clr_world[s])
+    ext_t = load_template("", "clr_extract.txt", ())
+    ver_t = load_template("", "clr_verify.txt", ())
+    labels, src_domains = [], set()
+    for p in ex:
+        src = by_id[p.meta["of"]]  # built from train problems only
+        src_domains.add(src.domain)
+        text = problem_text(paper_prompt(src))  # exactly what the stage fills in
+        if p.subdomain == "extract":
+            cl = parse_claims(p.traces[0], 5)
+            assert cl.claims and cl.answer and not cl.malformed
+            trace = p.prompt.split("\nSolution: ")[1]
+            assert trace in (src.traces or []) + (src.wrong_traces or [])
+            assert (cl.claims, cl.answer) == trace_claims(src, trace)
+            assert p.prompt == fill(ext_t, problem=text, response=trace, m=5)
+        else:
+            claim = p.prompt.split("\nClaim: ")[1]
+            assert p.prompt == fill(ver_t, problem=text, claim=claim)
+            v = parse_verdict(p.traces[0])
+            labels.append(v)
+            if symbolic_verdict(claim) is not None:  # arithmetic: the label is the truth
+                assert v == symbolic_verdict(claim), (claim, p.traces[0])
+    assert src_domains == {"math", "stem"}
+    assert 0.35 < sum(labels) / len(labels) < 0.65  # true claims and corrupted ones
+
+
+def test_world_clr_examples_stay_out_of_rl_and_eval(clr_world, tmp_path):
+    from vibethinker.data.io import load_problems, save_problems, select
+    from vibethinker.stages.rl import load_domain
+
+    save_problems(tmp_path / "train.jsonl", clr_world["train"])
+    loaded = load_problems(tmp_path / "train.jsonl")  # the loader accepts the domain
+    n_clr = sum(p.domain == "clr" for p in loaded)
+    assert n_clr > 0
+    assert all(p.domain != "clr" for p in select(loaded))  # eval: training-only is skipped
+    assert len(select(loaded, domains=["clr"])) == n_clr  # unless asked for by name
+    for d in ("math", "stem"):
+        assert all(p.domain == d for p in load_domain(tmp_path / "train.jsonl", d))
+    # a plain world has no CLR examples and no stem claims (the default output is unchanged)
+    from vibethinker.data import world
+
+    plain = world.generate(seed=3, n_train=300, n_probe=1, n_eval=40)
+    assert [p.id for p in plain["eval"]] == [p.id for p in clr_world["eval"]]
+    assert not any(p.domain == "stem" and p.claims for s in plain.values() for p in s)
+
+
+def test_world_clr_examples_are_a_small_share_of_the_sft_text(clr_world):
+    # the SFT cost (sft1's time) grows with the text: CLR examples stay under 8% of the rest,
+    # counted in characters (tokens follow them closely: 7% measured with the demo tokenizer)
+    from vibethinker.evaluate.prompts import paper_prompt
+
+    size = {True: 0, False: 0}
+    for p in clr_world["train"]:
+        for t in p.traces or []:
+            size[p.domain == "clr"] += len(paper_prompt(p)) + len(t)
+    assert 0.03 < size[True] / size[False] < 0.08
+
+
+def test_stem_claims_are_labelled_by_the_problem(clr_world):
+    from vibethinker.data.world.claims import judge, stem_facts, trace_claims
+
+    stem = [p for p in clr_world["eval"] if p.domain == "stem"]
+    assert stem and all(p.claims and len(p.claims) == len(p.traces) for p in stem)
+    for p in stem:
+        facts = stem_facts(p)
+        for t in p.traces:  # every claim of a correct trace holds
+            assert all(judge(p, facts, c)[0] == 1 for c in trace_claims(p, t)[0]), t
+        for t in p.wrong_traces:  # every wrong trace makes at least one false claim
+            assert any(judge(p, facts, c)[0] == 0 for c in trace_claims(p, t)[0]), t
+        for cl in p.claims:
+            assert any(c["true"] for c in cl) and any(not c["true"] for c in cl)
+    p = stem[0]
+    facts = stem_facts(p)
+    other = next(L for L, v in facts.options.items() if v != facts.r)
+    assert judge(p, facts, f"{other}) {facts.r}")[0] == 0  # the value under the wrong letter
+    assert judge(p, facts, f"{facts.sr}={facts.expr}")[0] == 1
+    swapped = facts.expr.replace(facts.op, "/" if facts.op == "*" else "*", 1)
+    assert judge(p, facts, f"{facts.sr}={swapped}")[0] == 0
+
+
+# ---------------------------------------------------------------- claim eval, variants
+
+
+def _labelled(tmp_path):
+    from vibethinker.data.io import save_problems
+
+    ps = _problems()
+    ps[0].claims = [[{"text": "3*4=12", "true": True}, {"text": "3*4=13", "true": False},
+                     {"text": "12-2=10", "true": True}, {"text": "12-2=9", "true": False}]]  # fmt: skip
+    save_problems(tmp_path / "p.jsonl", ps)
+
+
+def test_claim_eval_reports_held_out_verification_accuracy(tmp_path):
+    _labelled(tmp_path)
+    model = FakeModel()  # a perfect arithmetic judge
+    _, s, _ = _run_saved(tmp_path, model, k=2, repeats=1, claim_eval=10)
+    ce = s["claim_eval"]
+    assert ce["claims"] == 4 and ce["accuracy"]["all"] == 1.0 and ce["unparseable"] == 0
+    assert ce["counts"] == {"all": 4, "math": 4, "true": 2, "false": 2}
+    assert len(model.calls) == 4 and len(model.calls[3][0]) == 4  # one more call
+    assert s["judge"]["claim_verification_accuracy"] == 1.0
+    _, s, _ = _run_saved(tmp_path, FakeModel(mute=True), k=2, repeats=1, claim_eval=10)
+    # never a verdict: all wrong (not 0.5, which "unparseable -> 0" would give on false claims)
+    assert s["claim_eval"]["accuracy"]["all"] == 0.0 and s["claim_eval"]["unparseable"] == 4
+
+
+def _run_saved(tmp_path, model, **kw):
+    from vibethinker.stages import get
+    from vibethinker.stages.clr import ClrConfig
+
+    cfg = ClrConfig(model="fake", data=str(tmp_path / "p.jsonl"), out=str(tmp_path / "out"), **kw)
+    cfg.workers = 1
+    outputs = get("clr").fn(cfg, sampler=model)
+    summary = json.load(open(outputs["summary"]))
+    rows = [json.loads(x) for x in open(outputs["samples"])]
+    return outputs, summary, rows
+
+
+def test_extraction_parse_rate_and_answer_agreement(tmp_path):
+    _, s, _ = _run(tmp_path, FakeModel(), k=4, repeats=1, m=5)
+    c = s["counters"]
+    # the fake extractor lists claims and states "x" as the answer: parsed, never agreeing
+    assert c["extractions_parsed"] == 6 and c["extracted_answer_agrees"] == 0
+    assert s["judge"]["extraction_parse_rate"] == 1.0
+    assert s["judge"]["extracted_answer_agreement"] == 0.0
+    _, s, _ = _run(tmp_path, EmptyClaimsModel(), k=4, repeats=1, m=5)
+    assert s["counters"].get("extractions_parsed", 0) == 0
+
+
+def test_variants_derived_from_a_both_run_equal_direct_runs(tmp_path):
+    from vibethinker.data.io import save_problems
+    from vibethinker.stages.clr import ClrConfig, as_variant, run_phases
+
+    save_problems(tmp_path / "p.jsonl", _problems())
+
+    def phases(how):
+        cfg = ClrConfig(model="fake", data=str(tmp_path / "p.jsonl"), k=4, repeats=1,
+                        claim_verifier=how, claim_eval=0, workers=1)  # fmt: skip
+        return run_phases(cfg, FakeModel())
+
+    _, both, counters, _ = phases("both")
+    for name in ("model", "symbolic"):
+        _, direct, dc, _ = phases(name)
+        derived, c = as_variant(both, counters, name, 5)
+        assert [t.r for t in derived] == [t.r for t in direct]
+        assert [t.cost for t in derived] == [t.cost for t in direct], name
+        for key in ("decided_by_model", "decided_by_symbolic", "verdicts_1", "verdicts_0"):
+            assert c.get(key, 0) == dc.get(key, 0), (name, key)
+    with pytest.raises(ValueError, match="asked the model"):
+        as_variant(direct, dc, "model", 5)  # a symbolic run did not ask about every claim

@@ -202,6 +202,7 @@ def markdown(summary: dict[str, Any]) -> str:
             f"| {r['maj_budget_k']}{cap} | {r['maj_at_budget']:.3f} +- "
             f"{r['maj_at_budget_spread']:.3f} | {r['maj_at_budget_tokens']:.0f} | {r['avg']:.3f} |"
         )
+    lines += judge_lines(summary)
     lines += ["", "## Per domain", "", "| domain | " + " | ".join(_dom_keys(summary)) + " |"]
     lines.append("|---" * (1 + len(_dom_keys(summary))) + "|")
     for dom, vals in summary["domains"].items():
@@ -218,6 +219,45 @@ def markdown(summary: dict[str, Any]) -> str:
     ]
     lines += [f"| {key} | {v} |" for key, v in sorted(summary["counters"].items())]
     return "\n".join(lines) + "\n"
+
+
+def judge_quality(summary: dict[str, Any]) -> dict[str, float]:
+    """How well the model did the two judge tasks: extraction parse rate (a numbered list with
+    at least one claim and a final-answer line), how often the extracted answer is the
+    trajectory's own, and the held-out claim-verification accuracy (stage `claim_eval`)."""
+    c = summary["counters"]
+    n = c.get("extractions", 0)
+    out: dict[str, float] = {}
+    if n:
+        out["extraction_parse_rate"] = round(c.get("extractions_parsed", 0) / n, 4)
+        out["extracted_answer_agreement"] = round(c.get("extracted_answer_agrees", 0) / n, 4)
+    ce = summary.get("claim_eval") or {}
+    if ce.get("claims"):
+        out["claim_verification_accuracy"] = ce["accuracy"]["all"]
+    return out
+
+
+def judge_lines(summary: dict[str, Any]) -> list[str]:
+    q = judge_quality(summary)
+    if not q:
+        return []
+    lines = ["", "## The model as its own judge", ""]
+    c = summary["counters"]
+    if "extraction_parse_rate" in q:
+        lines.append(
+            f"Extraction: {q['extraction_parse_rate']:.3f} of {c['extractions']} replies parsed "
+            f"(numbered claims and a final answer); the stated answer is the trajectory's own in "
+            f"{q['extracted_answer_agreement']:.3f}."
+        )
+    ce = summary.get("claim_eval") or {}
+    if ce.get("claims"):
+        acc, cnt = ce["accuracy"], ce["counts"]
+        parts = ", ".join(f"{k} {acc[k]:.3f} (n={cnt[k]})" for k in acc if k != "all")
+        lines.append(
+            f"Held-out claim verification: accuracy **{acc['all']:.3f}** on {ce['claims']} "
+            f"labelled claims ({parts}); {ce['unparseable']} verdicts unparseable (counted wrong)."
+        )
+    return lines
 
 
 def _dom_keys(summary: dict[str, Any]) -> list[str]:
@@ -272,6 +312,7 @@ def write_clr_outputs(out, problems, trajs, k, repeats, counters, meta) -> dict[
         "tokens": token_totals(trajs, k * repeats),
         "counters": dict(counters),
     }
+    summary["judge"] = judge_quality(summary)
     rows = [sample_row(problems[t.problem], t, k) for t in trajs]
     outputs = {
         "samples": write_samples(out / "samples.jsonl", rows),

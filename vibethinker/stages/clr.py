@@ -27,7 +27,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from vibethinker.algo.clr import (
@@ -40,12 +39,12 @@ from vibethinker.algo.clr import (
 )
 from vibethinker.config import runtime
 from vibethinker.log import get_logger
+from vibethinker.prompts import fill, load_template, problem_text
 from vibethinker.stages import register
 from vibethinker.types import Problem
 
 log = get_logger("stages.clr")
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 CLR_DOMAINS = ("math", "stem")  # domains with a final answer to cluster
 _INT = re.compile(r"^-?\d+$")
 
@@ -100,6 +99,10 @@ class ClrConfig:
     """Samples per problem for the majority-vote baseline; 0 = CLR's R x K pool. Beyond the
     paper: CLR spends many times its K samples' tokens, so maj@k' at CLR's budget needs more
     samples than CLR's pool. Drawn in the same sampling call; only the first R x K go to CLR."""
+    claim_eval: int = 200
+    """Labelled held-out claims (the data's `Problem.claims`: the world's true claims and
+    corrupted copies, half of each) the model judges with `verify_prompt`, in one more Sampler
+    call, to report its claim-verification accuracy; 0 = off. Beyond the paper."""
     claim_verifier: str = "model"
     """model (the paper), symbolic (checkable numeric claims by evaluate/claims.py, the rest by
     the model) or both (checkable claims need the model AND the symbolic check). Beyond the paper."""
@@ -194,30 +197,11 @@ class Trajectory:
         )
 
 
-def load_template(path: str, default: str, required: tuple[str, ...]) -> str:
-    """A prompt template (a config path, or the packaged default); refused before any sampling
-    when it lacks a placeholder the phase cannot work without."""
-    text = Path(path or PROMPTS_DIR / default).read_text()
-    missing = [r for r in required if r not in text]
-    if missing:
-        raise ValueError(f"clr: template {path or default} lacks {', '.join(missing)}")
-    return text
-
-
 @contextmanager
 def timed(seconds: dict[str, float], name: str) -> Iterator[None]:
     t0 = time.perf_counter()
     yield
     seconds[name] = time.perf_counter() - t0
-
-
-def fill(template: str, **values: Any) -> str:
-    """One pass over `{name}` placeholders (text inserted is never re-read, LaTeX braces stay)."""
-    return re.sub(
-        r"\{(\w+)\}",
-        lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0),
-        template,
-    )
 
 
 class Counter(dict):
@@ -247,20 +231,6 @@ def prompt_counter(sampler: Any, counters: Counter):
             return 0
 
     return count
-
-
-def problem_text(prompt: str) -> str:
-    """The problem as the judge templates show it: the sampling prompt without its closing
-    answer-format request (the paper's math / multiple-choice suffix, or a last line asking for
-    a `\\boxed{}`), so extraction and verification replies are not steered into boxing an answer."""
-    from vibethinker.evaluate.prompts import CHOICE_SUFFIX, MATH_SUFFIX
-
-    text = prompt.rstrip()
-    for suffix in (MATH_SUFFIX, CHOICE_SUFFIX):
-        if text.endswith(suffix):
-            return text[: -len(suffix)].rstrip()
-    head, _, last = text.rpartition("\n")
-    return head.rstrip() if head and "\\boxed{}" in last else text
 
 
 def answer_of(problem: Problem, text: str) -> str | None:
@@ -324,7 +294,9 @@ def sample_phase(sampler, prompts, problems, pool, params, workers, counters) ->
     return trajs
 
 
-def extract_phase(sampler, trajs, texts, template, m, clr_pool, params, count, counters) -> None:
+def extract_phase(
+    sampler, trajs, problems, texts, template, m, clr_pool, params, count, counters
+) -> None:
     """Phase 2: one call; claims of every CLR trajectory that has a final answer (the others
     cannot join a cluster, so no tokens are spent on them)."""
     todo = [t for t in trajs if t.status == "ok" and t.sample < clr_pool]
@@ -347,6 +319,11 @@ def extract_phase(sampler, trajs, texts, template, m, clr_pool, params, count, c
         counters.add("fewer_than_m_claims", int(0 < len(t.claims.claims) < m))
         if t.claims.answer is None:
             counters.add("extracted_answer_missing")
+        elif t.answer is not None:  # does the extractor restate the trajectory's own answer?
+            same = EQUIVALENCE[problems[t.problem].domain](t.answer, t.claims.answer)
+            counters.add("extracted_answer_agrees", int(same))
+        parsed = t.claims.claims and not (t.claims.malformed or t.claims.unfinished)
+        counters.add("extractions_parsed", int(bool(parsed and t.claims.answer is not None)))
 
 
 def verify_phase(sampler, trajs, texts, template, how, params, count, counters) -> None:
@@ -368,13 +345,21 @@ def verify_phase(sampler, trajs, texts, template, how, params, count, counters) 
         out = sampler.generate(prompts, 1, params)
         for (t, v), prompt, comps in zip(jobs, prompts, out):
             reply = comps[0] if comps else None
-            t.verify_tokens += _n(reply, counters) if reply else 0
-            t.verify_prompt_tokens += count(prompt) if count else 0
+            v["tokens"] = _n(reply, counters) if reply else 0
+            v["prompt_tokens"] = count(prompt) if count else 0
+            t.verify_tokens += v["tokens"]
+            t.verify_prompt_tokens += v["prompt_tokens"]
             v["model"] = parse_verdict(reply.text if reply else "")
             counters.add("verdicts_unparseable", int(v["model"] is None))
             if v["symbolic"] is not None:
                 disagree = verdict_or_zero(v["model"]) != v["symbolic"]
                 counters.add("model_symbolic_disagree", int(disagree))
+    decide(trajs, how, counters)
+
+
+def decide(trajs: list[Trajectory], how: ClaimVerifier, counters: Counter) -> None:
+    """Final verdict per claim from its symbolic and model verdicts (an unparseable model
+    verdict -> 0), and the path that decided it."""
     for t in trajs:
         for v in t.verdicts:
             model = verdict_or_zero(v["model"]) if v["asked"] else None
@@ -386,12 +371,86 @@ def verify_phase(sampler, trajs, texts, template, how, params, count, counters) 
         counters.add("verdicts_0", len(finals) - sum(finals))
 
 
-def cluster_phase(trajs: list[Trajectory], problems: list[Problem], m: int) -> None:
-    """r_k per trajectory; cluster ids per problem over its whole pool."""
+def as_variant(trajs: list[Trajectory], counters: Counter, name: str, m: int):
+    """The run of another `claim_verifier` derived from a `both` run (which computed the symbolic
+    verdict of every claim and asked the model about every claim): the same samples, claims and
+    model verdicts, so variants compare paired. The model verification tokens of claims the
+    variant would not have asked about are taken off. Returns (trajectories, counters)."""
+    import copy
+
+    how = CLAIM_VERIFIERS[name]
+    trajs = copy.deepcopy(trajs)
+    drop = ("decided_by_", "verdicts_0", "verdicts_1", "verdicts_unparseable")
+    out = Counter({k: v for k, v in counters.items() if not k.startswith(drop)})
+    for t in trajs:
+        for v in t.verdicts:
+            if not v["asked"]:
+                raise ValueError("as_variant needs a run that asked the model about every claim")
+            if not how.ask_model(v["symbolic"]):  # this variant would not have asked
+                v["asked"] = False
+                t.verify_tokens -= v.get("tokens", 0)
+                t.verify_prompt_tokens -= v.get("prompt_tokens", 0)
+                v["model"], v["tokens"], v["prompt_tokens"] = None, 0, 0
+            elif v["model"] is None:
+                out.add("verdicts_unparseable")
+    decide(trajs, how, out)
+    cluster_phase(trajs, [], m, reuse_clusters=True)
+    return trajs, out
+
+
+def labelled_claims(problems: list[Problem], n: int, seed: int) -> list[tuple[int, str, bool]]:
+    """(problem index, claim, truth): up to n labelled claims of the problems, half true and
+    half false where both exist, a seeded draw; distinct texts per problem."""
+    import random
+
+    pools: dict[bool, list[tuple[int, str, bool]]] = {True: [], False: []}
+    for i, p in enumerate(problems):
+        seen: set[str] = set()
+        for c in (c for cl in p.claims or [] for c in cl):
+            text, truth = c.get("text"), c.get("true")
+            if isinstance(text, str) and text.strip() and isinstance(truth, bool):
+                if text not in seen:
+                    seen.add(text)
+                    pools[truth].append((i, text, truth))
+    rng = random.Random(seed)
+    half = n // 2
+    take_t = min(len(pools[True]), max(half, n - len(pools[False])))
+    take_f = min(len(pools[False]), n - take_t)
+    return rng.sample(pools[True], take_t) + rng.sample(pools[False], take_f)
+
+
+def claim_eval_phase(sampler, problems, texts, template, n, params, seed) -> dict[str, Any]:
+    """Held-out claim-verification accuracy: one call for `n` labelled claims. An unparseable
+    verdict counts as wrong here (it is neither a validation nor a falsification)."""
+    items = labelled_claims(problems, n, seed) if n > 0 else []
+    if not items:
+        return {"claims": 0}
+    prompts = [fill(template, problem=texts[i], claim=c) for i, c, _ in items]
+    out = sampler.generate(prompts, 1, params)
+    res: dict[str, list[int]] = {}
+    unparseable = 0
+    for (i, _, truth), comps in zip(items, out):
+        v = parse_verdict(comps[0].text if comps else "")
+        unparseable += v is None
+        ok = int(v is not None and v == int(truth))
+        for key in ("all", problems[i].domain, "true" if truth else "false"):
+            res.setdefault(key, []).append(ok)
+    acc = {k: round(sum(v) / len(v), 4) for k, v in res.items()}
+    return {"claims": len(items), "unparseable": unparseable, "accuracy": acc,
+            "counts": {k: len(v) for k, v in res.items()}}  # fmt: skip
+
+
+def cluster_phase(
+    trajs: list[Trajectory], problems: list[Problem], m: int, reuse_clusters: bool = False
+) -> None:
+    """r_k per trajectory; cluster ids per problem over its whole pool (kept as they are with
+    `reuse_clusters`)."""
     by_problem: dict[int, list[Trajectory]] = {}
     for t in trajs:
         t.r = reliability([v["final"] for v in t.verdicts], m) if t.status == "ok" else 0.0
         by_problem.setdefault(t.problem, []).append(t)
+    if reuse_clusters:
+        return
     for i, group in by_problem.items():
         eq = EQUIVALENCE[problems[i].domain]
         ids = cluster_answers([t.answer if t.status == "ok" else None for t in group], eq)
@@ -422,9 +481,16 @@ def check_config(cfg: ClrConfig) -> None:
 @register("clr", ClrConfig, positional=("model", "data"))
 def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
     """CLR test-time scaling: K samples, claims, verdicts, reliability-weighted vote; vs maj@k."""
+    from vibethinker.evaluate.clr_report import write_clr_outputs
+
+    problems, trajs, counters, meta = run_phases(cfg, sampler)
+    return write_clr_outputs(cfg.out, problems, trajs, cfg.k, cfg.repeats, counters, meta)
+
+
+def run_phases(cfg: ClrConfig, sampler: Any = None):
+    """Every phase of CLR (no output written): (problems, trajectories, counters, meta)."""
     from vibethinker.engines import SamplingParams
     from vibethinker.evaluate import PROMPT_STYLES
-    from vibethinker.evaluate.clr_report import write_clr_outputs
     from vibethinker.stages.eval import make_engine
 
     check_config(cfg)
@@ -459,10 +525,15 @@ def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
     with timed(seconds, "extract"):
         clr_pool = cfg.k * cfg.repeats
         extract_phase(
-            sampler, trajs, texts, extract_t, cfg.m, clr_pool, judge_p(1), count, counters
-        )
+            sampler, trajs, problems, texts, extract_t, cfg.m, clr_pool, judge_p(1), count,
+            counters,
+        )  # fmt: skip
     with timed(seconds, "verify"):
         verify_phase(sampler, trajs, texts, verify_t, how, judge_p(2), count, counters)
+    with timed(seconds, "claim_eval"):
+        claim_eval = claim_eval_phase(
+            sampler, problems, texts, verify_t, cfg.claim_eval, judge_p(3), cfg.seed
+        )
     with timed(seconds, "cluster"):
         cluster_phase(trajs, problems, cfg.m)
     log.info("clr phases (s): %s", {k: round(v, 1) for k, v in seconds.items()})
@@ -476,5 +547,6 @@ def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
         "claim_verifier": cfg.claim_verifier,
         "prompt_tokens_counted": count is not None,
         "seconds": seconds,
+        "claim_eval": claim_eval,
     }
-    return write_clr_outputs(cfg.out, problems, trajs, cfg.k, cfg.repeats, counters, meta)
+    return problems, trajs, counters, meta

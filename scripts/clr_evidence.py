@@ -1,0 +1,212 @@
+"""CLR evidence on the embedded world (docs/EVIDENCE.md, "CLR (test-time)"; issue 13).
+
+CLR vs maj@k vs avg@n at K = 8 and 16 (and 32 with --ks 8,16,32), Pass@1 over R repeats with its
+spread, the tokens each spends, for the three claim verifiers (model, symbolic, both), on a
+model that has learned the CLR skills, plus that model's held-out claim-verification accuracy
+and extraction parse rate.
+
+    # 1. the CLR-skilled model: a short SFT continuation of a finished demo's final model on the
+    #    world's CLR examples (+ a small replay of math/STEM traces against forgetting)
+    .venv/bin/python scripts/clr_evidence.py train --start /tmp/demo1/rl_stem/final --out /tmp/13
+    # 2. the comparison (one sampling / extraction / verification pass; variants derived)
+    .venv/bin/python scripts/clr_evidence.py compare --model /tmp/13/sft_clr/final --out /tmp/13
+
+The three variants share the samples, the claims and the model's verdicts (one `both` run asks
+the model about every claim and computes every symbolic verdict); `model` and `symbolic` are
+derived from it (stages/clr.py `as_variant`), so their differences are paired, and `symbolic`
+is charged only the verification tokens it would have spent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+VARIANTS = ("model", "symbolic", "both")
+
+
+def world_data(out: Path, seed: int = 0) -> Path:
+    """The world's splits with the CLR examples (train) and labelled stem claims (all splits)."""
+    from vibethinker.data.io import save_problems
+    from vibethinker.data.world import generate
+    from vibethinker.types import DOMAINS
+
+    data = out / "data"
+    if not (data / "eval.jsonl").exists():
+        splits = generate(seed, domains=(*DOMAINS, "clr"))
+        data.mkdir(parents=True, exist_ok=True)
+        for name, probs in splits.items():
+            save_problems(data / f"{name}.jsonl", probs)
+    return data
+
+
+def train(args: argparse.Namespace) -> None:
+    """SFT continuation on the world's CLR examples + a replay of `replay` math/STEM problems
+    (their first trace each) so that solving is not forgotten."""
+    from vibethinker.data.io import load_problems, save_problems
+    from vibethinker.stages import get
+    from vibethinker.train.sft_config import SFTConfig
+
+    out = Path(args.out)
+    data = world_data(out)
+    train_set = load_problems(data / "train.jsonl")
+    clr = [p for p in train_set if p.domain == "clr"]
+    solve = [p for p in train_set if p.domain in ("math", "stem")]
+    replay = random.Random(0).sample(solve, args.replay)
+    for p in replay:
+        p.traces = p.traces[:1]
+    save_problems(out / "sft_clr_data.jsonl", clr + replay)
+    print(f"{len(clr)} CLR examples + {len(replay)} replay problems", flush=True)
+    cfg = SFTConfig(
+        model=args.start,
+        data=str(out / "sft_clr_data.jsonl"),
+        out=str(out / "sft_clr"),
+        epochs=args.epochs,
+        global_batch=16,
+        micro_batch=8,
+        max_len=256,
+        lr=1e-3,
+        final_lr=1e-5,
+        save_every=20,
+        device="cpu",
+    )
+    print(get("sft").fn(cfg))
+
+
+def compare(args: argparse.Namespace) -> None:
+    from vibethinker.evaluate.clr_report import write_clr_outputs
+    from vibethinker.stages.clr import ClrConfig, as_variant, run_phases
+
+    out = Path(args.out) / "clr_evidence"
+    data = Path(args.data) if args.data else world_data(Path(args.out)) / "eval.jsonl"
+    ks = sorted(int(k) for k in args.ks.split(","))
+    cfg = ClrConfig(
+        model=args.model,
+        data=str(data),
+        out=str(out / "both"),
+        k=ks[-1],
+        repeats=args.repeats,
+        maj_pool=args.maj_pool,
+        claim_verifier="both",
+        domains=["math", "stem"],
+        limit=args.limit,
+        max_new_tokens=args.max_new_tokens,
+        judge_max_new_tokens=args.judge_max_new_tokens,
+        claim_eval=args.claim_eval,
+        seed=args.seed,
+        device="cpu",
+        workers=1,
+    )
+    t0 = time.time()
+    problems, trajs, counters, meta = run_phases(cfg)
+    wall = time.time() - t0
+    summaries = {}
+    for name in VARIANTS:
+        tv, cv = (trajs, counters) if name == "both" else as_variant(trajs, counters, name, cfg.m)
+        paths = write_clr_outputs(
+            out / name, problems, tv, cfg.k, cfg.repeats, cv, {**meta, "claim_verifier": name}
+        )
+        summaries[name] = json.loads(Path(paths["summary"]).read_text())
+    text = report(summaries, ks, cfg, wall, args)
+    (out / "evidence.md").write_text(text)
+    print(text)
+
+
+def report(summaries: dict, ks: list[int], cfg, wall: float, args) -> str:
+    base = summaries["both"]
+    c = base["counters"]
+    judge = base["judge"]
+    ce = base.get("claim_eval") or {}
+    doms = {d: v["problems"] for d, v in base["domains"].items()}
+    lines = [
+        f"Model `{cfg.model}`; {base['problems']} held-out problems ({doms}); K up to {cfg.k}, "
+        f"R = {cfg.repeats} repeats on disjoint samples, M = {cfg.m}; sampling T = 1.0, top-p "
+        f"0.95, {cfg.max_new_tokens} new tokens; judge replies up to "
+        f"{cfg.judge_max_new_tokens}; maj pool {base['pool']} samples per problem. "
+        f"Wall {wall:.0f} s (CPU, measured under load).",
+        "",
+        "Accuracy: Pass@1 of the selected answer, mean over the R repeats +- std over repeats. "
+        "Tokens per problem: CLR = sampled + extraction + verification (replies and prompts); "
+        "generated = without the judge prompts; maj@k' = majority vote over the largest k' "
+        "samples whose tokens fit CLR@k's (all tokens).",
+        "",
+        "| verifier | k | CLR@k | tokens | generated | maj@k (same samples) | tokens | k' "
+        "| maj@k' (equal tokens) | avg@n | tokens |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in VARIANTS:
+        for r in summaries[name]["comparison"]["rows"]:
+            if r["k"] not in ks:
+                continue
+            cap = " (cap)" if r["maj_budget_capped"] else ""
+            lines.append(
+                f"| {name} | {r['k']} | {r['clr']:.3f} +- {r['clr_spread']:.3f} | "
+                f"{r['clr_tokens']:.0f} | {r['clr_generated_tokens']:.0f} | {r['maj']:.3f} +- "
+                f"{r['maj_spread']:.3f} | {r['maj_tokens']:.0f} | {r['maj_budget_k']}{cap} | "
+                f"{r['maj_at_budget']:.3f} +- {r['maj_at_budget_spread']:.3f} | {r['avg']:.3f} | "
+                f"{summaries[name]['comparison']['avg']['tokens']:.0f} |"
+            )
+    lines += ["", "Per domain at k = K:", "", "| verifier | domain | CLR | maj | avg |"]
+    lines.append("|---|---|---|---|---|")
+    for name in VARIANTS:
+        for d, v in summaries[name]["domains"].items():
+            lines.append(
+                f"| {name} | {d} | {v[f'clr@{cfg.k}']:.3f} | {v[f'maj@{cfg.k}']:.3f} "
+                f"| {v['avg']:.3f} |"
+            )
+    decided = {
+        n: {k[len("decided_by_") :]: v for k, v in s["counters"].items() if "decided_by" in k}
+        for n, s in summaries.items()
+    }
+    lines += [
+        "",
+        f"The model as its judge: extraction parse rate {judge.get('extraction_parse_rate', 0):.3f}"
+        f" ({c.get('extractions', 0)} extractions), extracted answer = the trajectory's own in "
+        f"{judge.get('extracted_answer_agreement', 0):.3f}; held-out claim-verification accuracy "
+        f"{ce.get('accuracy', {}).get('all', float('nan')):.3f} on {ce.get('claims', 0)} labelled "
+        f"claims ({', '.join(f'{k} {v:.3f}' for k, v in ce.get('accuracy', {}).items())}; "
+        f"{ce.get('unparseable', 0)} unparseable).",
+        f"Claims decided by path: {decided}; checkable claims {c.get('claims_checkable', 0)} of "
+        f"{c.get('claims', 0)}; model and symbolic verdicts disagree on "
+        f"{c.get('model_symbolic_disagree', 0)}.",
+        f"Counters (both): {json.dumps({k: v for k, v in sorted(c.items())})}",
+        "",
+        "Command: `.venv/bin/python scripts/clr_evidence.py compare "
+        + " ".join(sys.argv[2:])
+        + "`",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("train", help="the CLR-skilled model (SFT continuation)")
+    t.add_argument("--start", default="/tmp/demo1/rl_stem/final")
+    t.add_argument("--out", default="/tmp/13")
+    t.add_argument("--replay", type=int, default=60)
+    t.add_argument("--epochs", type=int, default=3)
+    c = sub.add_parser("compare", help="CLR vs maj@k vs avg@n, three claim verifiers")
+    c.add_argument("--model", default="/tmp/13/sft_clr/final")
+    c.add_argument("--out", default="/tmp/13")
+    c.add_argument("--data", default="", help="eval JSONL (default: the world's, seed 0)")
+    c.add_argument("--ks", default="8,16")
+    c.add_argument("--repeats", type=int, default=3)
+    c.add_argument("--maj-pool", type=int, default=64)
+    c.add_argument("--limit", type=int, default=40)
+    c.add_argument("--max-new-tokens", type=int, default=96)
+    c.add_argument("--judge-max-new-tokens", type=int, default=48)
+    c.add_argument("--claim-eval", type=int, default=400)
+    c.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    (train if args.cmd == "train" else compare)(args)
+
+
+if __name__ == "__main__":
+    main()
