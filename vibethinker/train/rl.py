@@ -501,7 +501,7 @@ def unsharded_copy(model: Any) -> Any:
 
     hf = dist.inner(model)
     device = next(hf.parameters()).device
-    copy = AutoModelForCausalLM.from_config(hf.config, torch_dtype=torch.float32)
+    copy = AutoModelForCausalLM.from_config(hf.config, dtype=torch.float32)
     copy.generation_config = hf.generation_config
     return copy.to(device).eval().requires_grad_(False)
 
