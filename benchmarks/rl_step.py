@@ -1,34 +1,69 @@
-"""Wall time per RL step: our loop (`vibethinker.train.rl.train`) vs TRL's GRPOTrainer, one run.
+"""Wall time per RL step: our loop (`vibethinker.train.rl.train`) vs TRL's GRPOTrainer (issue 16).
 
-Same tiny model (the embedded world's 1m Qwen2, random weights), same prompts (world math), same
-G, same response cap, same reward, one optimizer update per rollout batch (strictly on-policy),
-no KL term, no reference model, fp32 on CPU. The reward is a planted one ("the response contains
-a digit"), because a random model solves no math problem and both trainers would then have zero
-advantages everywhere (ours skips zero-advantage rows, which would flatter it): with a reward
-that fires about a quarter of the time, both do a real update every step. A random model rarely
-emits EOS, so both generate about max_new_tokens tokens per row.
+    .venv/bin/python benchmarks/rl_step.py [--prompts 16] [--g 8] [--max-new-tokens 32]
+        [--steps 6] [--size 1m] [--threads 2] [--grad-ckpt] [--repeats 3]
 
-The first step of each is a warm-up and is not counted; the figure is the median of the others.
-TRL samples with `model.generate` (its default transformers path); ours with the hf engine.
+Same random-weight Qwen2 (the embedded world's tokenizer; `--size` for a larger one), same
+prompts (world math), same G, same response cap, same reward, one optimizer update per rollout
+batch (strictly on-policy: TRL `steps_per_generation=1, num_iterations=1`), no KL term and no
+reference model (`beta=0`), fp32 on CPU, gradient checkpointing the same on both sides (off
+unless --grad-ckpt; TRL's own default is on), the whole rollout batch in one micro-batch on both
+sides. The reward is a planted one ("the response contains a digit"): a random model solves no
+math problem and both trainers would then have zero advantages everywhere (ours skips
+zero-advantage rows, which would flatter it); this one fires often, so both do a real update.
+A random model rarely emits EOS, so both generate about max_new_tokens tokens per row.
 
-Run: `python benchmarks/rl_step.py [--prompts 16] [--g 8] [--max-new-tokens 32] [--steps 4]`
+Each side runs in its own process, repeats in rotating order (benchmarks/harness.py). Within a
+run the first step is a warm-up; the figure is the median of the other `steps - 1`. TRL samples
+with `model.generate` (its default transformers path, no vLLM); ours with the hf engine.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import statistics
+import sys
 import tempfile
 import time
 import warnings
+from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 
-from vibethinker.types import Score
+
+def add_args(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--prompts", type=int, default=16)
+    ap.add_argument("--g", type=int, default=8, help="group size G (samples per prompt)")
+    ap.add_argument("--max-new-tokens", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=6, help="steps per run; the first is warm-up")
+    ap.add_argument("--size", default="1m")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--grad-ckpt", action="store_true", help="gradient checkpointing, both sides")
 
 
-def digit_reward(problems, responses) -> list[Score]:
+def prepare(args: argparse.Namespace, work: Path) -> dict:
+    from vibethinker.data import world
+    from vibethinker.evaluate.prompts import paper_prompt
+    from vibethinker.models.tiny import build_tiny_model
+
+    splits = world.generate(seed=0, n_train=200, n_probe=1, n_eval=args.prompts, domains=("math",))
+    problems = splits["eval"][: args.prompts]
+    model = build_tiny_model(work / "model", [p.prompt for p in splits["train"]], args.size, 512,
+                             0, max_position_embeddings=8192)  # fmt: skip
+    from vibethinker.data.io import save_problems
+
+    save_problems(work / "problems.jsonl", problems)
+    return {"model": str(model), "problems": str(work / "problems.jsonl"), "size": args.size,
+            "prompts": [paper_prompt(p) for p in problems]}  # fmt: skip
+
+
+def digit_reward(problems, responses):
+    from vibethinker.types import Score
+
     return [Score(float(ok), ok, "ok") for ok in (any(c.isdigit() for c in r) for r in responses)]
 
 
@@ -37,101 +72,92 @@ def _trl_reward(prompts, completions, **kw) -> list[float]:
     return [float(any(ch.isdigit() for ch in t)) for t in texts]
 
 
-def run_ours(
-    model_dir: str, problems, prompt_fn, g: int, max_new: int, steps: int, lr: float
-) -> dict:
+def _quiet() -> None:
+    warnings.filterwarnings("ignore")
+    logging.getLogger("vibethinker").setLevel(logging.WARNING)
+
+
+def side_ours(args: argparse.Namespace, shared: dict) -> dict:
     from vibethinker.train import policy
     from vibethinker.train.rl import PHASES, RLOptions, train
+    from vibethinker.data.io import load_problems
 
-    model, tok = policy.load_policy(model_dir, "cpu")
-    opts = RLOptions(steps=steps, prompts_per_step=len(problems), group_size=g, lr=lr,
-                     final_lr=lr, max_new_tokens=max_new, top_p=1.0, truncated_reward="verify",
-                     micro_batch=len(problems) * g, advantage="grpo", tis_cap=0.0,
-                     seed=0)  # fmt: skip
-    with tempfile.TemporaryDirectory() as out:
-        res = train(model, tok, problems, opts, out, prompt_fn=prompt_fn, verify=digit_reward)
+    _quiet()
+    harness.set_threads(args.threads)
+    problems = load_problems(shared["problems"])
+    model, tok = policy.load_policy(shared["model"], "cpu", args.grad_ckpt)
+    n = len(problems)
+    kw = dict(steps=args.steps, prompts_per_step=n, group_size=args.g, lr=args.lr,
+              final_lr=args.lr, max_new_tokens=args.max_new_tokens, top_p=1.0,
+              truncated_reward="verify", micro_batch=n * args.g, advantage="grpo", tis_cap=0.0,
+              gradient_checkpointing=args.grad_ckpt, seed=0)  # fmt: skip
+    opts = RLOptions(**kw)
+    from vibethinker.evaluate.prompts import paper_prompt
+
+    with tempfile.TemporaryDirectory(prefix="bench_rl_ours_") as out:
+        res = train(model, tok, problems, opts, out, prompt_fn=paper_prompt, verify=digit_reward)
     rows = res["history"][1:]
-    return {
-        "step_s": statistics.median(r["seconds"] for r in rows),
-        "phases": {k: statistics.median(r[f"t_{k}"] for r in rows) for k in PHASES},
-        "tokens_per_step": statistics.mean(r["gen_tokens"] for r in rows),
-        "reward": [round(r["reward"], 3) for r in res["history"]],
-    }
+    m = {"step_s": statistics.median(r["seconds"] for r in rows),
+         "gen_tokens_per_step": statistics.mean(r["gen_tokens"] for r in rows),
+         "mean_reward": statistics.mean(r["reward"] for r in res["history"])}  # fmt: skip
+    m.update({f"phase_{k}_s": statistics.median(r[f"t_{k}"] for r in rows) for k in PHASES})
+    cfg = {"loop": "vibethinker.train.rl.train", "sampler": "hf engine", **kw,
+           "threads": args.threads, "dtype": "float32", "size": shared["size"]}  # fmt: skip
+    return {"config": cfg, "metrics": m}
 
 
-def run_trl(
-    model_dir: str, prompts: list[str], g: int, max_new: int, steps: int, lr: float
-) -> dict:
+def side_trl(args: argparse.Namespace, shared: dict) -> dict:
+    import trl
     from datasets import Dataset
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from vibethinker.models import load_model_and_tokenizer
+    from vibethinker.train import policy
 
-    model, tok = load_model_and_tokenizer(model_dir, device="cpu", dtype="float32")
+    _quiet()
+    harness.set_threads(args.threads)
+    model, tok = policy.load_policy(shared["model"], "cpu", args.grad_ckpt)
+    prompts = shared["prompts"]
+    g = args.g
     times: list[float] = []
+    ntok: list[float] = []
 
     class StepTimer(TrainerCallback):
-        def on_step_begin(self, args, state, control, **kw):
+        def on_step_begin(self, a, state, control, **kw):
             self.t0 = time.perf_counter()
 
-        def on_step_end(self, args, state, control, **kw):
+        def on_step_end(self, a, state, control, **kw):
             times.append(time.perf_counter() - self.t0)
 
-    ds = Dataset.from_list([{"prompt": [{"role": "user", "content": p}]} for p in prompts] * steps)
-    with tempfile.TemporaryDirectory() as out:
-        cfg = GRPOConfig(
-            output_dir=out, per_device_train_batch_size=len(prompts) * g, num_generations=g,
+    ds = Dataset.from_list([{"prompt": [{"role": "user", "content": p}]} for p in prompts]
+                           * args.steps)  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="bench_rl_trl_") as out:
+        kw = dict(
+            per_device_train_batch_size=len(prompts) * g, num_generations=g,
             gradient_accumulation_steps=1, steps_per_generation=1, num_iterations=1,
-            max_completion_length=max_new, learning_rate=lr, lr_scheduler_type="constant",
-            max_steps=steps, beta=0.0, loss_type="grpo", temperature=1.0, top_p=1.0, top_k=0,
+            max_completion_length=args.max_new_tokens, learning_rate=args.lr,
+            lr_scheduler_type="constant", max_steps=args.steps, beta=0.0, loss_type="grpo",
+            temperature=1.0, top_p=1.0, top_k=0, gradient_checkpointing=args.grad_ckpt,
             logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, bf16=False,
             disable_dropout=True, shuffle_dataset=False, seed=0, dataloader_num_workers=0,
         )  # fmt: skip
-        trainer = GRPOTrainer(model=model, reward_funcs=_trl_reward, args=cfg, train_dataset=ds,
+        trainer = GRPOTrainer(model=model, reward_funcs=_trl_reward,
+                              args=GRPOConfig(output_dir=out, **kw), train_dataset=ds,
                               processing_class=tok, callbacks=[StepTimer()])  # fmt: skip
         trainer.train()
-        rewards = [round(x["reward"], 3) for x in trainer.state.log_history if "reward" in x]
-    return {"step_s": statistics.median(times[1:]), "reward": rewards}
+        logs = trainer.state.log_history
+        rewards = [x["reward"] for x in logs if "reward" in x]
+        ntok = [x["completions/mean_length"] * len(prompts) * g for x in logs
+                if "completions/mean_length" in x]  # fmt: skip
+    cfg = {"trainer": f"trl {trl.__version__} GRPOTrainer", "sampler": "model.generate", **kw,
+           "threads": args.threads, "dtype": "float32", "size": shared["size"]}  # fmt: skip
+    m = {"step_s": statistics.median(times[1:]),
+         "gen_tokens_per_step": statistics.mean(ntok[1:]) if len(ntok) > 1 else 0.0,
+         "mean_reward": statistics.mean(rewards) if rewards else 0.0}  # fmt: skip
+    return {"config": cfg, "metrics": m}
 
 
-def main(prompts: int = 16, g: int = 8, max_new_tokens: int = 32, steps: int = 4,
-         threads: int = 2, lr: float = 1e-4) -> dict:  # fmt: skip
-    from vibethinker.data import world
-    from vibethinker.evaluate.prompts import paper_prompt
-    from vibethinker.models.tiny import build_tiny_model
-
-    torch.set_num_threads(threads)
-    warnings.filterwarnings("ignore")
-    logging.getLogger("vibethinker").setLevel(logging.WARNING)
-    splits = world.generate(seed=0, n_train=200, n_probe=1, n_eval=prompts, domains=("math",))
-    problems = splits["eval"][:prompts]
-    with tempfile.TemporaryDirectory() as tmp:
-        model_dir = build_tiny_model(tmp, [p.prompt for p in splits["train"]], "1m", 512, 0)
-        ours = run_ours(model_dir, problems, paper_prompt, g, max_new_tokens, steps, lr)
-        trl = run_trl(model_dir, [paper_prompt(p) for p in problems], g, max_new_tokens, steps, lr)
-    result = {
-        "prompts": prompts, "G": g, "max_new_tokens": max_new_tokens, "steps_timed": steps - 1,
-        "ours_step_s": round(ours["step_s"], 3), "trl_step_s": round(trl["step_s"], 3),
-        "ratio_ours_over_trl": round(ours["step_s"] / trl["step_s"], 3),
-        "ours_phases_s": {k: round(v, 3) for k, v in ours["phases"].items()},
-        "ours_tokens_per_step": ours["tokens_per_step"],
-        "ours_reward": ours["reward"], "trl_reward": trl["reward"],
-    }  # fmt: skip
-    return result
-
+SIDES = {"ours": side_ours, "trl": side_trl}
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--prompts", type=int, default=16)
-    ap.add_argument("--g", type=int, default=8)
-    ap.add_argument("--max-new-tokens", type=int, default=32)
-    ap.add_argument("--steps", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=2)
-    a = ap.parse_args()
-    r = main(a.prompts, a.g, a.max_new_tokens, a.steps, a.threads)
-    print(f"RL step (P={r['prompts']} x G={r['G']}, {r['max_new_tokens']} new tokens, median of "
-          f"{r['steps_timed']} steps): ours {r['ours_step_s']} s, TRL GRPOTrainer "
-          f"{r['trl_step_s']} s, ratio {r['ratio_ours_over_trl']} (target <= 1.0)")  # fmt: skip
-    print("ours by phase (s): " + ", ".join(f"{k} {v}" for k, v in r["ours_phases_s"].items()))
-    print(f"rewards per step: ours {r['ours_reward']}, TRL {r['trl_reward']}")
+    harness.main(__doc__, add_args, prepare, SIDES, headline=("step_s", "lower"))

@@ -17,6 +17,17 @@ loop (benchmarks/sampling.py measures it against `generate`):
   (each row stops at `context_len - prompt length`); an explicit cap that would run past the
   model's positions is refused (`models.check_context`) rather than silently extrapolated.
 
+Static path (`static_cache=True`, or VIBETHINKER_HF_STATIC=1; off by default): for GPUs, where
+a decode step of a 1.5B-3B model is launch- and allocation-bound. After the same prefill, each
+batch decodes into a preallocated KV cache of fixed shape [rows, kv heads, prompt + max_new
+(rounded up to 64), head dim] with a fixed-size additive attention mask, so every decode step has
+the same shapes and no host sync: on CUDA the step is captured once as a CUDA graph and replayed
+(`cuda_graphs`); its buffers are kept for the next batch of the same shape (an RL step's
+batches). Row bookkeeping stays on the device (finished rows keep their slot until the batch
+ends; the loop checks for "all done" every `sync_every` steps). It runs the same code on CPU
+(without graphs), where tests check that greedy tokens and logprobs equal the plain path's. Needs
+sdpa or eager attention and full-attention layers; otherwise the plain path runs (logged).
+
 Logprobs: `Completion.logprobs[t]` is log pi_theta(y_t | prompt, y_<t) of the RAW policy, i.e. the
 fp32 log_softmax of the logits at temperature 1 without top-p/top-k truncation, whatever the
 sampling temperature. That is the quantity an RL trainer's importance ratio and KL use, and it
@@ -171,6 +182,107 @@ class _GrowingLayer(DynamicLayer):
             self.values = self._vb[..., : self._len, :]
 
 
+class _StaticLayer(DynamicLayer):
+    """Preallocated keys/values [B, H, T, D]. A decode step writes its one token at `write_pos`
+    (a one-element device tensor: fixed shapes, no host sync, so the step can be a CUDA graph)
+    and attention reads the whole buffer under a mask of the filled positions."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, write_pos: torch.Tensor):
+        super().__init__()
+        self.keys, self.values, self.write_pos = keys, values, write_pos
+        self.device, self.dtype = keys.device, keys.dtype
+        self.is_initialized = True
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        self.keys.index_copy_(2, self.write_pos, key_states.to(self.keys.dtype))
+        self.values.index_copy_(2, self.write_pos, value_states.to(self.values.dtype))
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self.keys.shape[-2]
+
+
+class _StaticDecoder:
+    """Fixed-shape decode state of one batch shape (rows, cache length): KV buffers, input
+    buffers, the additive mask and, on CUDA, the captured graph of one decode step."""
+
+    def __init__(self, model: Any, cache_kw: str, rows: int, cap: int, graphs: bool):
+        self.model, self.cache_kw, self.rows, self.cap = model, cache_kw, rows, cap
+        self.graphs, self.graph, self.logits = graphs, None, None
+        self.cache: Any = None
+        self.mask: torch.Tensor | None = None
+        self.layer_types = sorted(set(getattr(model.config, "layer_types", None)
+                                      or ["full_attention"]))  # fmt: skip
+
+    def load(self, prefill: Any, rep: torch.Tensor, prompt_mask: torch.Tensor) -> None:
+        """Copy the prefill's KV (one row per distinct prompt) to the rows (`rep`: row ->
+        prompt) and set the mask to the rows' prompt tokens."""
+        width = prompt_mask.shape[1]
+        src = prefill.layers
+        if self.cache is None:
+            k0 = src[0].keys
+            dev, dt = k0.device, k0.dtype
+            self.tok = torch.zeros((self.rows, 1), dtype=torch.long, device=dev)
+            self.pos = torch.zeros((self.rows, 1), dtype=torch.long, device=dev)
+            self.wpos = torch.zeros((1,), dtype=torch.long, device=dev)
+            self.neg = torch.finfo(dt).min
+            self.mask = torch.full((self.rows, 1, 1, self.cap), self.neg, dtype=dt, device=dev)
+            layers = []
+            for layer in src:
+                k, v = layer.keys, layer.values
+                kb = k.new_zeros((self.rows, k.shape[1], self.cap, k.shape[3]))
+                vb = v.new_zeros((self.rows, v.shape[1], self.cap, v.shape[3]))
+                layers.append(_StaticLayer(kb, vb, self.wpos))
+            self.cache = _new_cache(self.model, 0)
+            self.cache.layers = layers
+        for dst, layer in zip(self.cache.layers, src):
+            dst.keys[:, :, :width].copy_(layer.keys[rep][:, :, :width])
+            dst.values[:, :, :width].copy_(layer.values[rep][:, :, :width])
+        self.mask.fill_(self.neg)
+        self.mask[:, 0, 0, :width].masked_fill_(prompt_mask.bool(), 0.0)
+
+    def _run(self) -> torch.Tensor:
+        masks = {t: self.mask for t in self.layer_types}
+        kw = {self.cache_kw: self.cache, "use_cache": True}
+        out = self.model(input_ids=self.tok, attention_mask=masks, position_ids=self.pos, **kw)
+        return out.logits[:, -1, :]
+
+    def step(self, tok: torch.Tensor, pos: torch.Tensor, at: int) -> torch.Tensor:
+        """Logits after feeding `tok` [B] at positions `pos` [B, 1], written to cache slot `at`."""
+        self.tok.copy_(tok[:, None])
+        self.pos.copy_(pos)
+        self.wpos.fill_(at)
+        self.mask[:, 0, 0, at] = 0.0
+        if not self.graphs:
+            return self._run()
+        if self.graph is None:
+            self._capture()
+        else:
+            self.graph.replay()
+        return self.logits
+
+    def _capture(self) -> None:
+        """Warm up on a side stream, capture one step, and run it (warm-up and the captured run
+        write the same KV slot with the same values, so the capture is idempotent)."""
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):
+                self._run()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                self.logits = self._run()
+        except Exception as e:  # noqa: BLE001 - any capture failure: decode eagerly instead
+            log.warning(f"CUDA graph capture failed ({type(e).__name__}: {e}); decoding eagerly")
+            self.graphs = False
+            self.logits = self._run()
+            return
+        self.graph = graph
+        graph.replay()
+
+
 def _new_cache(model: Any, reserve: int) -> Any:
     """A DynamicCache whose full-attention layers grow in place (sliding-window and other layer
     kinds keep transformers' own classes)."""
@@ -212,6 +324,9 @@ class HFSampler:
         chat_template: bool = True,
         compact_frac: float = 0.75,
         context_len: int = 0,
+        static_cache: bool | None = None,
+        cuda_graphs: bool = True,
+        sync_every: int = 16,
         **load_kw: Any,
     ):
         if isinstance(model, (str, os.PathLike)):
@@ -240,6 +355,23 @@ class HFSampler:
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self._keep_kw = "logits_to_keep" in params
         self._pieces: dict[int, str] = {}
+        if static_cache is None:
+            static_cache = os.environ.get("VIBETHINKER_HF_STATIC", "0") not in ("", "0")
+        self.static_cache = bool(static_cache) and self._static_ok()
+        self.cuda_graphs = cuda_graphs and self.device.type == "cuda"
+        self.sync_every = max(1, sync_every)
+        self._decoder: _StaticDecoder | None = None
+
+    def _static_ok(self) -> bool:
+        """Whether the static path can run this model (else the plain path, with a warning)."""
+        cfg = self.model.config
+        attn = getattr(cfg, "_attn_implementation", None) or "sdpa"
+        kinds = set(getattr(cfg, "layer_types", None) or ["full_attention"])
+        if attn not in ("sdpa", "eager") or kinds != {"full_attention"}:
+            log.warning(f"static KV cache needs sdpa/eager attention and full-attention layers "
+                        f"(got {attn}, {sorted(kinds)}); using the plain decode loop")  # fmt: skip
+            return False
+        return True
 
     # ---- prompts -------------------------------------------------------------------------
     def encode(self, prompt: Prompt) -> list[int]:
@@ -314,6 +446,8 @@ class HFSampler:
     def _sample_batch(
         self, prompt_ids: list[list[int]], counts: list[int], params: SamplingParams, gen: Any
     ) -> list[Completion]:
+        if self.static_cache:
+            return self._sample_batch_static(prompt_ids, counts, params, gen)
         dev = self.device
         width = max(len(p) for p in prompt_ids)
         inp = torch.full((len(prompt_ids), width), self.pad_id, dtype=torch.long)
@@ -367,6 +501,72 @@ class HFSampler:
             next_pos = next_pos + 1
         return [self._completion(tokens[r], lps[r], finish[r], hit_stop[r], params)
                 for r in range(n_rows)]  # fmt: skip
+
+    def _prefill(self, prompt_ids: list[list[int]], reserve: int):
+        """Left-padded prefill of the distinct prompts: (last logits [P, V], cache, mask [P, W])."""
+        width = max(len(p) for p in prompt_ids)
+        inp = torch.full((len(prompt_ids), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
+        for r, p in enumerate(prompt_ids):  # left padding
+            inp[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            mask[r, width - len(p) :] = 1
+        inp, mask = inp.to(self.device), mask.to(self.device)
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        cache = _new_cache(self.model, reserve)
+        return self._forward(inp, mask, pos, cache, last_only=True), cache, mask
+
+    def _sample_batch_static(
+        self, prompt_ids: list[list[int]], counts: list[int], params: SamplingParams, gen: Any
+    ) -> list[Completion]:
+        """The static path: the same prefill, then fixed-shape decode steps (see the module
+        docstring). Rows are never compacted; bookkeeping is on the device."""
+        dev = self.device
+        caps_p = [params.max_new_tokens or self.context_len - len(p) for p in prompt_ids]
+        logits, prefill, pmask = self._prefill(prompt_ids, 0)
+        rep = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts)).to(dev)
+        rows, width, steps = int(rep.shape[0]), pmask.shape[1], max(caps_p)
+        cap = -(-(width + steps) // 64) * 64  # rounded up: one graph serves nearby lengths
+        d = self._decoder
+        if d is None or (d.rows, d.cap) != (rows, cap):
+            self._decoder = d = None  # free the old buffers first
+            d = _StaticDecoder(self.model, self._cache_kw, rows, cap, self.cuda_graphs)
+            self._decoder = d
+        d.load(prefill, rep, pmask[rep])
+        del prefill
+        logits, next_pos = logits[rep], pmask[rep].sum(-1, keepdim=True)
+        caps = torch.tensor([caps_p[i] for i in rep.tolist()], device=dev)
+        eos = torch.tensor(sorted(self.eos_ids) or [-1], device=dev)
+        out_tok = torch.zeros((rows, steps), dtype=torch.long, device=dev)
+        out_lp = torch.zeros((rows, steps), dtype=torch.float32, device=dev)
+        done = torch.zeros(rows, dtype=torch.bool, device=dev)
+        length = torch.zeros(rows, dtype=torch.long, device=dev)
+        stopped = torch.zeros(rows, dtype=torch.bool, device=dev)  # by EOS or a stop string
+        hit_stop = [False] * rows
+        text_rows: list[list[int]] = [[] for _ in range(rows)]
+        for t in range(steps):
+            tok, lp = sample_next(logits, params, gen)
+            out_tok[:, t], out_lp[:, t] = tok, lp
+            live = ~done
+            length = torch.where(live, length + 1, length)
+            ends = torch.isin(tok, eos) & live
+            if params.stop:  # stop strings need the text: one host sync per step
+                for r, (tv, alive) in enumerate(zip(tok.tolist(), live.tolist())):
+                    if alive:
+                        text_rows[r].append(tv)
+                        if tv not in self.eos_ids and self._hits_stop(text_rows[r], tv,
+                                                                       params.stop):  # fmt: skip
+                            hit_stop[r] = True
+                            ends[r] = True
+            stopped |= ends
+            done |= ends | (length >= caps)
+            if t + 1 == steps or ((t + 1) % self.sync_every == 0 and bool(done.all())):
+                break
+            logits = d.step(tok, next_pos, width + t)
+            next_pos = next_pos + 1
+        toks, lps = out_tok.tolist(), out_lp.tolist()
+        fin = ["stop" if s else "length" for s in stopped.tolist()]
+        return [self._completion(toks[r][:n], lps[r][:n], fin[r], hit_stop[r], params)
+                for r, n in enumerate(length.tolist())]  # fmt: skip
 
     def _completion(self, toks, lps, finish, hit_stop, params) -> Completion:
         body = toks[:-1] if toks and toks[-1] in self.eos_ids else toks
