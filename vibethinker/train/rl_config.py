@@ -158,6 +158,24 @@ class RLConfig:
     """Seed of prompt order, rollouts and the filter."""
     device: str = runtime("auto")
     """cpu, cuda, or auto (cuda when available)."""
+    engine: str = "hf"
+    """Rollout engine: "hf" (in-process transformers on the trainer's weights) or "vllm"
+    (engines/vllm.py; the trainer's weights are pushed to it after every optimizer step, its
+    logprobs feed TIS and `engine_kl`). Paper: silent (vLLM-class engines are the norm)."""
+    vllm_mode: str = runtime("colocate")
+    """engine=vllm: "colocate" (an in-process vLLM in every trainer process) or "server" (a
+    running `vllm serve` at vllm_url, started as docs/SCALING.md says)."""
+    vllm_url: str = runtime("")
+    """engine=vllm, vllm_mode=server: the server's OpenAI address, e.g. http://host:8000/v1."""
+    vllm_sync_dir: str = runtime("")
+    """vllm_mode=server: a folder the trainer and the server both see, where rank 0 writes the
+    weights after each step (empty: out/engine_weights)."""
+    vllm_gpu_memory_utilization: float = runtime(0.3)
+    """vllm_mode=colocate on CUDA: the fraction of GPU memory vLLM may take (the trainer keeps
+    the rest)."""
+    vllm_sleep: bool = runtime(True)
+    """vllm_mode=colocate on CUDA: put vLLM to sleep between rollouts (weights to CPU, KV cache
+    freed) so that the update gets the memory; vLLM's sleep mode is CUDA-only."""
     parallel: str = runtime("auto")
     """Under torchrun (N processes; docs/SCALING.md): "fsdp" (FSDP2: weights, gradients and
     optimizer state sharded), "ddp" (full replicas) or "auto" (FSDP2; DDP for LoRA). The global
