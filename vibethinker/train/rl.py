@@ -341,9 +341,9 @@ def train(
 ) -> dict[str, Any]:
     """Run RL on `model` in place. Writes out/metrics.jsonl (one row per step), out/evals.jsonl
     (held-out evaluations, step 0 = the start) and out/checkpoints/step-XXXXXX. `stop_at` leaves
-    after that many steps (checkpointed), as an interruption would. `sampler`: a fixed rollout
-    sampler (tests); by default the `engine` option's (`rollout_engine`), kept in sync with the
-    trainer's weights after every optimizer step."""
+    after that many steps (checkpointed), as an interruption would. `sampler`: the rollout
+    sampler; by default the `engine` option's (`rollout_engine`). An engine with
+    `update_weights` gets the trainer's weights at the start and after every optimizer step."""
     _check_inputs(problems, opts)
     out = Path(out)
     if opts.prompts_per_step < dist.world():
@@ -364,6 +364,11 @@ def train(
     sync = None
     if sampler is None:
         sampler, sync = rollout_engine(model, tokenizer, opts)
+    elif hasattr(sampler, "update_weights"):  # a given engine that takes weights gets them
+
+        def sync() -> None:
+            sampler.update_weights(dist.full_state_dict(model).items())
+
     if sync is not None:
         sync()  # the engine starts from the trainer's (possibly resumed) weights
     verify = verify or _default_verify(opts.verify_workers)
