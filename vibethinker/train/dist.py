@@ -81,6 +81,10 @@ def init(device: str = "cpu", timeout_s: float = 3600.0) -> str:
             "nccl" if cuda else "gloo", timeout=datetime.timedelta(seconds=timeout_s)
         )
         log.info("process %d of %d (%s)", rank(), world(), "nccl" if cuda else "gloo")
+        if not is_main():  # rank 0 logs; the others only report errors
+            import logging
+
+            logging.getLogger("vibethinker").setLevel(logging.ERROR)
     return f"cuda:{local_rank()}" if cuda else device
 
 
