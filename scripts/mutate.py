@@ -76,7 +76,7 @@ TARGETS: dict[str, Target] = {
     "stages.probe_merge": Target(
         "vibethinker/stages/probe_merge.py",
         ("*x_pick_specialists*", "*x_merge_plan*"),  # run(): the `listed` merge mutant
-        ("tests/test_merge.py",),
+        ("tests/test_merge.py", "tests/test_kill_probe_merge.py"),
     ),  # fmt: skip
     "verifiers.math": Target(
         "vibethinker/verifiers/math.py", ("*",), ("tests/test_verify_math.py",)
@@ -147,9 +147,23 @@ EQUIVALENT: dict[str, str] = {
 }
 
 RESULT = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
-COPY_IGNORE = shutil.ignore_patterns(
-    ".venv", ".git", "runs", "mutants", "__pycache__", ".pytest_cache", "*.egg-info", ".ruff_cache"
-)
+
+
+def copy_tree(dst: Path, rev: str = "") -> None:
+    """The repository as git sees it into `dst`: the working tree's tracked and untracked but not
+    ignored files (never virtualenvs, runs or caches), or commit `rev` when given."""
+    dst.mkdir(parents=True)
+    if rev:
+        tar = subprocess.run(["git", "archive", rev], cwd=ROOT, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(dst)], input=tar.stdout, check=True)
+        return
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           cwd=ROOT, capture_output=True, check=True).stdout  # fmt: skip
+    for rel in files.decode().split("\0"):
+        src = ROOT / rel
+        if rel and src.is_file():  # a tracked file deleted in the working tree is skipped
+            (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst / rel)
 
 
 @dataclass(frozen=True)
@@ -229,7 +243,7 @@ def run_listed(work: Path) -> dict[str, object]:
     dst = work / "listed"
     if dst.exists():
         shutil.rmtree(dst)
-    shutil.copytree(ROOT, dst, ignore=COPY_IGNORE)
+    copy_tree(dst)
     env = {**os.environ, "PYTHONPATH": str(dst), "PYTHONDONTWRITEBYTECODE": "1"}
     where = subprocess.run([sys.executable, "-c", "import vibethinker; print(vibethinker.__file__)"],
                            cwd=dst, env=env, capture_output=True, text=True).stdout  # fmt: skip
@@ -264,12 +278,7 @@ def prepare(name: str, t: Target, work: Path, rev: str = "") -> Path:
     dst = work / name
     if dst.exists():
         shutil.rmtree(dst)
-    if rev:
-        dst.mkdir(parents=True)
-        tar = subprocess.run(["git", "archive", rev], cwd=ROOT, capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", str(dst)], input=tar.stdout, check=True)
-    else:
-        shutil.copytree(ROOT, dst, ignore=COPY_IGNORE)
+    copy_tree(dst, rev)
     sel = ", ".join(json.dumps(x) for x in t.tests)
     conf = (
         "\n[tool.mutmut]\n"
