@@ -113,3 +113,30 @@ def test_folder_without_a_classification_head_is_refused(world, tmp_path):
               tmp_path / "cls" / "model.safetensors", metadata={"format": "pt"})  # fmt: skip
     with pytest.raises(ValueError, match="weights missing.*score"):
         load_reward_model(tmp_path / "cls")
+
+
+def test_rl_instruct_stage_uses_the_reward_model_and_logs_metrics_by_source(world, tmp_path):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from vibethinker.stages.rl import run as run_rl
+    from vibethinker.train.rl_config import RLConfig
+
+    root, _, model = world
+    rm = AutoModelForSequenceClassification.from_pretrained(model, num_labels=1)
+    rm.config.pad_token_id = 0
+    rm.save_pretrained(tmp_path / "rm")
+    AutoTokenizer.from_pretrained(model).save_pretrained(tmp_path / "rm")
+    cfg = RLConfig(model=str(model), data=str(root / "train.jsonl"), domain="instruct",
+                   out=str(tmp_path / "rl"), steps=1, prompts_per_step=4, group_size=2,
+                   max_new_tokens=8, filter_rollouts=0, max_prompts=0, lr=1e-4, final_lr=1e-5,
+                   rule_reward="strict", rubric_model=f"hf:{tmp_path / 'rm'}", device="cpu",
+                   verify_workers=1, seed=1)  # fmt: skip
+    run_rl(cfg)
+    row = json.loads(open(tmp_path / "rl" / "metrics.jsonl").readline())
+    assert row["n_rule"] + row["n_open"] == 8
+    assert row["rubric_calls"] >= row["n_open"] and row["rubric_fail"] == 0
+    assert "reward_rule" in row and "reward_open" in row
+    bad = RLConfig(**{**cfg.__dict__, "rubric_model": f"hf:{model}", "out": str(tmp_path / "b")})
+    with pytest.raises(ValueError, match="no sequence-classification head"):
+        run_rl(bad)  # refused at the stage start, before any rollout
+    assert not (tmp_path / "b" / "metrics.jsonl").exists()

@@ -1,0 +1,142 @@
+"""Reward model training speed: our Bradley-Terry loop vs TRL's RewardTrainer, like for like
+(issue 12).
+
+    .venv/bin/python benchmarks/reward_model.py [--problems 600] [--n-open 60] [--epochs 1]
+        [--batch 16] [--threads 2] [--repeats 3]
+
+Both sides start from the same tiny Qwen2 (a random-weight causal LM built from the embedded
+world, the world's tokenizer) with a fresh one-logit sequence-classification head, and train on
+the SAME preference pairs (data/world/instruct_open.py `preference_pairs` of the world's instruct
+problems, rule and open prompts), one epoch, `--batch` pairs per optimizer step, AdamW lr 3e-4,
+fp32 on CPU, no gradient checkpointing and no bf16 on either side (TRL's RewardConfig turns both
+on by default; on CPU fp32 they only cost time), same max length. Each side runs in its own
+process, >= 3 repeats in rotating order (benchmarks/harness.py).
+
+- ours: `vibethinker.train.reward_model.train_bt` (texts tokenized once, length-bucketed
+  batches, chosen and rejected in one forward).
+- trl: RewardTrainer on the conversational (prompt, chosen, rejected) dataset, as its docs show,
+  `per_device_train_batch_size=--batch`, TRL's collator (pads each batch to its longest).
+
+Figures: pairs/s over the training loop's own time (ours: the loop; TRL: `train_runtime`),
+and the held-out pairwise accuracy after training (same function, same held-out pairs) so that
+the speed is not bought with a worse model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import harness  # noqa: E402
+
+LR = 3e-4
+
+
+def add_args(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--problems", type=int, default=600, help="world train problems (all domains)")
+    ap.add_argument("--n-open", type=int, default=60, help="open instruct prompts added")
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=16, help="pairs per optimizer step")
+    ap.add_argument("--max-len", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=2)
+
+
+def prepare(args: argparse.Namespace, work: Path) -> dict:
+    from vibethinker.data.world import generate
+    from vibethinker.data.world.instruct_open import open_problems
+    from vibethinker.evaluate import paper_prompt
+    from vibethinker.models.tiny import build_tiny_model
+    from vibethinker.stages.reward_model import build_pairs, split_problems
+
+    splits = generate(0, args.problems, 1, 1, ["math", "code", "stem", "instruct"], 0.55)
+    probs = [p for p in splits["train"] if p.domain == "instruct"] + open_problems(0, args.n_open)
+    texts = [paper_prompt(p) + " " + t for p in splits["train"] + probs for t in p.traces or []]
+    model = build_tiny_model(work / "model", texts, "1m", 512, 0)
+    train_p, held_p = split_problems(probs, 0.15, 0)
+    (work / "train.json").write_text(json.dumps(build_pairs(train_p, 0)))
+    (work / "held.json").write_text(json.dumps(build_pairs(held_p, 1)))
+    return {"model": str(model), "train": str(work / "train.json"), "held": str(work / "held.json")}
+
+
+def _start(shared: dict, args: argparse.Namespace):
+    import torch
+
+    from vibethinker.stages.reward_model import load_start
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    return load_start(shared["model"], "cpu")
+
+
+def _held_accuracy(model, tok, shared: dict, args: argparse.Namespace) -> float:
+    from vibethinker.train.reward_model import encode_pairs, evaluate_pairs
+
+    held = json.loads(Path(shared["held"]).read_text())
+    return evaluate_pairs(model, encode_pairs(tok, held, args.max_len), tok.pad_token_id)[
+        "accuracy"
+    ]
+
+
+def side_ours(args: argparse.Namespace, shared: dict) -> dict:
+    from vibethinker.train.reward_model import train_bt
+
+    model, tok = _start(shared, args)
+    pairs = json.loads(Path(shared["train"]).read_text())
+    t0 = time.perf_counter()
+    hist = train_bt(model, tok, pairs, epochs=args.epochs, batch=args.batch, lr=LR,
+                    final_lr=LR / 10, max_len=args.max_len, seed=0)  # fmt: skip
+    secs = time.perf_counter() - t0
+    cfg = {"trainer": "vibethinker train_bt", "epochs": args.epochs, "batch": args.batch,
+           "lr": LR, "schedule": "cosine to lr/10", "max_len": args.max_len,
+           "threads": args.threads, "dtype": "float32", "pairs": len(pairs)}  # fmt: skip
+    return {"config": cfg, "metrics": {
+        "pairs_per_s": len(pairs) * args.epochs / secs, "train_s": secs, "steps": len(hist),
+        "held_out_accuracy": _held_accuracy(model, tok, shared, args)}}  # fmt: skip
+
+
+def side_trl(args: argparse.Namespace, shared: dict) -> dict:
+    import trl
+    from datasets import Dataset
+    from trl import RewardConfig, RewardTrainer
+
+    from vibethinker.log import setup_logging
+
+    setup_logging(quiet=True)
+    model, tok = _start(shared, args)
+    pairs = json.loads(Path(shared["train"]).read_text())
+    random.Random(0).shuffle(pairs)
+    ds = Dataset.from_list([{"prompt": [{"role": "user", "content": p["prompt"]}],
+                             "chosen": [{"role": "assistant", "content": p["chosen"]}],
+                             "rejected": [{"role": "assistant", "content": p["rejected"]}]}
+                            for p in pairs])  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="bench_rm_trl_") as out:
+        kw = dict(output_dir=out, per_device_train_batch_size=args.batch, num_train_epochs=args.epochs,
+                  learning_rate=LR, lr_scheduler_type="cosine", max_length=args.max_len,
+                  gradient_checkpointing=False, bf16=False, logging_steps=10, save_strategy="no",
+                  report_to=[], use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+                  seed=0)  # fmt: skip
+        trainer = RewardTrainer(model=model, args=RewardConfig(**kw), train_dataset=ds,
+                                processing_class=tok)  # fmt: skip
+        n = len(trainer.train_dataset)
+        res = trainer.train()
+    secs = res.metrics["train_runtime"]
+    shown = {k: v for k, v in kw.items() if k != "output_dir"}
+    cfg = {"trainer": f"trl {trl.__version__} RewardTrainer", **shown, "threads": args.threads,
+           "dtype": "float32", "pairs": n}  # fmt: skip
+    return {"config": cfg, "metrics": {
+        "pairs_per_s": n * args.epochs / secs, "train_s": secs, "steps": trainer.state.global_step,
+        "held_out_accuracy": _held_accuracy(model, tok, shared, args)}}  # fmt: skip
+
+
+if __name__ == "__main__":
+    harness.main(__doc__, add_args, prepare, {"ours": side_ours, "trl": side_trl},
+                 headline=("pairs_per_s", "higher"))  # fmt: skip
