@@ -86,6 +86,8 @@ TARGETS: dict[str, Target] = {
 # Surviving mutants judged equivalent (no input can tell them apart), with the reason. Names are
 # mutmut's, stable while the function's source does not change; re-check them when it does.
 _DIM = "dim +1 for -1: the tensors are always [B, G], so both name the last axis"
+_HF2D = "dim +1 for -1 (a squeeze, gather, sort, softmax or shape index): the logits are always "
+"[B, V] and the draws [B, 1], so both name the last axis"
 EQUIVALENT: dict[str, str] = {
     "vibethinker.algo.advantages.x_batch_accuracy__mutmut_2": _DIM,
     "vibethinker.algo.advantages.x_batch_advantages__mutmut_20": _DIM,
@@ -144,6 +146,31 @@ EQUIVALENT: dict[str, str] = {
     "included)",
     "vibethinker.algo.advantages.x_grpo_advantages__mutmut_7": "lambda left to "
     "batch_advantages' default, which is 0",
+    # engines.hf: judged on vibethinker/engines/hf.py as of commit 1594a05 (docs/MUTATION.md)
+    **{
+        f"vibethinker.engines.hf.x_sample_next__mutmut_{i}": _HF2D
+        for i in (7, 13, 26, 31, 33, 51, 66, 72, 84, 86)
+    },
+    "vibethinker.engines.hf.x_sample_next__mutmut_18": "top_k >= 0 for > 0: top_k = 0 is falsy, "
+    "so the first test already skips it",
+    "vibethinker.engines.hf.x_sample_next__mutmut_45": 'float("-INF") is float("-inf")',
+    **{
+        f"vibethinker.engines.hf.x_sample_next__mutmut_{i}": "top_p = 1.0 also through the "
+        "nucleus (<= 1.0 or < 2.0): the same distribution, sampled in sorted order; it differs "
+        "only for a token whose preceding float32 mass rounds to 1.0 (below float32 resolution)"
+        for i in (53, 54)
+    },
+    **{
+        f"vibethinker.engines.hf.x_nucleus__mutmut_{i}": _HF2D
+        for i in (7, 25, 26, 31, 39, 41, 49, 51, 60)
+    },
+    "vibethinker.engines.hf.x_nucleus__mutmut_33": "> for >= in the shortcut's mass check: at "
+    "a top-k mass of exactly top_p the full sort runs instead and keeps the same nucleus",
+    "vibethinker.engines.hf.x_inverse_cdf__mutmut_31": _HF2D,
+    "vibethinker.engines.hf.x_inverse_cdf__mutmut_35": _HF2D,
+    "vibethinker.engines.hf.x_inverse_cdf__mutmut_34": "the clamp guards u * total rounding up to "
+    "the total (u within 2**-53 of 1): torch.rand never gives such a u for any seed, so a wrong "
+    "bound is unreachable",
 }
 
 RESULT = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
