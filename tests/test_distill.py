@@ -112,7 +112,10 @@ def test_batched_s_lp_equals_one_at_a_time(world):
 
 
 def test_distill_end_to_end(world, fake_teachers, tmp_path):
-    cfg = _cfg(world, str(tmp_path / "lp"))
+    # held-out eval on the first 2 train problems of each domain (the stand-in teachers know
+    # only train prompts): each teacher's first sample is a correct world trace -> 1.0
+    cfg = _cfg(world, str(tmp_path / "lp"), eval_data=str(Path(world["data"]) / "train.jsonl"),
+               eval_limit=2, eval_n=1, eval_max_new_tokens=8, eval_baselines=True)  # fmt: skip
     res = distill.run(cfg)
     out = Path(cfg.out)
     funnel = json.loads((out / "funnel.json").read_text())
@@ -143,6 +146,16 @@ def test_distill_end_to_end(world, fake_teachers, tmp_path):
     assert Path(res["model"], "config.json").exists() and Path(res["plot"]).stat().st_size > 0
     summary = Path(res["summary"]).read_text()
     assert "| math |" in summary and "Student SFT" in summary
+    evals = json.loads(Path(res["eval"]).read_text())
+    teacher_rows = {f"teacher {d}: {world['model']}": d for d in ("math", "stem")}
+    assert list(evals) == ["start", *teacher_rows, "student"]
+    for row, d in teacher_rows.items():
+        assert evals[row] == {"all": 1.0, d: 1.0}
+    for row in ("start", "student"):  # every domain of the eval set, avg@1 of 2 problems each
+        assert set(evals[row]) == {"all", "math", "stem"}
+        assert all(v in (0.0, 0.5, 1.0) for v in evals[row].values())
+    assert "| model | math | stem | all |" in summary
+    assert f"| teacher stem: {world['model']} | - | 1.000 | - |" in summary
 
     # random baseline: same candidates (the cache is reused), the same count per domain/bucket
     rnd = distill.run(_cfg(world, str(tmp_path / "lp"), select="random"))
@@ -153,6 +166,20 @@ def test_distill_end_to_end(world, fake_teachers, tmp_path):
 
     assert per_bucket(sel_r) == per_bucket(selected)
     assert {p.meta["s_lp"] for p in sel_r} != {p.meta["s_lp"] for p in selected}
+
+
+def test_sample_seed_shares_the_candidates_across_seeds(world, fake_teachers, tmp_path,
+                                                       monkeypatch):  # fmt: skip
+    out = tmp_path / "s"
+    cands, _ = distill.load_or_build_candidates(_cfg(world, str(out), max_prompts=3), out)
+    # seed 1 with sample_seed 0: the same pool, read from the cache (the teachers stay idle)
+    monkeypatch.setattr(distill, "make_teacher_sampler", lambda cfg, t: 1 / 0)
+    again, _ = distill.load_or_build_candidates(
+        _cfg(world, str(out), max_prompts=3, seed=1, sample_seed=0), out)  # fmt: skip
+    assert [c["text"] for c in again] == [c["text"] for c in cands]
+    # seed 1 alone: another prompt sample, so the teachers are asked again
+    with pytest.raises(ZeroDivisionError):
+        distill.load_or_build_candidates(_cfg(world, str(out), max_prompts=3, seed=1), out)
 
 
 def test_mix_by_counts_and_max_len(world, fake_teachers, tmp_path):

@@ -130,8 +130,25 @@ class DistillConfig:
     """YaRN's original (pretraining) length; 0: the student's max_position_embeddings."""
     report_to: str = "none"
     """Experiment tracking of the SFT metrics (as the sft stage's `report_to`)."""
+    eval_data: str = ""
+    """Held-out problems (Problem JSONL) to report the student's sampled Pass@1 on, per domain,
+    after SFT (empty: no report). The paper's protocol (T=1.0, top-p 0.95)."""
+    eval_limit: int = 0
+    """At most this many eval problems per domain (the first ones, as the rl stage's held-out
+    eval takes them, so the student's figure on a domain sits next to that specialist's); 0: all."""
+    eval_n: int = 4
+    """Samples per eval problem (avg@n = Pass@1)."""
+    eval_max_new_tokens: int = 256
+    """Token cap of each eval sample."""
+    eval_baselines: bool = False
+    """Also evaluate the student's starting checkpoint on every domain and each teacher on its
+    own domain, on the same problems: the report's student vs start vs specialists table."""
     seed: int = 0
-    """Seed of prompt sampling, teacher sampling, the random baseline and SFT order."""
+    """Seed of the random baseline, SFT order and evaluation sampling (and, unless
+    `sample_seed` is set, of prompt and teacher sampling)."""
+    sample_seed: int = -1
+    """Seed of prompt and teacher sampling (-1: `seed`). Fix it to vary only selection, SFT and
+    evaluation across seeds over one candidate pool (scripts/distill_evidence.py does)."""
     device: str = runtime("auto")
     """cpu, cuda, or auto (cuda when available)."""
 
@@ -176,6 +193,11 @@ def check_config(cfg: DistillConfig) -> None:
         raise FileNotFoundError(f"distill: student {cfg.student} not found")
 
 
+def sample_seed(cfg: DistillConfig) -> int:
+    """The seed of prompt and teacher sampling: `sample_seed`, or `seed` when it is -1."""
+    return cfg.seed if cfg.sample_seed == -1 else cfg.sample_seed
+
+
 def teacher_prompts(cfg: DistillConfig, teacher: dict[str, str]) -> list[Problem]:
     """The teacher's prompts: its domain's problems of its data (a seeded `max_prompts` sample)."""
     from vibethinker.data.io import load_problems
@@ -191,7 +213,7 @@ def teacher_prompts(cfg: DistillConfig, teacher: dict[str, str]) -> list[Problem
                          f"{path} has no prompt of domain {teacher['domain']!r} (it has "
                          f"{have or 'no problems'})")  # fmt: skip
     if cfg.max_prompts and len(mine) > cfg.max_prompts:
-        mine = random.Random(cfg.seed).sample(mine, cfg.max_prompts)
+        mine = random.Random(sample_seed(cfg)).sample(mine, cfg.max_prompts)
     return mine
 
 
@@ -226,7 +248,7 @@ def sample_teacher(cfg: DistillConfig, teacher: dict[str, str],
 
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
     params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=0,
-                            max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)  # fmt: skip
+                            max_new_tokens=cfg.max_new_tokens, seed=sample_seed(cfg))  # fmt: skip
     sampler = make_teacher_sampler(cfg, teacher)
     outs = sampler.generate([prompt_fn(p) for p in problems], cfg.n_samples, params)
     del sampler  # free the teacher before the next one (or the student) loads
@@ -296,9 +318,9 @@ def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[dict],
     from vibethinker.data.io import problem_from_dict, problem_to_dict
 
     keys = ("teachers", "student", "engine", "n_samples", "max_prompts", "max_new_tokens",
-            "temperature", "top_p", "prompt_style", "seed", "rope_yarn_factor",
-            "rope_original_len", "max_len")  # fmt: skip
-    key = {k: getattr(cfg, k) for k in keys}
+            "temperature", "top_p", "prompt_style", "rope_yarn_factor", "rope_original_len",
+            "max_len")  # fmt: skip
+    key = {**{k: getattr(cfg, k) for k in keys}, "seed": sample_seed(cfg)}
     cache, meta = out / "candidates.jsonl", out / "candidates.json"
     if cache.exists() and meta.exists() and json.loads(meta.read_text())["key"] == key:
         log.info("distill: reusing the scored candidates %s", cache)
@@ -378,6 +400,69 @@ def check_nonempty(cfg: DistillConfig, kept: dict[str, list[dict]],
     return msgs
 
 
+# ----------------------------------------------------------------------------- held-out eval
+
+
+def eval_problems(cfg: DistillConfig) -> dict[str, list[Problem]]:
+    """The first `eval_limit` problems of each domain of `eval_data` (all when 0)."""
+    from vibethinker.data.io import load_problems
+
+    by: dict[str, list[Problem]] = {}
+    for p in load_problems(cfg.eval_data):
+        by.setdefault(p.domain, []).append(p)
+    return {d: ps[: cfg.eval_limit] if cfg.eval_limit else ps for d, ps in sorted(by.items())}
+
+
+def pass1(cfg: DistillConfig, sampler: Any, problems: list[Problem]) -> dict[str, float]:
+    """avg@n (the paper's Pass@1) per domain and "all" of `sampler` on `problems`, sampled with
+    the paper's protocol (the teachers' temperature and top-p)."""
+    from vibethinker.engines import SamplingParams
+    from vibethinker.evaluate import PROMPT_STYLES, evaluate
+
+    params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=0,
+                            max_new_tokens=cfg.eval_max_new_tokens, seed=cfg.seed)  # fmt: skip
+    res = evaluate(sampler, problems, cfg.eval_n, [1], params,
+                   prompt_fn=PROMPT_STYLES[cfg.prompt_style])  # fmt: skip
+    return {k: round(v["avg@n"], 4) for k, v in res.metrics.items() if "/" not in k}
+
+
+def held_out(cfg: DistillConfig, student: str) -> dict[str, dict[str, float]]:
+    """Pass@1 per domain of the distilled student (row "student") and, with `eval_baselines`,
+    of its starting checkpoint ("start") on every domain and of each teacher on its own domain
+    ("teacher <domain>: <model>")."""
+    from vibethinker.engines import make_sampler
+    from vibethinker.train.policy import resolve_device
+
+    probs = eval_problems(cfg)
+    every = [p for ps in probs.values() for p in ps]
+    device = resolve_device(cfg.device)
+    rows: dict[str, dict[str, float]] = {}
+    if cfg.eval_baselines:
+        rows["start"] = pass1(cfg, make_sampler("hf", model=cfg.student, device=device), every)
+        for t in cfg.teachers:
+            if probs.get(t["domain"]):
+                rows[f"teacher {t['domain']}: {t['model']}"] = pass1(
+                    cfg, make_teacher_sampler(cfg, t), probs[t["domain"]])  # fmt: skip
+    rows["student"] = pass1(cfg, make_sampler("hf", model=student, device=device), every)
+    log.info("distill: held-out Pass@1 of the student: %s", rows["student"])
+    return rows
+
+
+def eval_md(rows: dict[str, dict[str, float]], cfg: DistillConfig) -> list[str]:
+    """The held-out table: one row per evaluated model, a column per domain and "all"."""
+    doms = sorted({k for r in rows.values() for k in r if k != "all"})
+    lines = [f"Held-out Pass@1 (avg@{cfg.eval_n}, T={cfg.temperature}, top-p {cfg.top_p}, "
+             f"{cfg.eval_max_new_tokens} new tokens) on `{cfg.eval_data}`"
+             + (f", the first {cfg.eval_limit} problems of each domain" if cfg.eval_limit else "")
+             + " (teachers: on their own domain only):", "",
+             "| model | " + " | ".join(doms) + " | all |", "|---|" + "---:|" * (len(doms) + 1)]  # fmt: skip
+    for name, r in rows.items():
+        cells = [f"{r[d]:.3f}" if d in r else "-" for d in doms]
+        cells.append("-" if name.startswith("teacher") else f"{r['all']:.3f}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 # ----------------------------------------------------------------------------- outputs
 
 
@@ -449,7 +534,7 @@ def plot_s_lp(cands: dict[str, list[dict]], sels: dict, png: Path, method: str) 
 
 
 def summary_md(cfg: DistillConfig, funnel: dict, warnings: list[str], sft_out: Path,
-               seconds: float) -> str:  # fmt: skip
+               seconds: float, evals: dict | None = None) -> str:  # fmt: skip
     """The stage's report section: settings, the funnel per domain, the SFT summary."""
     names = ", ".join(f"{t['domain']}: `{t['model']}`" for t in cfg.teachers)
     lines = [
@@ -479,6 +564,8 @@ def summary_md(cfg: DistillConfig, funnel: dict, warnings: list[str], sft_out: P
     sft_md = sft_out / "summary.md"
     if sft_md.exists():
         lines += ["", "Student SFT:", "", sft_md.read_text().strip()]
+    if evals:
+        lines += ["", *eval_md(evals, cfg)]
     lines += ["", f"Wall time {seconds:.0f} s. Plot: s_lp.png."]
     return "\n".join(lines) + "\n"
 
@@ -545,7 +632,14 @@ def run(cfg: DistillConfig) -> dict[str, str]:
         report_to=cfg.report_to,
     )  # fmt: skip
     res = sft_stage.run(sft_cfg)
+    outputs = {"model": res["model"], "selected": str(selected),
+               "funnel": str(out / "funnel.json"), "plot": str(out / "s_lp.png"),
+               "summary": str(out / "summary.md")}  # fmt: skip
+    evals = None
+    if cfg.eval_data:
+        evals = held_out(cfg, res["model"])
+        (out / "eval.json").write_text(json.dumps(evals, indent=1) + "\n")
+        outputs["eval"] = str(out / "eval.json")
     (out / "summary.md").write_text(summary_md(cfg, funnel, warnings, out / "sft",
-                                               time.time() - t0))  # fmt: skip
-    return {"model": res["model"], "selected": str(selected), "funnel": str(out / "funnel.json"),
-            "plot": str(out / "s_lp.png"), "summary": str(out / "summary.md")}  # fmt: skip
+                                               time.time() - t0, evals))  # fmt: skip
+    return outputs
