@@ -225,7 +225,8 @@ LISTED: dict[str, Listed] = {
         "if False:",
         ("tests/test_engines_hf.py::test_top_p_fast_path_matches_a_full_sort",)),
     "rl: 1/N over trained rows only": Listed(
-        "vibethinker/train/rl.py", "share = max(1, adv.numel() // opts.mini_batches)",
+        "vibethinker/train/rl.py",
+        "share = max(1, (n_total or adv.numel()) // opts.mini_batches)",
         "share = max(1, rows.numel() // opts.mini_batches)",
         _rl("test_update_gradient_is_the_mean_over_all_sequences", "test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
     "rl: pi_old is the current policy": Listed(
@@ -265,12 +266,12 @@ LISTED: dict[str, Listed] = {
 }  # fmt: skip
 
 
-def run_listed(work: Path) -> dict[str, object]:
+def run_listed(work: Path, rev: str = "") -> dict[str, object]:
     """Apply each LISTED mutant to a copy of the tree and run its tests: each must fail."""
     dst = work / "listed"
     if dst.exists():
         shutil.rmtree(dst)
-    copy_tree(dst)
+    copy_tree(dst, rev)
     env = {**os.environ, "PYTHONPATH": str(dst), "PYTHONDONTWRITEBYTECODE": "1"}
     where = subprocess.run([sys.executable, "-c", "import vibethinker; print(vibethinker.__file__)"],
                            cwd=dst, env=env, capture_output=True, text=True).stdout  # fmt: skip
@@ -456,7 +457,7 @@ def main() -> None:
     for n in names:
         print(f"mutate: {n} ...", flush=True)
         r = (
-            run_listed(work)
+            run_listed(work, args.rev)
             if n == "listed"
             else run_target(n, TARGETS[n], work, args.jobs, args.sample, args.seed, only, args.rev)
         )
