@@ -54,7 +54,7 @@ TARGETS: dict[str, Target] = {
     "train.rollout": Target(
         "vibethinker/train/rollout.py",
         ("*x_build_batch*", "*x_response_logprobs*", "*x__hidden_and_head*", "*x__chunk_logp*"),
-        ("tests/test_rl_loop.py", "tests/test_rl.py"),
+        ("tests/test_rl_loop.py", "tests/test_rl.py", "tests/test_kill_rollout.py"),
     ),  # fmt: skip
     "train.rl": Target(
         "vibethinker/train/rl.py",
