@@ -433,6 +433,12 @@ def main() -> None:
         help="a file of mutant names, one a line: run only those (re-check survivors)",
     )
     ap.add_argument(
+        "--tests",
+        nargs="+",
+        default=[],
+        help="run these tests instead of the target's (a quick re-check with new tests)",
+    )
+    ap.add_argument(
         "--rev", default="", help="mutate this commit (git archive) instead of the working tree"
     )
     ap.add_argument(
@@ -456,10 +462,13 @@ def main() -> None:
     rows = []
     for n in names:
         print(f"mutate: {n} ...", flush=True)
+        t = TARGETS.get(n)
+        if t is not None and args.tests:
+            t = Target(t.path, t.functions, tuple(args.tests))
         r = (
             run_listed(work, args.rev)
-            if n == "listed"
-            else run_target(n, TARGETS[n], work, args.jobs, args.sample, args.seed, only, args.rev)
+            if t is None
+            else run_target(n, t, work, args.jobs, args.sample, args.seed, only, args.rev)
         )
         rows.append(r)
         print(f"  {r['killed']}/{r['mutants']} killed, {len(r['survived'])} survived, "
