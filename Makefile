@@ -34,7 +34,7 @@ format: install
 	$(VENV)/bin/ruff check --fix vibethinker tests benchmarks scripts
 
 bench: install
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/run_all.py $(if $(QUICK),--quick)
 
 # Mutation testing of the core (tens of minutes; not in CI). Runs in a copy under /tmp, never in
 # this tree; the per-module table goes to docs/MUTATION.md by hand. TARGETS="algo.losses" for one.

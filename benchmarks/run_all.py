@@ -1,33 +1,66 @@
-"""`make bench`: every side-by-side benchmark, one after another, each in its own process
-(so one's threads, pools and caches do not colour the next). Figures go to BENCHMARKS.md by hand,
-with the date and the machine."""
+"""`make bench`: every side-by-side benchmark with repeats, one script after another; inside
+each, every side runs in its own fresh process, repeats in rotating order, median and range
+reported with each side's configuration (benchmarks/harness.py). Results go to runs/bench/*.json
+(and the logs to stdout); BENCHMARKS.md is written from them by hand, with the date and the load.
+
+    .venv/bin/python benchmarks/run_all.py [--quick] [--repeats 3] [--out runs/bench]
+
+Sizes are chosen so the full run takes about 20 minutes on 2 free cores; `--quick` (`make bench
+QUICK=1`) runs smaller workloads and the short scaling sweep (about 8 minutes). The GPU script
+(benchmarks/gpu_decode.py) is not part of it: it needs a GPU.
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCHES = ["verifiers.py", "sampling.py", "sft.py", "rl_step.py", "distill_score.py"]
+
+# script -> (full args, quick args)
+BENCHES: dict[str, tuple[list[str], list[str]]] = {
+    "verifiers_math.py": (["--n", "2000"], ["--n", "500"]),
+    "verifiers_code.py": ([], []),
+    "sampling.py": ([], ["--prompts", "16", "--n", "4", "--max-new-tokens", "32"]),
+    "sft.py": (["--problems", "300"], ["--problems", "150", "--sides", "ours,trl_packed"]),
+    "rl_step.py": ([], ["--prompts", "8", "--g", "4", "--max-new-tokens", "16", "--steps", "4"]),
+    "scaling.py": ([], ["--quick", "--batches", "1,4", "--groups", "4,16", "--steps", "1"]),
+    "merge_memory.py": ([], []),
+    "distill_score.py": ([], ["--problems", "100"]),
+}
+NO_REPEATS = {"merge_memory.py", "distill_score.py"}  # own options
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", default="runs/bench")
+    ap.add_argument("--only", default="", help="comma list of scripts (default: all)")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    only = {x if x.endswith(".py") else x + ".py" for x in a.only.split(",") if x}
     failed = []
-    for name in BENCHES:
+    t_all = time.time()
+    for name, (full, quick) in BENCHES.items():
         path = os.path.join(HERE, name)
-        if not os.path.exists(path):
-            print(f"== {name}: missing, skipped")
+        if (only and name not in only) or not os.path.exists(path):
             continue
-        print(f"\n== {name} ==", flush=True)
+        cmd = [sys.executable, path, *(quick if a.quick else full)]
+        if name not in NO_REPEATS:
+            cmd += ["--repeats", str(a.repeats), "--json", os.path.join(a.out, name[:-3] + ".json")]
+        print(f"\n== {' '.join(cmd[1:])} ==", flush=True)
         t0 = time.time()
-        rc = subprocess.call([sys.executable, path])
+        rc = subprocess.call(cmd)
         print(f"== {name}: exit {rc} in {time.time() - t0:.0f} s", flush=True)
         if rc:
             failed.append(name)
-    if failed:
-        print(f"failed: {', '.join(failed)}")
+    print(
+        f"\nall benchmarks: {time.time() - t_all:.0f} s" + (f"; failed: {failed}" if failed else "")
+    )
     return 1 if failed else 0
 
 
