@@ -150,9 +150,13 @@ class VLLMSampler:
 
 
 def _load_weights(worker: Any, weights: list[tuple[str, Any]]) -> int:
-    """Runs in each vLLM worker (collective_rpc): the model's own HF-name-aware loader."""
-    model = worker.model_runner.model
-    model.load_weights(weights=weights)
+    """Runs in each vLLM worker (collective_rpc): the worker's in-place `reload_weights` (HF
+    names through the model's own loader, then the backend's post-load processing, e.g. the CPU
+    backend's repacked layouts), or the model's `load_weights` on versions without it."""
+    if hasattr(worker, "reload_weights"):
+        worker.reload_weights(weights_iterator=iter(weights))
+    else:
+        worker.model_runner.model.load_weights(weights=weights)
     return len(weights)
 
 
@@ -164,9 +168,7 @@ class WeightSyncExtension:
     def vt_load_weights_from_file(self, path: str) -> int:
         from safetensors.torch import load_file
 
-        weights = list(load_file(path).items())
-        self.model_runner.model.load_weights(weights=weights)
-        return len(weights)
+        return _load_weights(self, list(load_file(path).items()))
 
 
 class VLLMServerSampler:
