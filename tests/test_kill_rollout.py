@@ -97,3 +97,14 @@ def test_build_batch_with_empty_responses():
     assert b.input_ids.tolist() == [[1, 2], [3, 0]]
     lp, _ = response_logprobs(_model("llama"), b)
     assert lp.shape == (2, 1) and (lp == 0).all()
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma2"])
+def test_one_token_responses_keep_the_batch_shape(arch):
+    model = _model(arch)
+    b = build_batch([[1, 2], [3]], [Completion("", [9]), Completion("", [8])], pad_id=0)
+    with torch.no_grad():
+        lp, ent = response_logprobs(model, b, with_entropy=True)
+    assert lp.shape == ent.shape == (2, 1)
+    want = _reference(model, [[1, 2], [3]], [[9], [8]])
+    assert torch.allclose(lp[:, 0], torch.cat([w[0] for w in want]), atol=1e-5)
