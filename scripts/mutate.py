@@ -355,6 +355,9 @@ def run_target(name: str, t: Target, work: Path, jobs: int, sample: int = 0, see
         if m and any(_match(m.group(1), g) for g in globs):
             if picked is None or m.group(1) in picked:
                 status[m.group(1)] = m.group(2).strip()
+    unchecked = sorted(k for k, v in status.items() if v == "not checked")  # an interrupted run
+    for k in unchecked:
+        del status[k]
     survived = sorted(k for k, v in status.items() if v != "killed")
     equivalent = [k for k in survived if k in EQUIVALENT]
     return {
@@ -370,6 +373,7 @@ def run_target(name: str, t: Target, work: Path, jobs: int, sample: int = 0, see
         "sampled_from": len(every) if every and picked is not None else None,
         "only": only is not None,
         "rev": rev or "working tree",
+        "not_checked": len(unchecked),
     }
 
 
