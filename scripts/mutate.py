@@ -259,6 +259,10 @@ LISTED: dict[str, Listed] = {
     "rl: resume does not check options": Listed(
         "vibethinker/train/rl.py", "options=resume_options(opts),", "options={},",
         _rl("test_resume_refuses_changed_options")),
+    "math: a 0.05 tolerance on decimals": Listed(
+        "vibethinker/verifiers/math.py", "    g_dec, p_dec = decimal_places(gold), decimal_places(pred)\n",
+        "    return bool(diff <= 0.05)\n",
+        ("tests/test_verify_math.py::test_a_decimal_is_not_an_exact_fraction",)),
     "probe_merge: merge returns the first checkpoint": Listed(
         "vibethinker/stages/probe_merge.py", "[w for _, w in plan])",
         "[1.0] + [0.0] * (len(plan) - 1))",
