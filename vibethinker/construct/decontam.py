@@ -26,9 +26,15 @@ from itertools import repeat
 
 import numpy as np
 
-from vibethinker.construct.ngram import words
+from vibethinker.construct.ngram import WORD, words
 
-_P = np.uint64(1099511628211)  # FNV prime: an odd 64-bit multiplier for the polynomial hash
+SENTINEL = "qzxsentinelvibethinkerqzx"  # separates the texts of a batch (see `hits`)
+_P = np.uint64(1099511628211)
+_BLOOM_MASK = np.uint64((1 << 22) - 1)  # low hash bits of the eval n-grams: a 4 MB pre-check
+# ASCII bytes: letters and digits stay (lowercase by then), everything else becomes a space
+_ASCII_SPLIT = bytes(
+    c if 48 <= c <= 57 or 97 <= c <= 122 else 32 for c in range(256)
+)  # FNV prime: an odd 64-bit multiplier for the polynomial hash
 
 
 def window_hashes(ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -76,39 +82,51 @@ class EvalIndex:
         self.template_grams = sum(1 for c in df.values() if c > limit)
         self.grams: dict[int, dict[tuple[int, ...], list[str]]] = {}
         for item_id, grams in per_item:
-            for g in grams:
-                if df[g] > limit:
-                    continue
-                h = int(window_hashes(np.array(g, np.int64), n)[0][0])
+            keep = [g for g in grams if df[g] <= limit]
+            if not keep:
+                continue
+            flat = np.array([x for g in keep for x in (*g, -1)], np.int64)
+            hs = window_hashes(flat, n)[0][:: n + 1].tolist()  # one window per gram
+            for g, h in zip(keep, hs):
                 self.grams.setdefault(h, {}).setdefault(g, []).append(item_id)
         self.hashes = np.array(sorted(self.grams), np.uint64)
+        if SENTINEL in self.vocab:  # an eval set that uses our sentinel word: cannot happen
+            raise ValueError(f"eval text contains the reserved word {SENTINEL!r}")
+        self._lookup = {**self.vocab, SENTINEL: -2}
+        self._lookup_bytes = {w.encode(): i for w, i in self._lookup.items() if w.isascii()}
+        self._bloom = np.zeros(_BLOOM_MASK + 1, bool)
+        self._bloom[self.hashes & _BLOOM_MASK] = True
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.grams.values())
 
     def hits(self, texts: list[str]) -> list[list[str]]:
         """For each text, the sorted ids of the eval items it shares an n-gram with ([] = clean)."""
-        get = self.vocab.get
-        flat: list[int] = []
-        starts = []
-        for t in texts:
-            starts.append(len(flat))
-            flat.extend(map(get, words(t), repeat(-1)))
-            flat.append(-1)  # texts never share a window
+        if not texts:
+            return []
+        # One regex pass and one dict pass over the whole batch: texts joined by a sentinel word
+        # that is in no eval set (id -2; every id < 0 breaks a window, so no window spans texts).
+        joined = f" {SENTINEL} ".join(texts).lower()
+        if joined.isascii():  # the same words as WORD, by a C translate + split (~5x faster)
+            ws = joined.encode().translate(_ASCII_SPLIT).split()
+            lookup = self._lookup_bytes
+        else:
+            ws, lookup = WORD.findall(joined), self._lookup
+        ids = np.fromiter(map(lookup.get, ws, repeat(-1)), np.int64, len(ws))
         out: list[list[str]] = [[] for _ in texts]
-        if not len(self.hashes) or not flat:
+        if not len(self.hashes):
             return out
-        ids = np.array(flat, np.int64)
         h, ok = window_hashes(ids, self.n)
-        pos = np.searchsorted(self.hashes, h)
+        maybe = np.nonzero(ok & self._bloom[h & _BLOOM_MASK])[0]  # cheap pre-check, no misses
+        pos = np.searchsorted(self.hashes, h[maybe])
         pos[pos >= len(self.hashes)] = 0
-        cand = np.nonzero(ok & (self.hashes[pos] == h))[0]
+        cand = maybe[self.hashes[pos] == h[maybe]]
         if not len(cand):
             return out
-        which = np.searchsorted(np.array(starts), cand, side="right") - 1
+        which = np.searchsorted(np.nonzero(ids == -2)[0], cand)  # sentinels before = text index
         found: dict[int, set[str]] = {}
         for p, t in zip(cand.tolist(), which.tolist()):
-            items = self.grams[int(h[p])].get(tuple(flat[p : p + self.n]))
+            items = self.grams[int(h[p])].get(tuple(ids[p : p + self.n].tolist()))
             if items:  # else a 64-bit hash collision: not a shared n-gram
                 found.setdefault(t, set()).update(items)
         for t, s in found.items():

@@ -21,12 +21,12 @@ from datatrove.pipeline.filters.gopher_repetition_filter import (
     get_n_grams,
 )
 
-_WORD = re.compile(r"[^\W_]+")
+WORD = re.compile(r"[^\W_]+")
 
 
 def words(text: str) -> list[str]:
     """Lowercase word tokens with punctuation and symbols stripped: "3*4=12." -> [3, 4, 12]."""
-    return _WORD.findall(text.lower())
+    return WORD.findall(text.lower())
 
 
 def repetition_stats(text: str) -> dict[str, float]:
