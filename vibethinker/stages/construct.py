@@ -32,6 +32,7 @@ from vibethinker.data.io import DataError, _files, _iter_rows, problem_from_dict
 from vibethinker.engines import SamplerError, SamplingParams, make_sampler
 from vibethinker.log import get_logger
 from vibethinker.stages import register
+from vibethinker.types import DOMAINS
 
 log = get_logger("stages.construct")
 
@@ -44,6 +45,8 @@ class ConstructConfig:
     instructions."""
     out: str = "runs/construct"
     """Output folder: train.jsonl, funnel.json, progress.json, summary.md, plots."""
+    domains: list[str] = field(default_factory=lambda: ["math", "code", "stem", "instruct"])
+    """Seed domains to construct from; records of other domains in the seed file are passed over."""
     teacher: str = "world"
     """Teacher engine (vibethinker.engines.ENGINES): openai, hf, vllm, or world (SIMULATED, no LLM)."""
     teacher_model: str = ""
@@ -51,7 +54,8 @@ class ConstructConfig:
     teacher_base_url: str = "http://127.0.0.1:8000/v1"
     """openai engine: the server's base URL."""
     teacher_options: dict[str, Any] = field(default_factory=dict)
-    """Extra engine keyword arguments (world: data, eval, error_rate, ill_posed_rate, n_planted, ...)."""
+    """Extra engine keyword arguments (world: error_rate, ill_posed_rate, n_planted, ...; its
+    data/eval default to seeds/eval_sets)."""
     temperature: float = 1.0
     """Teacher sampling temperature (paper: unpublished)."""
     top_p: float = 0.95
@@ -116,9 +120,10 @@ class ConstructConfig:
     """Sampling seed (teacher requests carry seed + chunk offsets) and the expansion draw."""
 
 
-def iter_seeds(path: str, on_bad: str) -> Iterator[tuple[int, Any, int]]:
+def iter_seeds(path: str, on_bad: str, domains: list[str]) -> Iterator[tuple[int, Any, int]]:
     """Stream (index, Problem, line) from the seed file(s); a seed without supervision raises a
-    DataError naming file, line and field (on_bad=error) or is skipped with a count (drop)."""
+    DataError naming file, line and field (on_bad=error) or comes as (index, None, line) (drop).
+    Records of other domains than `domains` (e.g. the world's `clr` examples) are passed over."""
     from vibethinker.data.io import split_file
 
     i = 0
@@ -126,6 +131,8 @@ def iter_seeds(path: str, on_bad: str) -> Iterator[tuple[int, Any, int]]:
         for line, row in _iter_rows(f):
             if isinstance(row, DataError):
                 raise row
+            if isinstance(row, dict) and row.get("domain") not in domains:
+                continue
             try:
                 p = problem_from_dict(row, f, line, (), set())
                 missing = supervision_error(p)
@@ -150,10 +157,18 @@ def make_teacher(cfg: ConstructConfig) -> Any:
         kw.setdefault("model", cfg.teacher_model or "default")
     elif cfg.teacher in ("hf", "vllm"):
         kw.setdefault("model", cfg.teacher_model)
+    elif cfg.teacher == "world":  # the simulated teacher knows the seeds, plants from eval sets
+        kw.setdefault("data", cfg.seeds)
+        kw.setdefault("eval", list(cfg.eval_sets))
     return make_sampler(cfg.teacher, **kw)
 
 
 def _check(cfg: ConstructConfig) -> None:
+    other = [d for d in cfg.domains if d not in DOMAINS]
+    if other:
+        raise ValueError(
+            f"construct domains {other} are not verifiable; known: {', '.join(DOMAINS)}"
+        )
     bad = [a for a in cfg.axes if a not in AXES]
     if bad:
         raise ValueError(f"unknown axes {bad}; known: {', '.join(AXES)}")
@@ -178,7 +193,7 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     if cfg.on_bad_seed == "error":  # a bad seed is an error before any teacher call
-        for _ in iter_seeds(cfg.seeds, "error"):
+        for _ in iter_seeds(cfg.seeds, "error", cfg.domains):
             pass
     items = eval_items(cfg.eval_sets)
     index = (
@@ -240,7 +255,7 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         log.info("seeds %d..%d: %d problems kept", chunk[0][0], chunk[-1][0], len(done))
         chunk.clear()
 
-    for i, p, line in iter_seeds(cfg.seeds, cfg.on_bad_seed):
+    for i, p, line in iter_seeds(cfg.seeds, cfg.on_bad_seed, cfg.domains):
         if cfg.max_seeds and i >= cfg.max_seeds:
             break
         if i < state["seeds_done"]:
