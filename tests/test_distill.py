@@ -213,6 +213,11 @@ def test_missing_teacher_folder_names_teacher_and_domain(world, tmp_path):
     cfg.teachers[1]["model"] = str(tmp_path / "runs" / "rl_stem" / "final")
     with pytest.raises(FileNotFoundError, match=r"rl_stem/final \(domain stem\).*not found"):
         distill.run(cfg)
+    cfg = _cfg(world, str(tmp_path / "x"))
+    cfg.teachers[0]["data"] = str(tmp_path / "nowhere.jsonl")
+    with pytest.raises(FileNotFoundError, match=r"\(domain math\): data .*nowhere.jsonl not found"):
+        distill.run(cfg)
+    assert not (tmp_path / "x").exists()  # refused before anything was written
 
 
 def test_data_without_the_teachers_domain(world, tmp_path, monkeypatch):
