@@ -171,6 +171,20 @@ EQUIVALENT: dict[str, str] = {
     "vibethinker.engines.hf.x_inverse_cdf__mutmut_34": "the clamp guards u * total rounding up to "
     "the total (u within 2**-53 of 1): torch.rand never gives such a u for any seed, so a wrong "
     "bound is unreachable",
+    # train.rollout (docs/MUTATION.md)
+    "vibethinker.train.rollout.x__hidden_and_head__mutmut_1": "always the full-logits path: the "
+    "same logprobs (it is what the shortcut is checked against), only more memory",
+    "vibethinker.train.rollout.x__hidden_and_head__mutmut_51": "no attention mask: rows are "
+    "right-padded and attention is causal, so no real position ever sees a pad",
+    "vibethinker.train.rollout.x__chunk_logp__mutmut_8": "dim +1 for -1 on [M, V] logits",
+    "vibethinker.train.rollout.x_response_logprobs__mutmut_50": "checkpointing a single chunk "
+    "too: the same values and gradients, recomputed",
+    "vibethinker.train.rollout.x_response_logprobs__mutmut_59": "reentrant checkpointing: the "
+    "same gradients while the hidden states require grad (always, when training)",
+    "vibethinker.train.rollout.x_response_logprobs__mutmut_75": "dtype=None is float32, the "
+    "logprobs' dtype (the head's logits are cast to float)",
+    "vibethinker.train.rollout.x_response_logprobs__mutmut_86": "`ents` is never empty (the loop "
+    "runs at least once), so the fallback is unreachable",
 }
 
 RESULT = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
