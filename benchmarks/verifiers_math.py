@@ -133,8 +133,6 @@ def add_args(ap) -> None:
 def side_peer(args, shared: dict) -> dict:
     import multiprocessing as mp
 
-    import math_verify
-
     pairs = make_pairs(args.n)
     t = time.perf_counter()
     pool = mp.get_context("fork").Pool(args.workers)
@@ -146,7 +144,9 @@ def side_peer(args, shared: dict) -> dict:
     dt = time.perf_counter() - t
     pool.close()
     pool.join()
-    ver = getattr(math_verify, "__version__", "?")
+    from importlib.metadata import version
+
+    ver = version("math-verify")
     cfg = {"peer": f"math-verify {ver} verify(parse(f'${{gold}}$'), parse(response)), defaults",
            "pool": f"multiprocessing.Pool({args.workers}), fork, chunks of {args.chunk}",
            "pairs": args.n}  # fmt: skip
