@@ -48,6 +48,10 @@ if str(ROOT) not in sys.path:
 Side = Callable[[argparse.Namespace, dict], dict]
 
 
+def say(msg: str) -> None:
+    print(msg, flush=True)
+
+
 def peak_rss_mb() -> float:
     """This process's peak resident memory (VmHWM), MiB; 0 where /proc is missing."""
     try:
@@ -103,7 +107,7 @@ def compare(
     repeats: int = 3,
     headline: tuple[str, str] | None = None,
     timeout: float | None = None,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] = say,
 ) -> dict:
     """Run every side's command `repeats` times, rotating the order each repeat; aggregate.
 
@@ -144,7 +148,7 @@ def compare(
     return out
 
 
-def report(name: str, res: dict, log: Callable[[str], None] = print) -> None:
+def report(name: str, res: dict, log: Callable[[str], None] = say) -> None:
     """Print a result: each side's configuration, then median (range) of every metric."""
     m = res["machine"]
     log(f"\n== {name}: {res['repeats']} repeats, each side in its own process, order rotating; "
@@ -169,6 +173,7 @@ def main(
     sides: dict[str, Side],
     headline: tuple[str, str] | None = None,
     argv: list[str] | None = None,
+    script: str | None = None,
 ) -> dict:
     """Command line of a benchmark script: the parent (no --side) prepares the shared inputs and
     runs `compare`; a child (--side NAME --shared JSON --result PATH) runs one side once."""
@@ -192,7 +197,7 @@ def main(
         else:
             print(json.dumps(res, indent=1, default=str))
         return res
-    script = str(Path(sys.argv[0]).resolve())
+    script = str(Path(script or sys.argv[0]).resolve())
     base = [a for a in (argv if argv is not None else sys.argv[1:])]
     work = Path(tempfile.mkdtemp(prefix="bench_", dir=os.environ.get("BENCH_TMP")))
     try:
