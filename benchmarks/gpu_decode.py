@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(f"\n{'size':>5} {'what':>12} {'plain':>10} {'ours':>10} {'ratio':>6}  notes")
     for size in args.sizes.split(","):
         for key in [("decode", b) for b in args.batches] + [("train", None)]:
-            sel = [r for r in rows if r["size"] == size and r["kind"] == key[0]
+            sel = [r for r in rows if "side" in r and r["size"] == size and r["kind"] == key[0]
                    and (key[1] is None or r.get("batch", -1) <= key[1])]  # fmt: skip
             sel = [r for r in sel if key[1] is None or r["batch"] == max(x["batch"] for x in sel)]
             d = {r["side"]: r for r in sel}
