@@ -183,6 +183,10 @@ EQUIVALENT: dict[str, str] = {
     "same gradients while the hidden states require grad (always, when training)",
     "vibethinker.train.rollout.x_response_logprobs__mutmut_75": "dtype=None is float32, the "
     "logprobs' dtype (the head's logits are cast to float)",
+    "vibethinker.train.rollout.x_build_batch__mutmut_65": "the logprobs' tensor defaults to "
+    "float32, and assigning into the float32 buffer casts anyway",
+    "vibethinker.train.rollout.x_response_logprobs__mutmut_96": "the default dtype, float32, is "
+    "the entropies' dtype",
     "vibethinker.train.rollout.x_response_logprobs__mutmut_86": "`ents` is never empty (the loop "
     "runs at least once), so the fallback is unreachable",
 }

@@ -72,6 +72,8 @@ def test_build_batch_layout():
     assert b.input_ids[0].tolist() == [3, 4, 5, 6, 7, 8, 9, 20]
     assert b.input_ids[2].tolist() == [12, 13, 14, 27, 28, 63, 63, 63]  # right-padded with pad_id
     assert b.attention_mask.tolist()[2] == [1, 1, 1, 1, 1, 0, 0, 0]
+    # the integer dtypes transformers documents for ids and the 2-D attention mask
+    assert b.input_ids.dtype == b.attention_mask.dtype == b.response_ids.dtype == torch.long
     assert b.prompt_lens.tolist() == [7, 2, 3]
     assert b.response_ids[2].tolist() == [27, 28, 0, 0, 0, 0]  # responses pad with 0
     assert b.mask.sum(-1).tolist() == [1, 6, 2] and b.mask.dtype == torch.bool
