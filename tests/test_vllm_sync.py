@@ -9,12 +9,20 @@ in the main environment vLLM is not installed and the module skips with that rea
   `rollout_sampler`): the weights change every step, and the engine-vs-trainer KL logged for
   each step stays at fp32 rounding level, which it could not if a step's new weights had not
   reached vLLM before the next rollout (lr 1e-2: a stale engine shows a KL of ~1e-2).
+- Server mode: a real `vllm serve` (OpenAI API server with the WeightSyncExtension, dev mode);
+  the same disagree-until-synced check through `VLLMServerSampler.update_weights` (rank 0 writes
+  the weights to a file, the server's workers load them over /collective_rpc).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 
 import pytest
 import torch
@@ -29,7 +37,7 @@ if importlib.util.find_spec("vllm") is None:
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the tiny model needs little
 
 from vibethinker.engines import SamplingParams  # noqa: E402
-from vibethinker.engines.vllm import rollout_sampler  # noqa: E402
+from vibethinker.engines.vllm import VLLMServerSampler, rollout_sampler  # noqa: E402
 from vibethinker.models.tiny import build_tiny_model  # noqa: E402
 from vibethinker.train import policy, rl  # noqa: E402
 from vibethinker.train.rl import RLOptions  # noqa: E402
@@ -61,6 +69,38 @@ def engine(tiny, tmp_path_factory):
     model, tok = policy.load_policy(tiny, "cpu")
     opts = RLOptions(model=tiny, out=str(tmp_path_factory.mktemp("rl")), seed=0)
     return rollout_sampler(opts, tok)
+
+
+@pytest.fixture(scope="module")
+def server(tiny, tmp_path_factory):
+    """`vllm serve` on the tiny model (float32, eager), as docs/SCALING.md starts it."""
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    log = open(tmp_path_factory.mktemp("server") / "log", "w")  # noqa: SIM115
+    env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", tiny,
+           "--served-model-name", "default", "--dtype", "float32", "--enforce-eager",
+           "--port", str(port), "--worker-extension-cls",
+           "vibethinker.engines.vllm.WeightSyncExtension"]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(300):
+            assert proc.poll() is None, f"vllm server exited: see {log.name}"
+            try:
+                urllib.request.urlopen(f"{url}/models", timeout=5)
+                break
+            except OSError:
+                time.sleep(2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
 
 
 def _kl(engine, model, tok, seed: int) -> float:
@@ -108,3 +148,18 @@ def test_rl_steps_with_vllm_rollouts_and_weight_sync(tiny, engine, tmp_path):
     for r in rows:  # every rollout came from the weights the trainer had at that step
         assert r["engine_kl"] < SYNCED_KL, r
     assert _kl(engine, model.eval(), tok, 9) < SYNCED_KL  # and from the final ones
+
+
+def test_server_mode_weight_sync(tiny, server, tmp_path):
+    model, tok = policy.load_policy(tiny, "cpu")
+    model.eval()
+    engine = VLLMServerSampler(server, tok, str(tmp_path / "sync"))
+    assert _kl(engine, model, tok, 1) < SYNCED_KL  # served from the same checkpoint
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    assert _kl(engine, model, tok, 2) > STALE_KL
+    engine.update_weights(model.state_dict().items())
+    assert (tmp_path / "sync" / "weights.safetensors").exists()
+    assert _kl(engine, model, tok, 3) < SYNCED_KL

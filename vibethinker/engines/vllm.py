@@ -204,7 +204,7 @@ class VLLMServerSampler:
         if dist.is_main():
             self.sync_dir.mkdir(parents=True, exist_ok=True)
             path = self.sync_dir / "weights.safetensors"
-            save_file({k: v.contiguous() for k, v in weights}, str(path))
+            save_file({k: v.detach().clone().contiguous() for k, v in weights}, str(path))
             body = json.dumps({"method": "vt_load_weights_from_file", "args": [str(path)]})
             for url, data in ((f"{self.base_url}/collective_rpc", body.encode()),
                               (f"{self.base_url}/reset_prefix_cache", b"")):  # fmt: skip
