@@ -47,7 +47,8 @@ def prepare(n_train: int) -> None:
     from vibethinker.data.world import generate
 
     TMP.mkdir(exist_ok=True)
-    splits = generate(11, n_train=max(n_train // 2, 10), n_probe=1, n_eval=4)
+    # the world has ~500 distinct problems in its smallest math subdomain: 2K problems, cycled
+    splits = generate(11, n_train=min(max(n_train // 2, 10), 2_000), n_probe=1, n_eval=4)
     items = eval_items(EVAL_SPECS)
     (TMP / "eval.json").write_text(json.dumps(items))
     n = 0
