@@ -99,9 +99,11 @@ class DistillConfig:
     on_empty_domain: str = "error"
     """A domain whose teachers end with no kept trace: "error" (stop before training, naming the
     teachers and domain) or "warn" (train on the other domains, warning in the log and summary)."""
-    score_tokens: int = 8192
-    """Tokens per S_LP scoring forward (traces packed end to end, no grad, bf16 on GPU). Memory
-    knob; results do not depend on it."""
+    score_tokens: int = 2048
+    """Tokens per S_LP scoring forward (traces packed end to end, no grad, bf16 on GPU). Results
+    do not depend on it. A forward's rows are as wide as its longest prompt + traces unit, so
+    smaller forwards pad less: on CPU 2048 scored the benchmark's traces ~1.5x faster than 8192
+    (BENCHMARKS.md); on a GPU raise it to fill memory (the 3B recipe: 32768)."""
     epochs: int = 2
     """SFT passes over the selection. Paper: unpublished; our choice, 2 (stage 2's count: a
     small, verified, focused set)."""
