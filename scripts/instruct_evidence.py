@@ -2,7 +2,7 @@
 reasoning, and does the policy game the tiny reward model?
 
     .venv/bin/python scripts/instruct_evidence.py [--run-dir /tmp/demo1] [--out /tmp/12/evidence]
-        [--seeds 0,1,2] [--rm PATH] [--steps 12] [--max-seconds 120]
+        [--seeds 0,1,2] [--rm PATH] [--steps 6] [--collect A.json,B.json,...]
 
 From a finished tiny-recipe run (`--run-dir`: its data/, sft1/final, rl_stem/final, or the
 `--start` model): the world's train split plus `--n-open` open prompts (data/world/
@@ -32,7 +32,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-MAX_NEW = 128
+MAX_NEW = 96
 
 
 def repeat_rate(text: str) -> float:
@@ -107,12 +107,39 @@ def run_rl(args: argparse.Namespace, data: Path, rm_dir: str, start: str, seed: 
     from vibethinker.train.rl_config import RLConfig
 
     cfg = RLConfig(model=start, data=str(data), domain="instruct", out=str(out), seed=seed,
-                   steps=args.steps, prompts_per_step=16, group_size=8, lr=5e-5, final_lr=5e-6,
+                   steps=args.steps, prompts_per_step=8, group_size=8, lr=1e-4, final_lr=1e-5,
                    max_new_tokens=MAX_NEW, filter_rollouts=4, max_prompts=args.max_prompts,
                    rule_reward="strict", rubric_model=f"hf:{rm_dir}", rubric_threshold=0.5,
                    max_seconds=args.max_seconds, save_every=0, eval_every=0, device="cpu",
                    verify_workers=1)  # fmt: skip
     return run(cfg)["model"]
+
+
+def table(res: dict) -> None:
+    """The markdown table: mean +- sd over seeds, before / after / paired change."""
+    rows, sizes, args = res["rows"], res["sizes"], res["args"]
+
+    def sd(xs: list[float]) -> float:
+        return statistics.stdev(xs) if len(xs) > 1 else 0.0
+
+    print(f"\n{len(rows)} seeds {[r['seed'] for r in rows]}, RL steps {[r['steps'] for r in rows]}; "
+          f"held-out: {sizes}; n={args['n']} samples each\n")  # fmt: skip
+    print("| metric | before (start model) | after Instruct RL | change (paired) |")
+    print("|---|---:|---:|---:|")
+    for k in rows[0]["before"]:
+        b = [r["before"][k] for r in rows]
+        a = [r["after"][k] for r in rows]
+        d = [x - y for x, y in zip(a, b)]
+        print(f"| {k} | {statistics.mean(b):.3f} +- {sd(b):.3f} | {statistics.mean(a):.3f} +- "
+              f"{sd(a):.3f} | {statistics.mean(d):+.3f} +- {sd(d):.3f} |")  # fmt: skip
+
+
+def collect(paths: list[str]) -> int:
+    """One table from several runs' evidence.json (seeds run as separate processes)."""
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    res = {**parts[0], "rows": [r for p in parts for r in p["rows"]]}
+    table(res)
+    return 0
 
 
 def main() -> int:
@@ -123,12 +150,15 @@ def main() -> int:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--rm", default="", help="reward model folder (default: train one)")
     ap.add_argument("--n-open", type=int, default=60)
-    ap.add_argument("--n-eval", type=int, default=40, help="held-out problems per group")
+    ap.add_argument("--n-eval", type=int, default=20, help="held-out problems per group")
     ap.add_argument("--n", type=int, default=2, help="samples per held-out problem")
-    ap.add_argument("--steps", type=int, default=12)
-    ap.add_argument("--max-prompts", type=int, default=160)
-    ap.add_argument("--max-seconds", type=float, default=120)
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--max-prompts", type=int, default=64)
+    ap.add_argument("--max-seconds", type=float, default=0, help="RL wall cap (0: none)")
+    ap.add_argument("--collect", default="", help="comma list of evidence.json: print one table")
     args = ap.parse_args()
+    if args.collect:
+        return collect(args.collect.split(","))
     from vibethinker.log import setup_logging
     from vibethinker.verifiers.rubric import RewardModelRubric
 
@@ -155,21 +185,10 @@ def main() -> int:
         rows.append({"seed": seed, "steps": steps, "before": before, "after": after,
                      "seconds": round(time.time() - t0, 1)})  # fmt: skip
         print(json.dumps(rows[-1]), flush=True)
-    (out / "evidence.json").write_text(json.dumps({"args": vars(args), "rm": rm_dir,
-                                                   "rows": rows}, indent=1) + "\n")  # fmt: skip
-    keys = list(rows[0]["before"])
-    print(f"\n{len(rows)} seeds, RL steps {[r['steps'] for r in rows]}; held-out: "
-          f"{len(rule)} rule prompts, {len(held_open)} open prompts, "
-          f"{', '.join(f'{len(v)} {d}' for d, v in other.items())}; n={args.n}\n")  # fmt: skip
-    print("| metric | before (start model) | after Instruct RL | change |")
-    print("|---|---:|---:|---:|")
-    for k in keys:
-        b = [r["before"][k] for r in rows]
-        a = [r["after"][k] for r in rows]
-        d = [x - y for x, y in zip(a, b)]
-        sd = lambda xs: statistics.stdev(xs) if len(xs) > 1 else 0.0  # noqa: E731
-        print(f"| {k} | {statistics.mean(b):.3f} +- {sd(b):.3f} | {statistics.mean(a):.3f} +- "
-              f"{sd(a):.3f} | {statistics.mean(d):+.3f} +- {sd(d):.3f} |")  # fmt: skip
+    sizes = {"rule": len(rule), "open": len(held_open), **{d: len(v) for d, v in other.items()}}
+    res = {"args": vars(args), "rm": rm_dir, "sizes": sizes, "rows": rows}
+    (out / "evidence.json").write_text(json.dumps(res, indent=1) + "\n")
+    table(res)
     return 0
 
 
