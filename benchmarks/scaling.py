@@ -126,6 +126,9 @@ def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--steps", type=int, default=2, help="timed steps per point (after warm-up)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="fewer points: lens 256,1024,4096")
+    ap.add_argument("--parallel", type=int, default=1,
+                    help="points run at once (1: one after another; more only to finish on a "
+                    "loaded machine: the points then share the cores)")  # fmt: skip
     ap.add_argument("--json", default="")
     ap.add_argument("--point", default="", help=argparse.SUPPRESS)
     ap.add_argument("--shared", default="", help=argparse.SUPPRESS)
@@ -191,13 +194,20 @@ def main(argv: list[str] | None = None) -> dict:
                 "--steps", str(args.steps), "--shared", str(work / "shared.json")]  # fmt: skip
         raw: dict[str, list[dict]] = {k: [] for k in pts}
         t0 = time.time()
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(item):
+            name, (kind, kw) = item
+            res = harness.run_side([*base, "--point", f"{kind}:{json.dumps(kw)}"])
+            print(f"  [{time.time() - t0:.0f} s] {name}: step {res['metrics']['step_s']:.3f} s, "
+                  f"peak {res['metrics']['peak_rss_mb']:.0f} MB", flush=True)  # fmt: skip
+            return name, res["metrics"]
+
         for r in range(args.repeats):
-            for name, (kind, kw) in pts.items():
-                res = harness.run_side([*base, "--point", f"{kind}:{json.dumps(kw)}"])
-                raw[name].append(res["metrics"])
-                print(f"  [{time.time() - t0:.0f} s] repeat {r + 1}: {name}: step "
-                      f"{res['metrics']['step_s']:.3f} s, peak {res['metrics']['peak_rss_mb']:.0f}"
-                      " MB", flush=True)  # fmt: skip
+            print(f"  repeat {r + 1}/{args.repeats}", flush=True)
+            with ThreadPoolExecutor(max(1, args.parallel)) as ex:
+                for name, m in ex.map(one, list(pts.items())):
+                    raw[name].append(m)
         table = {}
         for name, runs in raw.items():
             table[name] = {k: harness.summarize([x[k] for x in runs])
