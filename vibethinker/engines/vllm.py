@@ -242,6 +242,10 @@ def rollout_sampler(opts: Any, tokenizer: Any) -> Any:
     )
     if cuda and getattr(opts, "vllm_sleep", True):
         kw["enable_sleep_mode"] = True
+    from vibethinker.train import dist
+
+    if dist.active():  # one engine per trainer process, inside torchrun's process group
+        kw["distributed_executor_backend"] = "external_launcher"
     sampler = VLLMSampler(opts.model, **kw)
     sampler.sleep_between = bool(kw.get("enable_sleep_mode"))
     return sampler
