@@ -171,6 +171,10 @@ EQUIVALENT: dict[str, str] = {
     "vibethinker.engines.hf.x_inverse_cdf__mutmut_34": "the clamp guards u * total rounding up to "
     "the total (u within 2**-53 of 1): torch.rand never gives such a u for any seed, so a wrong "
     "bound is unreachable",
+    "vibethinker.algo.merge.x_merge_checkpoints__mutmut_88": 'src_dtype starts "" instead of '
+    "None: both are falsy, so the first tensor's dtype is taken either way",
+    "vibethinker.algo.merge.x_normalise_weights__mutmut_4": "the error message wrapped in XX..XX "
+    "still says what is wrong",
     # train.rollout (docs/MUTATION.md)
     "vibethinker.train.rollout.x__hidden_and_head__mutmut_1": "always the full-logits path: the "
     "same logprobs (it is what the shortcut is checked against), only more memory",
