@@ -21,7 +21,6 @@ with `model.generate` (its default transformers path, no vLLM); ours with the hf
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import sys
@@ -78,9 +77,9 @@ def _quiet() -> None:
 
 
 def side_ours(args: argparse.Namespace, shared: dict) -> dict:
+    from vibethinker.data.io import load_problems
     from vibethinker.train import policy
     from vibethinker.train.rl import PHASES, RLOptions, train
-    from vibethinker.data.io import load_problems
 
     _quiet()
     harness.set_threads(args.threads)
