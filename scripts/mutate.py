@@ -79,7 +79,9 @@ TARGETS: dict[str, Target] = {
         ("tests/test_merge.py", "tests/test_kill_probe_merge.py"),
     ),  # fmt: skip
     "verifiers.math": Target(
-        "vibethinker/verifiers/math.py", ("*",), ("tests/test_verify_math.py",)
+        "vibethinker/verifiers/math.py",
+        ("*",),
+        ("tests/test_verify_math.py", "tests/test_kill_math.py"),
     ),
 }
 
