@@ -17,7 +17,10 @@ process, >= 3 repeats in rotating order (benchmarks/harness.py).
 - trl: RewardTrainer on the conversational (prompt, chosen, rejected) dataset, as its docs show,
   `per_device_train_batch_size=--batch`, TRL's collator (pads each batch to its longest).
 
-Figures: pairs/s over the training loop's own time (ours: the loop; TRL: `train_runtime`),
+Pairs with a text of max length or more are dropped before either side sees them (TRL's
+RewardTrainer drops them, ours would cut them: a first run without this trained TRL on fewer,
+shorter pairs). Figures: pairs/s and tokens/s over the training loop's own time (ours: the loop;
+TRL: `train_runtime`),
 and the held-out pairwise accuracy after training (same function, same held-out pairs) so that
 the speed is not bought with a worse model.
 """
@@ -48,6 +51,7 @@ def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--batch", type=int, default=16, help="pairs per optimizer step")
     ap.add_argument("--max-len", type=int, default=256)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-pairs", type=int, default=0, help="at most this many pairs (0: all)")
 
 
 def prepare(args: argparse.Namespace, work: Path) -> dict:
@@ -62,9 +66,26 @@ def prepare(args: argparse.Namespace, work: Path) -> dict:
     texts = [paper_prompt(p) + " " + t for p in splits["train"] + probs for t in p.traces or []]
     model = build_tiny_model(work / "model", texts, "1m", 512, 0)
     train_p, held_p = split_problems(probs, 0.15, 0)
-    (work / "train.json").write_text(json.dumps(build_pairs(train_p, 0)))
+    # TRL drops a pair whose chosen or rejected text is over max_length (we would cut it): keep
+    # only pairs that fit, before either side sees them, so both train on the same pairs
+    from transformers import AutoTokenizer
+
+    from vibethinker.train.reward_model import encode_pairs
+
+    tok = AutoTokenizer.from_pretrained(model)
+    rows = build_pairs(train_p, 0)
+    enc = encode_pairs(tok, rows, 10**9)
+    fit = [(r, e) for r, e in zip(rows, enc) if max(len(e[0]), len(e[1])) < args.max_len]
+    rows = [r for r, _ in fit][: args.max_pairs or None]
+    tokens = sum(len(e[0]) + len(e[1]) for _, e in fit[: len(rows)])
+    (work / "train.json").write_text(json.dumps(rows))
     (work / "held.json").write_text(json.dumps(build_pairs(held_p, 1)))
-    return {"model": str(model), "train": str(work / "train.json"), "held": str(work / "held.json")}
+    return {
+        "model": str(model),
+        "train": str(work / "train.json"),
+        "held": str(work / "held.json"),
+        "tokens": tokens,
+    }
 
 
 def _start(shared: dict, args: argparse.Namespace):
@@ -100,6 +121,7 @@ def side_ours(args: argparse.Namespace, shared: dict) -> dict:
            "threads": args.threads, "dtype": "float32", "pairs": len(pairs)}  # fmt: skip
     return {"config": cfg, "metrics": {
         "pairs_per_s": len(pairs) * args.epochs / secs, "train_s": secs, "steps": len(hist),
+        "tokens_per_s": shared["tokens"] * args.epochs / secs,
         "held_out_accuracy": _held_accuracy(model, tok, shared, args)}}  # fmt: skip
 
 
@@ -134,6 +156,7 @@ def side_trl(args: argparse.Namespace, shared: dict) -> dict:
            "dtype": "float32", "pairs": n}  # fmt: skip
     return {"config": cfg, "metrics": {
         "pairs_per_s": n * args.epochs / secs, "train_s": secs, "steps": trainer.state.global_step,
+        "tokens_per_s": shared["tokens"] * args.epochs / secs, "pairs_dropped": len(pairs) - n,
         "held_out_accuracy": _held_accuracy(model, tok, shared, args)}}  # fmt: skip
 
 
