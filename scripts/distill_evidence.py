@@ -68,6 +68,13 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--eval-n", type=int, help="samples per eval problem (default: the recipe's)")
     ap.add_argument("--eval-limit", type=int, help="eval problems per domain (default: recipe's)")
+    ap.add_argument(
+        "--part",
+        choices=["all", "arms", "baselines"],
+        default="all",
+        help="run only the student arms or only the baselines (parallel processes "
+        "on the same --out; a final run with --part all collects them)",
+    )
     args = ap.parse_args()
 
     from vibethinker.engines import make_sampler
@@ -103,7 +110,7 @@ def main() -> int:
 
     probs = None
     for seed in args.seeds:
-        for arm in ("lp", "random"):
+        for arm in ("lp", "random") if args.part != "baselines" else ():
             d = out / f"{arm}_s{seed}"
             cfg = dataclasses.replace(base, out=str(d), seed=seed, select=arm)
             if not (d / "eval.json").exists():
@@ -121,6 +128,8 @@ def main() -> int:
                   f"({time.time() - t0:.0f} s)", flush=True)  # fmt: skip
         cfg = dataclasses.replace(base, seed=seed)
         probs = distill.eval_problems(cfg)
+        if args.part == "arms":
+            continue
         every = [p for ps in probs.values() for p in ps]
         base_file = out / f"baselines_s{seed}.json"
         if base_file.exists():
