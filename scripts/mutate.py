@@ -49,7 +49,12 @@ TARGETS: dict[str, Target] = {
     "train.sft": Target(
         "vibethinker/train/sft.py",
         ("*x_token_loss_sum*", "*x_train_step*", "*x_backbone_and_head*"),
-        ("tests/test_sft.py", "tests/test_policy.py", "tests/test_lora.py"),
+        (
+            "tests/test_sft.py",
+            "tests/test_policy.py",
+            "tests/test_lora.py",
+            "tests/test_kill_sft.py",
+        ),
     ),  # fmt: skip
     "train.rollout": Target(
         "vibethinker/train/rollout.py",
@@ -177,6 +182,8 @@ EQUIVALENT: dict[str, str] = {
     "None: both are falsy, so the first tensor's dtype is taken either way",
     "vibethinker.algo.merge.x_normalise_weights__mutmut_4": "the error message wrapped in XX..XX "
     "still says what is wrong",
+    "vibethinker.train.sft.x_backbone_and_head__mutmut_32": "base_model_prefix's default is never "
+    "read: every transformers model class defines it",
     # train.rollout (docs/MUTATION.md)
     "vibethinker.train.rollout.x__hidden_and_head__mutmut_1": "always the full-logits path: the "
     "same logprobs (it is what the shortcut is checked against), only more memory",
