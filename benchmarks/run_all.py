@@ -5,8 +5,9 @@ reported with each side's configuration (benchmarks/harness.py). Results go to r
 
     .venv/bin/python benchmarks/run_all.py [--quick] [--repeats 3] [--out runs/bench]
 
-Sizes are chosen so the full run takes about 20 minutes on 2 free cores; `--quick` (`make bench
-QUICK=1`) runs smaller workloads and the short scaling sweep (about 8 minutes). The GPU script
+Sizes are meant to keep the full run near 20 minutes on 2 free cores (an estimate: the 2026-12-01
+runs were made on a loaded machine, 10-50x slower); `--quick` (`make bench QUICK=1`) runs smaller
+workloads and the short scaling sweep. The GPU script
 (benchmarks/gpu_decode.py) is not part of it: it needs a GPU.
 """
 
@@ -27,7 +28,21 @@ BENCHES: dict[str, tuple[list[str], list[str]]] = {
     "sampling.py": ([], ["--prompts", "16", "--n", "4", "--max-new-tokens", "32"]),
     "sft.py": (["--problems", "300"], ["--problems", "150", "--sides", "ours,trl_packed"]),
     "rl_step.py": ([], ["--prompts", "8", "--g", "4", "--max-new-tokens", "16", "--steps", "4"]),
-    "scaling.py": ([], ["--quick", "--batches", "1,4", "--groups", "4,16", "--steps", "1"]),
+    "scaling.py": (
+        [
+            "--lens",
+            "256,1024,4096",
+            "--batches",
+            "1,4,8",
+            "--groups",
+            "4,8,16",
+            "--rl-g",
+            "4",
+            "--steps",
+            "1",
+        ],
+        ["--quick", "--batches", "1,4", "--groups", "4,16", "--rl-g", "2", "--steps", "1"],
+    ),  # fmt: skip
     "merge_memory.py": ([], []),
     "distill_score.py": ([], ["--problems", "100"]),
 }
