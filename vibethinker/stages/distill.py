@@ -601,15 +601,11 @@ def fresh_sft(out: Path, selection: bytes) -> None:
     mark.write_text(digest + "\n")
 
 
-@register("distill", DistillConfig, resumable=True)
-def run(cfg: DistillConfig) -> dict[str, str]:
-    """Offline self-distillation: sample specialists, verify, select by learning potential, SFT."""
+def prepare(cfg: DistillConfig, out: Path) -> tuple[Path, dict, list[str]]:
+    """Sample, verify, score and select; write selected.jsonl, funnel.json and the S_LP plot.
+    Returns (selected path, funnel, warnings)."""
     from vibethinker.data.io import save_problems
-    from vibethinker.stages import sft as sft_stage
 
-    check_config(cfg)
-    t0 = time.time()
-    out = Path(cfg.out)
     cands, sampling = load_or_build_candidates(cfg, out)
     pools, sels = select(cfg, cands)
     kept = {d: [{**pools[d][i], "bucket": sels[d].bucket[i]} for i in sels[d].kept] for d in sels}
@@ -624,6 +620,25 @@ def run(cfg: DistillConfig) -> dict[str, str]:
     save_problems(selected, to_problems(kept))
     fresh_sft(out, selected.read_bytes())
     plot_s_lp(pools, sels, out / "s_lp.png", cfg.select)
+    return selected, funnel, warnings
+
+
+@register("distill", DistillConfig, resumable=True)
+def run(cfg: DistillConfig) -> dict[str, str]:
+    """Offline self-distillation: sample specialists, verify, select by learning potential, SFT.
+
+    Under torchrun, rank 0 samples, scores and selects (the teachers' sampling is not sharded)
+    and every process then trains the student together through the SFT stage."""
+    from vibethinker.stages import sft as sft_stage
+    from vibethinker.train import dist
+    from vibethinker.train.policy import resolve_device
+
+    check_config(cfg)
+    t0 = time.time()
+    out = Path(cfg.out)
+    resolve_device(cfg.device)  # under torchrun: starts the process group (nothing otherwise)
+    prep = prepare(cfg, out) if dist.is_main() else None
+    selected, funnel, warnings = dist.broadcast_object(prep)
     sft_cfg = sft_stage.SFTConfig(
         model=cfg.student, data=str(selected), out=str(out / "sft"), epochs=cfg.epochs,
         max_steps=cfg.max_steps, global_batch=cfg.global_batch, micro_batch=cfg.micro_batch,
@@ -637,6 +652,8 @@ def run(cfg: DistillConfig) -> dict[str, str]:
     outputs = {"model": res["model"], "selected": str(selected),
                "funnel": str(out / "funnel.json"), "plot": str(out / "s_lp.png"),
                "summary": str(out / "summary.md")}  # fmt: skip
+    if not dist.is_main():  # rank 0 evaluates and writes the reports
+        return outputs
     evals = None
     if cfg.eval_data:
         evals = held_out(cfg, res["model"])
