@@ -161,15 +161,18 @@ def shard(items: Sequence[T]) -> list[T]:
     return list(items[rank() :: world()])
 
 
-def pad(items: list[T]) -> tuple[list[T], int]:
-    """`items` padded with copies of its first element to the longest share among processes,
-    and how many are real: every process then runs the same number of forwards (FSDP and DDP
-    collectives are per forward). The caller multiplies the padding's loss by 0."""
+def pad(items: list[T], fallback: T | None = None) -> tuple[list[T], int]:
+    """`items` padded to the longest share among processes, and how many are real: every
+    process then runs the same number of forwards (FSDP and DDP collectives are per forward).
+    The padding copies `items[0]`, or `fallback` when this process's share is empty (a step
+    with fewer packed micro-batches than processes). The caller multiplies the padding's loss
+    by 0."""
     n = len(items)
     most = int(all_max([n])[0])
-    if most > n and not items:
+    if most > n and not items and fallback is None:
         raise ValueError("dist.pad: a process has no work to pad with (more processes than work)")
-    return items + [items[0]] * (most - n), n
+    filler = items[0] if items else fallback
+    return items + [filler] * (most - n), n  # type: ignore[list-item]
 
 
 def grad_scale() -> float:

@@ -117,7 +117,7 @@ def train_step(model: Any, micro: Sequence[dict[str, Any]], device: Any) -> tupl
     under N processes each runs its share (`dist.shard`, padded to equal counts) with its loss
     scaled by N (the processes average gradients), so the gradient is the one-process one."""
     n_loss = sum(int((m["labels"][:, 1:] != IGNORE).sum()) for m in micro)
-    mine, real = dist.pad(dist.shard(micro))
+    mine, real = dist.pad(dist.shard(micro), fallback=micro[0])
     scale = dist.grad_scale() / max(n_loss, 1)
     total = 0.0
     for i, m in enumerate(mine):
