@@ -146,6 +146,17 @@ def inverse_cdf(probs: torch.Tensor, generator: torch.Generator | None) -> torch
     return pos.clamp_(max=probs.shape[-1] - 1)
 
 
+def left_pad(prompt_ids: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-padded token ids and attention mask [P, W] of `prompt_ids` (W = the longest)."""
+    width = max(len(p) for p in prompt_ids)
+    inp = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
+    for r, p in enumerate(prompt_ids):
+        inp[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+        mask[r, width - len(p) :] = 1
+    return inp, mask
+
+
 class _GrowingLayer(DynamicLayer):
     """A DynamicLayer whose keys/values live in a buffer with room for `reserve` more tokens:
     a decoding step writes in place instead of copying the whole cache (DynamicLayer's torch.cat
@@ -449,12 +460,7 @@ class HFSampler:
         if self.static_cache:
             return self._sample_batch_static(prompt_ids, counts, params, gen)
         dev = self.device
-        width = max(len(p) for p in prompt_ids)
-        inp = torch.full((len(prompt_ids), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
-        for r, p in enumerate(prompt_ids):  # left padding
-            inp[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            mask[r, width - len(p) :] = 1
+        inp, mask = left_pad(prompt_ids, self.pad_id)
         inp, mask = inp.to(dev), mask.to(dev)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         # per-row response cap: max_new_tokens, or (0) the context left after the row's prompt
@@ -504,12 +510,7 @@ class HFSampler:
 
     def _prefill(self, prompt_ids: list[list[int]], reserve: int):
         """Left-padded prefill of the distinct prompts: (last logits [P, V], cache, mask [P, W])."""
-        width = max(len(p) for p in prompt_ids)
-        inp = torch.full((len(prompt_ids), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
-        for r, p in enumerate(prompt_ids):  # left padding
-            inp[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            mask[r, width - len(p) :] = 1
+        inp, mask = left_pad(prompt_ids, self.pad_id)
         inp, mask = inp.to(self.device), mask.to(self.device)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = _new_cache(self.model, reserve)
