@@ -37,16 +37,17 @@ def _split(path: str, name: str) -> Path:
 def load_domain(
     path: Path, domain: str, limit: int = 0, seed: int | None = None, weights: list | None = None
 ) -> list[Problem]:
-    """Problems of one domain from a JSONL (or a comma-separated list mixed by `weights`);
-    `limit` keeps a seeded sample (or the first ones)."""
+    """Problems of one domain (or several, comma-separated: mixed-domain RL) from a JSONL (or a
+    comma-separated list mixed by `weights`); `limit` keeps a seeded sample (or the first ones)."""
     from vibethinker.data.io import load_mixture, load_problems
 
+    wanted = domain.split(",")
     if "," in str(path):
-        probs = load_mixture(str(path), weights, seed or 0, domains=[domain])
+        probs = load_mixture(str(path), weights, seed or 0, domains=wanted)
     elif not path.exists():
         raise FileNotFoundError(f"rl: {path} not found")
     else:
-        probs = [p for p in load_problems(path) if p.domain == domain]
+        probs = [p for p in load_problems(path) if p.domain in wanted]
     if limit and len(probs) > limit:
         if seed is not None:
             probs = random.Random(seed).sample(probs, limit)
@@ -337,7 +338,9 @@ def run(cfg: RLConfig) -> dict[str, str]:
 
     if not cfg.model or not cfg.data:
         raise ValueError("rl: `model` and `data` are required")
-    check_available([cfg.domain])
+    check_available(cfg.domain.split(","))
+    if "," in cfg.domain and "instruct" in cfg.domain.split(","):
+        raise ValueError(f"rl: domain={cfg.domain}: instruct cannot be mixed (its rewards differ)")
     t0 = time.time()
     out = Path(cfg.out)
     device = policy.resolve_device(cfg.device)

@@ -20,7 +20,10 @@ class RLConfig:
     round(w_i / sum(w) * total) prompts, oversampled when smaller (data/io.py load_mixture)."""
     domain: str = "math"
     """Which domain's prompts and verifier: math, code, stem or instruct. Paper: math, then
-    code, then stem, as separate stages (not a mixture)."""
+    code, then stem, as separate stages (not a mixture). Several, comma-separated (`math,stem`):
+    mixed-domain RL (not in the paper; the ablation baseline), one pool of every listed domain's
+    prompts (each verified by its own domain's verifier), each step's prompts drawn from the
+    pool, so domains mix in proportion to their filtered prompt counts; not with instruct."""
     out: str = "runs/rl"
     """Output folder (final/, checkpoints/, metrics.jsonl, evals.jsonl, curves.png, summary.md)."""
     steps: int = 100
