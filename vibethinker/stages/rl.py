@@ -37,8 +37,9 @@ def _split(path: str, name: str) -> Path:
 def load_domain(
     path: Path, domain: str, limit: int = 0, seed: int | None = None, weights: list | None = None
 ) -> list[Problem]:
-    """Problems of one domain (or several, comma-separated: mixed-domain RL) from a JSONL (or a
-    comma-separated list mixed by `weights`); `limit` keeps a seeded sample (or the first ones)."""
+    """Problems of one domain (or several, comma-separated: mixed-domain RL, `limit` split
+    equally over them) from a JSONL (or a comma-separated list mixed by `weights`); `limit` keeps a
+    seeded sample (or the first ones)."""
     from vibethinker.data.io import load_mixture, load_problems
 
     wanted = domain.split(",")
@@ -48,7 +49,12 @@ def load_domain(
         raise FileNotFoundError(f"rl: {path} not found")
     else:
         probs = [p for p in load_problems(path) if p.domain in wanted]
-    if limit and len(probs) > limit:
+    if limit and len(probs) > limit and len(wanted) > 1:  # mixed: limit // k from each domain
+        pools = [[p for p in probs if p.domain == d] for d in wanted]
+        rng, share = random.Random(seed or 0), limit // len(wanted)
+        probs = [p for pool in pools for p in (rng.sample(pool, share) if len(pool) > share
+                                                else pool)]  # fmt: skip
+    elif limit and len(probs) > limit:
         if seed is not None:
             probs = random.Random(seed).sample(probs, limit)
         else:

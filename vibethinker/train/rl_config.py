@@ -23,7 +23,8 @@ class RLConfig:
     code, then stem, as separate stages (not a mixture). Several, comma-separated (`math,stem`):
     mixed-domain RL (not in the paper; the ablation baseline), one pool of every listed domain's
     prompts (each verified by its own domain's verifier), each step's prompts drawn from the
-    pool, so domains mix in proportion to their filtered prompt counts; not with instruct."""
+    pool (max_prompts split equally over the domains), so each step's domain mix follows the
+    filtered prompt counts; not with instruct."""
     out: str = "runs/rl"
     """Output folder (final/, checkpoints/, metrics.jsonl, evals.jsonl, curves.png, summary.md)."""
     steps: int = 100
