@@ -8,6 +8,8 @@ usage:
   vibethinker status RUN_DIR|RECIPE.yaml [--no-report]                the manifest as a table;
                                                                       rebuilds report.md
   vibethinker stages                                                  list the stages
+  vibethinker ablate STUDY.yaml [out=DIR] [--jobs N] [key=value ...]  matched-budget ablation
+                                              (docs/ABLATE.md): arms x seeds, table and plot
   vibethinker <command> --help                                        help (keys, defaults, meaning)
 
 examples:
@@ -35,9 +37,9 @@ from vibethinker.data.io import DataError
 from vibethinker.log import get_logger, setup_logging
 
 log = get_logger("cli")
-COMMANDS = ("run", "status", "stages", "help")
+COMMANDS = ("run", "status", "stages", "ablate", "help")
 GLOBAL_FLAGS = ("--quiet", "--help", "-h")
-COMMAND_FLAGS = {"run": ("--dry-run",), "status": ("--no-report",)}
+COMMAND_FLAGS = {"run": ("--dry-run",), "status": ("--no-report",), "ablate": ("--dry-run",)}
 RUN_USAGE = """usage: vibethinker run RECIPE.yaml [key=value ...] [--dry-run] [--quiet]
 
 Run the recipe's stages in order into its run_dir; finished stages with an unchanged config are
@@ -121,6 +123,23 @@ def cmd_status(args: list[str], flags: set[str]) -> int:
     if "--no-report" not in flags:
         print(f"\nreport: {write_report(run_dir)}")
     return 0
+
+
+def cmd_ablate(args: list[str], flags: set[str]) -> int:
+    from vibethinker import ablate
+
+    if "--help" in flags or not args:
+        print(ablate.USAGE, file=sys.stdout if args or "--help" in flags else sys.stderr)
+        return 0 if "--help" in flags else 2
+    cli = parse_overrides(args[1:])
+    jobs = int(cli.pop("jobs", 0) or 0)
+    study = ablate.load_study(args[0], cli)
+    if "--dry-run" in flags:
+        print(ablate.describe(study))
+        return 0
+    res = ablate.run_study(study, cli, jobs)
+    print(f"ablation: {study.out}/ablation.md ({study.out}/ablation.png)")
+    return 1 if res["failed"] else 0
 
 
 def _stage_help(name: str) -> str:
@@ -244,6 +263,11 @@ def hub_hint(e: BaseException, values: dict[str, Any] | None = None) -> str | No
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), "")
+    if command == "ablate":  # `--jobs N` / `--jobs=N` -> jobs=N
+        argv = [a.replace("--jobs=", "jobs=", 1) for a in argv]
+        while "--jobs" in argv[:-1]:
+            i = argv.index("--jobs")
+            argv[i : i + 2] = [f"jobs={argv[i + 1]}"]
     try:
         args, flags = _split_flags(argv, command)
     except ConfigError as e:
@@ -261,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args[1:], flags)
         if args[0] == "status":
             return cmd_status(args[1:], flags)
+        if args[0] == "ablate":
+            return cmd_ablate(args[1:], flags)
         if args[0] == "stages":
             for n, s in sorted(stage_registry.load_all().items()):
                 print(f"{n:14s} {s.help}")
