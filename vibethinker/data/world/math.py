@@ -8,6 +8,12 @@ operations, the formula instead of iteration, guess-and-check, a verification st
 operands are only a fallback when a problem has fewer than three. Difficulty = steps of the
 canonical path (1-4). All values are non-negative integers, so answers are digits only.
 
+Calibration (issue 17): every number a path shows (operands, step results, the answer) is at
+most MAX_VALUE. The ~1M demo model learns the few hundred one- and two-digit facts this leaves
+in its SFT budget; with values up to ~100 it reached 0.14 held-out Pass@1 and copied operands
+and single-digit sums wrongly. Paths of a problem that exceed the cap are dropped; a problem
+whose canonical path exceeds it is redrawn.
+
 Each trace's steps are also its claims for CLR ("12-2=10", true) plus one corrupted copy per step
 ("12-2=11", false). Wrong traces are arithmetic slips propagated through the later steps, so the
 final answer is wrong while every other step is locally consistent (what a filter must catch).
@@ -23,6 +29,7 @@ from vibethinker.types import Problem
 SUBDOMAINS = ("arithmetic", "algebra", "sequence", "word", "modular")
 SUFFIX = " Let's think step by step and output the final answer within \\boxed{}."
 MAX_TRACES = 4
+MAX_VALUE = 40  # largest number any kept path shows (see the module docstring)
 
 
 @dataclass(frozen=True)
@@ -187,7 +194,7 @@ def _algebra(rng: random.Random, diff: int) -> tuple[str, list[Path]] | None:
 
 
 def _sequence(rng: random.Random, diff: int) -> tuple[str, list[Path]] | None:
-    a1, d = rng.randint(0, 19), rng.randint(1, 9)
+    a1, d = rng.randint(0, 29), rng.randint(1, 9)
     k = max(diff - 1, 1)  # terms beyond the three shown; iterating takes 1 + k steps
     n = 3 + k
     t = [a1 + i * d for i in range(3)]
@@ -296,6 +303,11 @@ def _wrong_traces(paths: list[Path], answer: int, rng: random.Random, n: int) ->
     return out
 
 
+def _small(run: tuple[list[tuple], int]) -> bool:
+    rows, answer = run
+    return answer <= MAX_VALUE and all(max(a, b, r) <= MAX_VALUE for a, _, b, r in rows)
+
+
 def make_math(rng: random.Random, idx: int, subdomain: str | None = None) -> Problem:
     """One math problem (subdomain cycles with idx unless given) with teacher traces."""
     sub = subdomain or SUBDOMAINS[idx % len(SUBDOMAINS)]
@@ -307,6 +319,7 @@ def make_math(rng: random.Random, idx: int, subdomain: str | None = None) -> Pro
         prompt, paths = made
         # Commuted operands are only a wording variant: a fallback for problems with few paths.
         runs = [run_path(p) for p in paths] + [run_path(_commute(paths[0]))]
+        runs = [r if r is not None and _small(r) else None for r in runs]
         if runs[0] is None:
             continue
         answer = runs[0][1]

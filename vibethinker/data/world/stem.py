@@ -1,10 +1,17 @@
 """STEM world: 4-option multiple choice on one-formula physics and unit conversion.
 
 A question gives two quantities x, y and asks for r = x*y or r = x/y (values chosen so that r is
-an integer). Distractors are the results of typical mistakes (the other operation, x+y, x-y, a
-power of ten off), each remembered with its mistake, so the teacher can solve by three different
-routes: compute directly, back-substitute each option, or eliminate the mistakes. Options are
-shuffled by the generator's rng; `choices` holds the texts in A-D order, `answer` the letter.
+an integer). Distractors are the results of the wrong operation (the other of * and /, x+y, x-y,
+a factor off by one, a power of ten off), each remembered with its mistake, so the teacher can
+solve by three different routes: compute directly, back-substitute each option, or eliminate the
+mistakes. Options are shuffled by the generator's rng; `choices` holds the texts in A-D order,
+`answer` the letter.
+
+Calibration (issue 17): every distractor of a product is smaller than the product and every
+distractor of a quotient larger than the quotient, so knowing which operation the formula uses
+(the physics concept) picks the answer by size, without exact long multiplication. With near-miss
+distractors (r+1, r-1) the ~1M demo model stayed near chance (0.31 with four options) after SFT:
+telling them apart needs exact arithmetic it does not learn in the demo's budget.
 """
 
 from __future__ import annotations
@@ -55,20 +62,26 @@ def _values(f: Formula, rng: random.Random) -> tuple[int, int, int]:
     if f.op == "/":
         r = rng.randint(2, 12)
         return r * y, y, r
-    x = rng.randint(2, 99 if f.fixed_y else 12)
+    x = rng.randint(2 if f.fixed_y else 3, 99 if f.fixed_y else 12)
     return x, y, x * y
 
 
 def _mistakes(x: int, y: int, r: int, op: str) -> list[tuple[int, str]]:
-    """Wrong values with the slip that produces them, most plausible first."""
-    cands = [(x * y, f"{x}*{y}") if op == "/" else (x + y, f"{x}+{y}")]
-    if op == "*" and x % y == 0:
-        cands.append((x // y, f"{x}/{y}"))
-    cands += [(x + y, f"{x}+{y}"), (abs(x - y), f"{max(x, y)}-{min(x, y)}"), (r * 10, f"{r}*10")]
-    cands += [(r + d, f"{r}{d:+d}") for d in (1, 2, -1)]
+    """Wrong values with the slip that produces them, most plausible first: all below r for a
+    product, all above r for a quotient (see the module docstring)."""
+    if op == "/":  # x = r*y: multiplied instead, added, subtracted, a power of ten off
+        cands = [(x * y, f"{x}*{y}"), (x + y, f"{x}+{y}"), (x - y, f"{x}-{y}")]
+        cands += [(r * 10, f"{r}*10"), (x, f"{x}/1")]
+        keep = [(v, why) for v, why in cands if v > r]
+    else:  # divided instead, added, subtracted, one factor off by one
+        cands = [(x // y, f"{x}/{y}")] if x % y == 0 else []
+        cands += [(x + y, f"{x}+{y}"), (abs(x - y), f"{max(x, y)}-{min(x, y)}")]
+        cands += [(x * (y - 1), f"{x}*{y - 1}"), ((x - 1) * y, f"{x - 1}*{y}")]
+        cands += [((x - 1) * (y - 1), f"{x - 1}*{y - 1}"), (x, f"{x}*1")]
+        keep = [(v, why) for v, why in cands if 0 < v < r]
     seen, out = {r}, []
-    for v, why in cands:
-        if v > 0 and v not in seen:
+    for v, why in keep:
+        if v not in seen:
             seen.add(v)
             out.append((v, why))
     return out
