@@ -46,6 +46,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -338,6 +339,9 @@ def run_one(study_path: str, cli: dict[str, str], arm_name: str, seed: int) -> N
     execute(arm_recipe(study, arm, seed), quiet=True)
 
 
+_PROCS: list[subprocess.Popen] = []
+
+
 def _spawn(study: Study, cli: dict[str, str], arm: Arm, seed: int, threads: int) -> int:
     run_dir = Path(study.out) / arm.name / f"seed{seed}"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -347,14 +351,23 @@ def _spawn(study: Study, cli: dict[str, str], arm: Arm, seed: int, threads: int)
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads))}
     t0 = time.time()
     with open(run_dir / "ablate.log", "a") as logf:
-        rc = subprocess.call(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env)
+        _PROCS.append(proc)
+        rc = proc.wait()
     log.info("%s seed %d: %s in %.0f s", arm.name, seed, "done" if rc == 0 else f"FAILED rc={rc}",
              time.time() - t0)  # fmt: skip
     return rc
 
 
-def run_study(study: Study, cli: dict[str, str], jobs: int = 0) -> dict[str, Any]:
-    """Every arm x seed not yet done (in parallel processes), then the table and plot."""
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run_study(
+    study: Study, cli: dict[str, str], jobs: int = 0, spawn: Any = None
+) -> dict[str, Any]:
+    """Every arm x seed not yet done (in parallel processes), then the table and plot.
+    `spawn(study, cli, arm, seed, threads) -> exit code` replaces the worker process (tests)."""
     check_fixed(study)
     ensure_base(study)
     jobs = jobs or study.jobs or default_jobs()
@@ -365,8 +378,25 @@ def run_study(study: Study, cli: dict[str, str], jobs: int = 0) -> dict[str, Any
     log.info("study %s: %d arm x seed runs to do, %d already done; %d job(s)", study.title,
              len(todo), skipped, jobs)  # fmt: skip
     print(f"ablate {study.title}: {len(todo)} to run, {skipped} done already, jobs={jobs}")
-    with ThreadPoolExecutor(max_workers=jobs) as ex:
-        rcs = list(ex.map(lambda t: _spawn(study, cli, t[0], t[1], threads), todo))
+    old = signal.signal(signal.SIGTERM, _raise_interrupt)
+    ex = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        if jobs == 1:  # one at a time, from this thread
+            rcs = [(spawn or _spawn)(study, cli, a, s, threads) for a, s in todo]
+        else:
+            futs = [ex.submit(spawn or _spawn, study, cli, a, s, threads) for a, s in todo]
+            rcs = [f.result() for f in futs]
+    except BaseException:  # Ctrl-C / SIGTERM: stop the workers (each resumes on the next run)
+        ex.shutdown(wait=False, cancel_futures=True)
+        for p in _PROCS:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in _PROCS:
+            p.wait()
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    ex.shutdown()
     failed = [f"{a.name}/seed{s}" for (a, s), rc in zip(todo, rcs) if rc != 0]
     res = collect(study)
     res["failed"] = failed
@@ -450,28 +480,9 @@ def collect(study: Study) -> dict[str, Any]:
 
 
 def _mean_ci(values: list[float], conf: float) -> tuple[float, float, float]:
-    try:
-        from vibethinker.evaluate.stats import mean_ci
-    except ImportError:  # the shared helper is not there: Student t here (0.95 only)
-        return _private_mean_ci(values, conf)
+    from vibethinker.evaluate.stats import mean_ci
+
     return mean_ci(values, conf=conf)
-
-
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086)  # fmt: skip
-
-
-def _private_mean_ci(values: list[float], conf: float) -> tuple[float, float, float]:
-    import statistics
-
-    m = statistics.fmean(values)
-    if len(values) < 2:
-        return m, float("nan"), float("nan")
-    if abs(conf - 0.95) > 1e-9:
-        raise ValueError("the private mean_ci knows conf=0.95 only")
-    t = _T975[min(len(values) - 2, len(_T975) - 1)] if len(values) <= 21 else 1.96
-    h = t * statistics.stdev(values) / len(values) ** 0.5
-    return m, m - h, m + h
 
 
 def summarise(study: Study, res: dict[str, Any]) -> dict[str, Any]:
@@ -506,7 +517,7 @@ def _fmt(ci: Any) -> str:
     if ci is None:
         return "-"
     m, lo, hi = ci
-    if lo != lo:  # one seed: no interval
+    if lo == hi:  # one seed: no interval
         return f"{m:.3f}"
     return f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
 
@@ -592,7 +603,7 @@ def plot(study: Study, res: dict[str, Any], png: Path) -> str:
             ax.scatter([i] * len(pts), pts, s=12, color="grey", alpha=0.6, zorder=3)
             if ci:
                 mean, lo, hi = ci
-                err = [[mean - lo], [hi - mean]] if lo == lo else None
+                err = [[mean - lo], [hi - mean]]
                 ax.errorbar([i], [mean], yerr=err, fmt="o", color=f"C{i}", capsize=5, ms=7)
         ax.set_xticks(range(len(study.arms)), [a.name for a in study.arms], fontsize=8)
         ax.set_xlim(-0.6, len(study.arms) - 0.4)
