@@ -4,6 +4,8 @@ Each stage may leave a `summary.md` in its output folder (its headline numbers) 
 the report stitches them together in recipe order under a table of status and timings. A stage
 summary's own headings are nested under the report's stage heading (`#` becomes `###`).
 `vibethinker status RUN_DIR` prints the same table on the console and rebuilds the report.
+When the run has a finished `headline` stage, its table (held-out accuracy per domain after each
+stage, with intervals), plot, stage lines and "where the story does not hold" open the report.
 """
 
 from __future__ import annotations
@@ -99,13 +101,36 @@ def status_table(run_dir: str) -> str:
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
+def headline_section(run_dir: str) -> tuple[str, str | None]:
+    """The markdown of the run's last finished `headline` stage (table, plot, stage lines, where
+    the story does not hold) with links relative to the report, and that stage's name; ("", None)
+    when the run has none."""
+    from vibethinker.evaluate.headline import headline_markdown
+
+    manifest, order = _load(run_dir)
+    for name in reversed(order):
+        rec = manifest.get("stages", {}).get(name, {})
+        out = Path((rec.get("config") or {}).get("out", "") or "/nonexistent")
+        if rec.get("stage") != "headline" or rec.get("status") != "done":
+            continue
+        try:
+            h = json.loads((out / "headline.json").read_text())
+        except (OSError, ValueError):
+            continue
+        href = os.path.relpath(out / "headline.png", run_dir)
+        return headline_markdown(h, plot_href=href, heading="##"), name
+    return "", None
+
+
 def write_report(run_dir: str) -> str:
     run = Path(run_dir)
     manifest, order = _load(run_dir)
     stages = manifest.get("stages", {})
+    headline, headline_stage = headline_section(run_dir)
     lines = [
         f"# Run report: `{run_dir}`",
         "",
+        *([headline.rstrip(), ""] if headline else []),
         f"Recipe: `{manifest.get('recipe')}`; model: `{manifest.get('model')}`.",
         "",
         "| stage | type | status | seconds | outputs |",
@@ -125,7 +150,7 @@ def write_report(run_dir: str) -> str:
         if rec.get("status") != "done" or out is None or not out.is_dir():
             continue
         summary = out / "summary.md"
-        pngs = sorted(out.glob("*.png"))
+        pngs = [] if name == headline_stage else sorted(out.glob("*.png"))  # plot is on top
         if not summary.exists() and not pngs:
             continue
         lines += ["", f"## {name} ({rec.get('stage')})", ""]

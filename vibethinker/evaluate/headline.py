@@ -1,0 +1,316 @@
+"""The report's headline: held-out accuracy per domain after each stage, with intervals, what
+each stage changed beyond noise, and where the paper's story does not hold. Pure functions over
+per-problem scores (a problem's score: its share of correct samples among n, avg@n); the
+`headline` stage (stages/headline.py) samples the models and calls `build_headline`.
+
+Every row is evaluated on the same problems with the same sampling protocol and seed, so two
+rows are compared PAIRED over problems (`stats.paired_diff_ci`): problem difficulty cancels out
+of the difference. A cell's interval is the percentile bootstrap over its problems
+(`stats.bootstrap_ci`), which covers problem-to-problem spread and, through each problem's
+avg@n, sampling noise.
+
+The story the paper tells, checked here (the issue's wording): the final model beats the first
+(SFT stage 1) on every domain, and every specialist (a row with a `domain`) beats its starting
+point (`start`, default the row before) on its own domain. "Beats" means a positive paired
+difference whose interval excludes 0; anything else is listed under "Where the story does not
+hold", with the figures, whichever way it fails (worse beyond noise, or no difference resolved).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from vibethinker.config import ConfigError
+from vibethinker.evaluate.stats import beyond_noise, bootstrap_ci, paired_diff_ci
+from vibethinker.types import DOMAINS, TRAIN_ONLY_DOMAINS, Problem
+
+COLUMNS = (*DOMAINS, "all")
+ROW_KEYS = ("name", "model")
+ROW_OPTIONAL = ("domain", "start")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One headline row: the model after a stage."""
+
+    name: str  # the stage's name (sft1, rl_math, ...)
+    model: str  # its checkpoint folder
+    domain: str = ""  # a specialist's own domain; "all": every domain; "": no specialist check
+    start: str = ""  # the row a specialist is checked against; "": the row before it
+
+
+def parse_rows(value: Any) -> list[Row]:
+    """`models` as a list of {name, model[, domain, start]} or a mapping name -> model (or
+    name -> {model[, domain, start]}), in pipeline order. Errors name the entry."""
+    if isinstance(value, Mapping):
+        items = [{"name": k, **(v if isinstance(v, Mapping) else {"model": v})}
+                 for k, v in value.items()]  # fmt: skip
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise ConfigError("headline: `models` must be a list of {name, model[, domain, start]} "
+                          f"or a mapping name -> model, got {value!r}")  # fmt: skip
+    rows: list[Row] = []
+    for i, it in enumerate(items):
+        where = f"headline: models[{i}] = {it!r}"
+        if not isinstance(it, Mapping):
+            raise ConfigError(f"{where}: expected a mapping {{name, model[, domain, start]}}")
+        missing = [k for k in ROW_KEYS if not it.get(k)]
+        extra = sorted(set(it) - set(ROW_KEYS) - set(ROW_OPTIONAL))
+        if missing or extra:
+            raise ConfigError(f"{where}: needs the keys {ROW_KEYS}, optionally {ROW_OPTIONAL} "
+                              f"(missing {missing}, unknown {extra})")  # fmt: skip
+        row = Row(str(it["name"]), str(it["model"]), str(it.get("domain") or ""),
+                  str(it.get("start") or ""))  # fmt: skip
+        names = [r.name for r in rows]
+        if row.name in names:
+            raise ConfigError(f"{where}: the name {row.name!r} is used twice")
+        if row.domain and row.domain not in COLUMNS:
+            raise ConfigError(f"{where}: domain must be one of {COLUMNS}, got {row.domain!r}")
+        if row.start and row.start not in names:
+            raise ConfigError(f"{where}: start {row.start!r} must name an earlier row {names}")
+        rows.append(row)
+    if not rows:
+        raise ConfigError("headline: `models` is empty (the model after each stage, in order)")
+    return rows
+
+
+def pick_problems(problems: Sequence[Problem], limit_per_domain: int = 0) -> list[Problem]:
+    """The first `limit_per_domain` problems of each domain in file order (0 = all);
+    training-only domains are dropped. Every row is evaluated on exactly these."""
+    counts: dict[str, int] = {}
+    out = []
+    for p in problems:
+        if p.domain in TRAIN_ONLY_DOMAINS:
+            continue
+        if limit_per_domain and counts.get(p.domain, 0) >= limit_per_domain:
+            continue
+        counts[p.domain] = counts.get(p.domain, 0) + 1
+        out.append(p)
+    return out
+
+
+def columns_of(domains: Sequence[str]) -> list[str]:
+    """The table's columns present in the problems: domains in DOMAINS order, then all."""
+    return [c for c in DOMAINS if c in set(domains)] + ["all"]
+
+
+def column_values(scores: Sequence[float], domains: Sequence[str], col: str) -> list[float]:
+    return [s for s, d in zip(scores, domains) if col == "all" or d == col]
+
+
+def cell_stats(scores: Sequence[float], domains: Sequence[str], n: int, conf: float = 0.95,
+               n_boot: int = 2000, seed: int = 0) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Per column: mean per-problem score with its bootstrap interval, problems, samples."""
+    cells = {}
+    for col in columns_of(domains):
+        vals = column_values(scores, domains, col)
+        mean, lo, hi = bootstrap_ci(vals, conf, n_boot, seed)
+        cells[col] = {"mean": mean, "lo": lo, "hi": hi, "n_problems": len(vals),
+                      "n_samples": len(vals) * n}  # fmt: skip
+    return cells
+
+
+def diff_stats(a: Sequence[float], b: Sequence[float], domains: Sequence[str],
+               conf: float = 0.95, n_boot: int = 2000,
+               seed: int = 0) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Per column: b - a paired over the same problems, its interval, and beyond noise."""
+    out = {}
+    for col in columns_of(domains):
+        d, lo, hi = paired_diff_ci(column_values(a, domains, col), column_values(b, domains, col),
+                                   conf, n_boot, seed)  # fmt: skip
+        out[col] = {"diff": d, "lo": lo, "hi": hi, "beyond": beyond_noise(lo, hi)}
+    return out
+
+
+def change_text(col: str, d: Mapping[str, Any]) -> str:
+    """'math +0.080 [+0.030, +0.130]'."""
+    return f"{col} {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"
+
+
+def stage_line(name: str, ref: str, diffs: Mapping[str, Mapping[str, Any]],
+               same: bool = False) -> str:  # fmt: skip
+    """One line: what `name` changed against `ref` beyond noise, e.g.
+    'rl_math (vs sft2): math +0.080 [+0.030, +0.130] (beyond noise); others within noise'."""
+    head = f"{name} (vs {ref})"
+    if same:
+        return f"{head}: the same checkpoint as {ref} (evaluated once): no change"
+    beyond = [c for c, d in diffs.items() if d["beyond"]]
+    if not beyond:
+        return f"{head}: no change beyond noise (" + "; ".join(
+            change_text(c, d) for c, d in diffs.items()) + ")"  # fmt: skip
+    rest = [c for c in diffs if c not in beyond]
+    text = "; ".join(change_text(c, diffs[c]) + " (beyond noise)" for c in beyond)
+    return f"{head}: {text}" + (f"; others within noise ({', '.join(rest)})" if rest else "")
+
+
+def check_claim(subject: str, ref: str, col: str, d: Mapping[str, Any],
+                same: bool = False) -> tuple[bool, str]:  # fmt: skip
+    """Whether `subject` beats `ref` on `col` beyond noise, and a plain sentence saying so."""
+    if same:
+        return False, (f"{subject} is the same checkpoint as {ref} (the stage changed nothing), "
+                       f"so it does not beat it on {col}")  # fmt: skip
+    if d["beyond"] and d["diff"] > 0:
+        return True, f"{subject} beats {ref} on {col}: {change_text(col, d)}"
+    if d["beyond"]:
+        return False, f"{subject} is WORSE than {ref} on {col}: {change_text(col, d)}, beyond noise"
+    return False, (f"{subject} does not beat {ref} on {col} beyond noise: "
+                   f"{change_text(col, d)}")  # fmt: skip
+
+
+def _row_ref(rows: Sequence[Row], i: int) -> Row:
+    """A row's starting point: its `start`, else the row before it."""
+    by_name = {r.name: r for r in rows}
+    return by_name[rows[i].start] if rows[i].start else rows[i - 1]
+
+
+def build_headline(
+    rows: Sequence[Row],
+    scores: Mapping[str, Sequence[float]],
+    domains: Sequence[str],
+    n: int,
+    same_as: Mapping[str, str] | None = None,
+    conf: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Cells, stage lines and story checks from per-problem scores.
+
+    `scores[row name]` holds one score per problem (aligned with `domains`); `same_as[name]`
+    names the earlier row a row shares its checkpoint with (evaluated once)."""
+    same_as = dict(same_as or {})
+    for r in rows:
+        if len(scores[r.name]) != len(domains):
+            raise ValueError(f"headline: {r.name} has {len(scores[r.name])} scores for "
+                             f"{len(domains)} problems")  # fmt: skip
+    kw = {"conf": conf, "n_boot": n_boot, "seed": seed}
+
+    def same(a: Row, b: Row) -> bool:
+        return same_as.get(a.name, a.name) == same_as.get(b.name, b.name)
+
+    def compare(a: Row, b: Row) -> dict[str, Any]:
+        diffs = diff_stats(scores[a.name], scores[b.name], domains, **kw)
+        return {"name": b.name, "vs": a.name, "same": same(a, b), "diffs": diffs,
+                "text": stage_line(b.name, a.name, diffs, same(a, b))}  # fmt: skip
+
+    lines = [compare(rows[i - 1], rows[i]) for i in range(1, len(rows))]
+    if len(rows) > 2:
+        final = compare(rows[0], rows[-1])
+        lines.append({**final, "final": True, "text": "final: " + final["text"]})
+    checks = []
+    if len(rows) > 1:
+        final = lines[-1]
+        for col in columns_of(domains)[:-1]:
+            ok, text = check_claim(rows[-1].name, rows[0].name, col, final["diffs"][col],
+                                   final["same"])  # fmt: skip
+            checks.append({"kind": "final", "row": rows[-1].name, "vs": rows[0].name,
+                           "column": col, "holds": ok, "text": text})  # fmt: skip
+    for i in range(1, len(rows)):
+        r = rows[i]
+        if not r.domain:
+            continue
+        ref = _row_ref(rows, i)
+        cmp = compare(ref, r)
+        cols = columns_of(domains)[:-1] if r.domain == "all" else [r.domain]
+        for col in cols:
+            if col not in cmp["diffs"]:
+                continue
+            ok, text = check_claim(r.name, ref.name, col, cmp["diffs"][col], cmp["same"])
+            checks.append({"kind": "specialist", "row": r.name, "vs": ref.name,
+                           "column": col, "holds": ok, "text": text})  # fmt: skip
+    return {
+        "columns": columns_of(domains),
+        "conf": conf,
+        "n": n,
+        "rows": [
+            {
+                **asdict(r),
+                "same_as": same_as.get(r.name, ""),
+                "cells": cell_stats(scores[r.name], domains, n, **kw),
+            }
+            for r in rows
+        ],  # fmt: skip
+        "lines": lines,
+        "checks": checks,
+        "not_holding": [c["text"] for c in checks if not c["holds"]],
+    }
+
+
+def _cell(c: Mapping[str, float] | None) -> str:
+    return "-" if not c else f"{c['mean']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}]"
+
+
+def headline_markdown(h: Mapping[str, Any], plot_href: str = "headline.png",
+                      heading: str = "#") -> str:  # fmt: skip
+    """The headline as markdown: the table, the plot, one line per stage, and where the story
+    does not hold. `h` is `build_headline`'s result plus the stage's `protocol` entry."""
+    cols, p = h["columns"], h.get("protocol", {})
+    pct = round(100 * h["conf"])
+    per = p.get("problems_per_domain", {})
+    lines = [
+        f"{heading} Headline: held-out accuracy after each stage",
+        "",
+        f"pass@1 (avg@n over n = {h['n']} samples per problem) on the held-out split "
+        f"`{p.get('data', '')}`: "
+        + ", ".join(f"{d} {k}" for d, k in per.items())
+        + f" problems (the first of each domain); the same protocol for every row (temperature "
+        f"{p.get('temperature')}, top-p {p.get('top_p')}, max new tokens "
+        f"{p.get('max_new_tokens')}, seed {p.get('seed')}). Brackets: {pct}% percentile-bootstrap "
+        "interval over problems. `all` is the mean over the table's problems (so each domain "
+        "weighs by its problem count here, not as in the eval stage's full split).",
+        "",
+        "| after stage | " + " | ".join(cols) + " |",
+        "|---|" + "---:|" * len(cols),
+    ]
+    for r in h["rows"]:
+        label = r["name"] + (f" (= {r['same_as']}, same checkpoint)" if r.get("same_as") else "")
+        lines.append(f"| {label} | " + " | ".join(_cell(r["cells"].get(c)) for c in cols) + " |")
+    lines += ["", f"![headline]({plot_href})", "",
+              f"{heading}# What each stage changed ({pct}% paired bootstrap over the same "
+              "problems; the last line: the final model against the first)", ""]  # fmt: skip
+    lines += [f"- {ln['text']}" for ln in h["lines"]] or ["- (one row: nothing to compare)"]
+    lines += ["", f"{heading}# Where the story does not hold", ""]
+    if h["not_holding"]:
+        lines += [f"- {t}" for t in h["not_holding"]]
+    elif h["checks"]:
+        lines.append("Nowhere: every check below holds beyond noise.")
+    else:
+        lines.append("No checks: the headline needs at least two rows.")
+    held = [c["text"] for c in h["checks"] if c["holds"]]
+    if held:
+        lines += ["", "Holds: " + "; ".join(held) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def plot_headline(path: str | Path, h: Mapping[str, Any]) -> str:
+    """Accuracy per column (one line each) across the rows, with interval error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows, cols = h["rows"], h["columns"]
+    fig, ax = plt.subplots(figsize=(max(6.5, 0.9 * len(rows) + 3), 4.2), dpi=100)
+    xs = list(range(len(rows)))
+    for j, col in enumerate(cols):
+        shift = (j - (len(cols) - 1) / 2) * 0.08
+        got = [(x, r["cells"][col]) for x, r in zip(xs, rows) if col in r["cells"]]
+        mean = [c["mean"] for _, c in got]
+        err = [[c["mean"] - c["lo"] for _, c in got], [c["hi"] - c["mean"] for _, c in got]]
+        ax.errorbar([x + shift for x, _ in got], mean, yerr=err, marker="o", capsize=3,
+                    label=col, linewidth=2.2 if col == "all" else 1.2,
+                    color="black" if col == "all" else None)  # fmt: skip
+    ax.set_xticks(xs)
+    ax.set_xticklabels([r["name"] for r in rows], rotation=30, ha="right")
+    ax.set_ylabel(f"pass@1 (avg@{h['n']}), {round(100 * h['conf'])}% CI")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.set_title("held-out accuracy after each stage")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return str(path)
