@@ -160,7 +160,7 @@ def load_study(path: str, cli: dict[str, str] | None = None) -> Study:
     seeds = [int(s) for s in _as_list(raw.get("seeds", [0]), f"study {path}: seeds")]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ConfigError(f"study {path}: seeds must be distinct, at least one: {seeds}")
-    return Study(
+    study = Study(
         path=str(path), recipe=str(raw["recipe"]), base_run=str(raw.get("base_run") or ""),
         out=str(raw["out"]), arms=arms, seeds=seeds,
         fixed=[str(k) for k in budget.get("fixed") or []],
@@ -169,6 +169,9 @@ def load_study(path: str, cli: dict[str, str] | None = None) -> Study:
         jobs=int(raw.get("jobs") or 0), conf=float(raw.get("conf") or 0.95),
         title=str(raw.get("title") or Path(path).stem), notes=str(raw.get("notes") or "").strip(),
     )  # fmt: skip
+    for arm in study.arms:
+        _upstream(study, arm)  # every stage named is a recipe stage
+    return study
 
 
 # ----------------------------------------------------------------------------- planning
@@ -191,7 +194,12 @@ def _base_outs(base_run: str) -> dict[str, dict]:
 
 def _upstream(study: Study, arm: Arm) -> list[str]:
     """Recipe stages the arm's stages (and overrides) refer to but do not run."""
-    entries = _recipe_entries(study.recipe)
+    try:
+        entries = _recipe_entries(study.recipe)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"study {study.path}: recipe {study.recipe}: no such file"
+        ) from None
     names = [n for n, _, _ in entries]
     unknown = [s for s in arm.stages if s not in names]
     if unknown:
