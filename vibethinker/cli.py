@@ -39,7 +39,11 @@ from vibethinker.log import get_logger, setup_logging
 log = get_logger("cli")
 COMMANDS = ("run", "status", "stages", "ablate", "help")
 GLOBAL_FLAGS = ("--quiet", "--help", "-h")
-COMMAND_FLAGS = {"run": ("--dry-run",), "status": ("--no-report",), "ablate": ("--dry-run",)}
+COMMAND_FLAGS = {
+    "run": ("--dry-run",),
+    "status": ("--no-report",),
+    "ablate": ("--dry-run", "--inprocess"),
+}
 RUN_USAGE = """usage: vibethinker run RECIPE.yaml [key=value ...] [--dry-run] [--quiet]
 
 Run the recipe's stages in order into its run_dir; finished stages with an unchanged config are
@@ -137,7 +141,8 @@ def cmd_ablate(args: list[str], flags: set[str]) -> int:
     if "--dry-run" in flags:
         print(ablate.describe(study))
         return 0
-    res = ablate.run_study(study, cli, jobs)
+    spawn = ablate.spawn_inprocess if "--inprocess" in flags else None
+    res = ablate.run_study(study, cli, jobs, spawn=spawn)
     print(f"ablation: {study.out}/ablation.md ({study.out}/ablation.png)")
     return 1 if res["failed"] else 0
 
