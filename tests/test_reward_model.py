@@ -140,3 +140,24 @@ def test_rl_instruct_stage_uses_the_reward_model_and_logs_metrics_by_source(worl
     with pytest.raises(ValueError, match="no sequence-classification head"):
         run_rl(bad)  # refused at the stage start, before any rollout
     assert not (tmp_path / "b" / "metrics.jsonl").exists()
+
+
+@pytest.mark.parametrize("change", [
+    {"rubric_model": "hf:/another/rm"}, {"rubric_threshold": 0.8}, {"rule_reward": "strict"},
+    {"rubric_weight": 0.3}, {"rubric_fail_value": 0.5}, {"rubric_prompt": "rubric2.txt"},
+    {"math_judge": "m@http://x"}])  # fmt: skip
+def test_rl_filter_cache_is_not_reused_when_a_reward_setting_changes(tmp_path, change):
+    from vibethinker.data.io import load_problems
+    from vibethinker.stages.rl import training_prompts
+    from vibethinker.train.rl_config import RLConfig
+
+    save_problems(tmp_path / "train.jsonl", open_problems(3, 6))
+    cfg = RLConfig(model="m", data=str(tmp_path / "train.jsonl"), domain="instruct",
+                   out=str(tmp_path / "rl"), filter_rollouts=0, rubric_model="hf:/rm")  # fmt: skip
+    full, _ = training_prompts(cfg, None, None, None)
+    cache = tmp_path / "rl" / "prompts.jsonl"
+    cache.write_text(cache.read_text().splitlines()[0] + "\n")  # a recognisably stale cache
+    assert len(training_prompts(cfg, None, None, None)[0]) == 1  # same settings: reused
+    changed = RLConfig(**{**cfg.__dict__, **change})
+    assert len(training_prompts(changed, None, None, None)[0]) == len(full) > 1
+    assert len(load_problems(cache)) == len(full)  # the cache was rebuilt under the new key

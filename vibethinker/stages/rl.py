@@ -98,9 +98,13 @@ def filter_prompts(
 
 
 def _filter_key(cfg: RLConfig) -> dict[str, Any]:
+    """Every setting the cached filter depends on: prompts, sampling, and whatever changes the
+    rewards or verdicts (math judge, instruct rule form, rubric back-end and its settings)."""
     keys = ("model", "data", "data_probs", "domain", "filter_rollouts", "max_prompts",
             "max_new_tokens",
-            "temperature", "top_p", "prompt_style", "seed", "truncated_reward")  # fmt: skip
+            "temperature", "top_p", "prompt_style", "seed", "truncated_reward",
+            "math_judge", "rule_reward", "rubric_model", "rubric_prompt", "rubric_weight",
+            "rubric_threshold", "rubric_fail_value")  # fmt: skip
     return {k: getattr(cfg, k) for k in keys}
 
 
