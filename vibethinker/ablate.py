@@ -359,8 +359,9 @@ def spawn_inprocess(study: Study, cli: dict[str, str], arm: Arm, seed: int, thre
         run_one(study.path, cli, arm.name, seed)
     except Exception as e:  # the next arm still runs; the table names the failure
         log.error("%s seed %d failed: %s: %s", arm.name, seed, type(e).__name__, e)
+        print(f"{arm.name} seed {seed}: FAILED ({type(e).__name__}: {e})", flush=True)
         return 1
-    log.info("%s seed %d: done in %.0f s", arm.name, seed, time.time() - t0)
+    print(f"{arm.name} seed {seed}: done in {time.time() - t0:.0f} s", flush=True)
     return 0
 
 
