@@ -1,5 +1,9 @@
 """GRPO (lambda = 0) vs MGPO under the same rollout budget, on the embedded world's math.
 
+Superseded for the matched-budget table (means, CIs over seeds, budget read back) by
+`vibethinker ablate studies/grpo_vs_mgpo.yaml` (docs/ABLATE.md); kept for its per-step
+training-curve plot of every arm and seed.
+
 Both arms run the `rl` stage from the same starting model with the same seeds, prompts per step,
 G, steps (no wall-clock cap, so each arm samples exactly steps x prompts x G responses), LR and
 evaluation; only `advantage` differs. Reported whatever they show: per arm and seed, the training
