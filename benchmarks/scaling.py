@@ -166,8 +166,8 @@ def main(argv: list[str] | None = None) -> dict:
     import tempfile
 
     lens = [int(x) for x in ("256,1024,4096" if args.quick else args.lens).split(",")]
-    batches = [int(x) for x in args.batches.split(",")]
-    groups = [int(x) for x in args.groups.split(",")]
+    batches = [int(x) for x in args.batches.split(",") if x]  # "" skips the batch sweep
+    groups = [int(x) for x in args.groups.split(",") if x]  # "" skips the G sweep
     work = Path(tempfile.mkdtemp(prefix="bench_scaling_"))
     try:
         from vibethinker.data.world import generate
