@@ -95,7 +95,14 @@ def test_paired_identical_is_zero_and_mismatch_raises():
 
 @pytest.mark.parametrize(
     "lo, hi, want",
-    [(0.01, 0.2, True), (-0.3, -0.01, True), (-0.1, 0.2, False), (0.0, 0.1, False)],
+    [
+        (0.01, 0.2, True),
+        (-0.3, -0.01, True),
+        (-0.1, 0.2, False),
+        (0.0, 0.1, False),
+        (9.25e-19, 0.09, False),
+        (-0.2, -1e-17, False),
+    ],  # float rounding of an exact 0
 )
 def test_beyond_noise(lo, hi, want):
     assert beyond_noise(lo, hi) is want

@@ -142,9 +142,10 @@ def paired_diff_ci(
     return _percentile_boot(xb - xa, conf, n_boot, seed)  # type: ignore[return-value]
 
 
-def beyond_noise(lo: float, hi: float) -> bool:
-    """True when the interval [lo, hi] excludes 0 (a difference the data resolve)."""
-    return lo > 0.0 or hi < 0.0
+def beyond_noise(lo: float, hi: float, tol: float = 1e-12) -> bool:
+    """True when the interval [lo, hi] excludes 0 (a difference the data resolve). An endpoint
+    within `tol` of 0 counts as 0: a bootstrap mean of exact zeros can come out as 1e-18."""
+    return lo > tol or hi < -tol
 
 
 __all__ = ["beyond_noise", "bootstrap_ci", "mean_ci", "paired_diff_ci", "t_cdf", "t_quantile"]
