@@ -493,7 +493,8 @@ def collect(study: Study) -> dict[str, Any]:
                     continue
                 recipe = arm_recipe(study, arm, seed)
                 absent = {n for n, _, _ in _recipe_entries(study.recipe)} - set(arm.stages)
-                row = {"metrics": {k: read_value(run_dir, v) for k, v in study.metrics.items()},
+                row = {"metrics": {k: read_value(run_dir, v, recipe, absent)
+                                   for k, v in study.metrics.items()},
                        "budget": {k: read_value(run_dir, v, recipe, absent)
                                   for k, v in study.consumed.items()}}  # fmt: skip
             except (OSError, KeyError, IndexError, ValueError) as e:
