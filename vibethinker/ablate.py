@@ -71,6 +71,7 @@ and ablation.png. Running it again resumes. <stage>.<key>= overrides apply to ev
 
   --jobs N    arm x seed runs in parallel processes (default: max(1, cores // 2))
   --inprocess run the arms one after another in this process (no worker start-up per arm)
+  --table     only write the table and plot of the arm x seed runs finished so far
   --dry-run   print each arm's stages, overrides and what would run, and run nothing"""
 STUDY_KEYS = ("recipe", "base_run", "out", "stages", "overrides", "arms", "seeds", "budget",
               "metrics", "jobs", "conf", "title", "notes")  # fmt: skip

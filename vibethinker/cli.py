@@ -42,7 +42,7 @@ GLOBAL_FLAGS = ("--quiet", "--help", "-h")
 COMMAND_FLAGS = {
     "run": ("--dry-run",),
     "status": ("--no-report",),
-    "ablate": ("--dry-run", "--inprocess"),
+    "ablate": ("--dry-run", "--inprocess", "--table"),
 }
 RUN_USAGE = """usage: vibethinker run RECIPE.yaml [key=value ...] [--dry-run] [--quiet]
 
@@ -140,6 +140,10 @@ def cmd_ablate(args: list[str], flags: set[str]) -> int:
     study = ablate.load_study(args[0], cli)
     if "--dry-run" in flags:
         print(ablate.describe(study))
+        return 0
+    if "--table" in flags:  # the table and plot of what has finished; nothing runs
+        paths = ablate.write_outputs(study, {**ablate.collect(study), "failed": []})
+        print(f"ablation: {paths['table']} ({paths['plot']})")
         return 0
     spawn = ablate.spawn_inprocess if "--inprocess" in flags else None
     res = ablate.run_study(study, cli, jobs, spawn=spawn)
