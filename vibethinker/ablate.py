@@ -544,9 +544,10 @@ def _fmt(ci: Any) -> str:
     if ci is None:
         return "-"
     m, lo, hi = ci
+    d = 3 if max(abs(m), abs(lo), abs(hi)) < 100 else 0  # accuracies vs token counts
     if lo == hi:  # one seed: no interval
-        return f"{m:.3f}"
-    return f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+        return f"{m:.{d}f}"
+    return f"{m:.{d}f} [{lo:.{d}f}, {hi:.{d}f}]"
 
 
 def _fmt_budget(span: Any) -> str:
