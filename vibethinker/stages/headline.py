@@ -230,7 +230,8 @@ def run(cfg: HeadlineConfig) -> dict[str, str]:
     t0 = time.perf_counter()
     for r in todo:
         bar.set_postfix(model=r.name)
-        key = {**proto, "model": r.model, "files": fingerprint(r.model)}
+        key = {**proto, "data": os.path.realpath(cfg.data), "model": os.path.realpath(r.model),
+               "files": fingerprint(r.model)}  # fmt: skip
         cached = load_cached(_cache_path(cfg, r.name), key)
         if cached is None:
             rec = {"key": key, **score_model(cfg, r, problems), "cached": False}
