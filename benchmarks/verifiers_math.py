@@ -24,7 +24,8 @@ Sides (each its own process; rotating repeats; benchmarks/harness.py):
 - peer: what a reward function usually does (TRL's accuracy reward, math-verify's README):
   `verify(parse(f"${gold}$"), parse(response))` per pair, math-verify defaults (its own 5 s
   parse and 5 s verify timeouts), spread over `multiprocessing.Pool(workers)` in tasks of
-  `--chunk` pairs (16 by default, as ours: the same load balance);
+  `--chunk` pairs (16 by default, as ours: the same load balance), each worker in its own
+  session as ours are (`_peer_init`: the same share of a loaded machine);
 - peer_tail: the same, parsing only the text after the last `</think>` (nothing when the
   response was cut off), as ours does;
 - peer_best: peer_tail with math-verify's parses in the same `lru_cache(4096)` per worker as
@@ -230,7 +231,16 @@ def _chunk_verify(chunk: list[tuple[str, str]], tail: bool = False, cache: bool 
 
 
 def _peer_init(barrier, tail: bool, cache: bool) -> None:
-    """A peer worker: imports and one warm-up pass, then waits until every worker is warm."""
+    """A peer worker: its own session (as each of our workers is, see below), imports and one
+    warm-up pass, then waits until every worker is warm.
+
+    Our pool starts every worker with `start_new_session=True` (batch.py, for killpg). Where the
+    kernel groups CPU time by session (Linux autogroup, on by default on many distributions and
+    on the machine of the 2026-12-01 runs), each new session is scheduled as its own nice-0
+    group: on a loaded machine our workers then get more CPU than workers left in the caller's
+    session, whatever the caller's `nice`. The peer's workers get the same treatment here;
+    before, this alone lifted our wall-clock ratio under load (CPU time per check did not move)."""
+    os.setsid()
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     baseline(make_pairs(8, seed=1, workload="forms"), tail, cache)
     barrier.wait()
