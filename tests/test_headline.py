@@ -175,6 +175,19 @@ def test_stage_end_to_end_report_top_and_resume(tiny, tmp_path, monkeypatch):
     with pytest.raises(AssertionError, match="sampled a cached model"):  # another protocol
         get("headline").fn(_cfg(tiny, out, n=3))
 
+    # interrupted after the first model: only the missing one is sampled
+    (out / "models" / "rl_math.json").unlink()
+    sampled = []
+
+    def fake(cfg, row, problems):
+        sampled.append(row.name)
+        return {"ids": [p.id for p in problems], "scores": [1.0] * len(problems),
+                "seconds": 0.0, "accuracy": 1.0}  # fmt: skip
+
+    monkeypatch.setattr(stage, "score_model", fake)
+    h3 = json.loads(Path(get("headline").fn(_cfg(tiny, out))["headline"]).read_text())
+    assert sampled == ["rl_math"] and [r["cached"] for r in h3["rows"]] == [True, False]
+
 
 def test_report_without_headline_is_unchanged(tmp_path):
     from vibethinker.report import write_report
