@@ -115,7 +115,42 @@ def compare(args: argparse.Namespace) -> None:
         summaries[name] = json.loads(Path(paths["summary"]).read_text())
     text = report(summaries, ks, cfg, wall, args)
     (out / "evidence.md").write_text(text)
+    if args.plot:
+        print("plot:", plot_variants(summaries, args.plot, cfg))
     print(text)
+
+
+def plot_variants(summaries: dict, path: str, cfg) -> str:
+    """Accuracy against tokens per problem: CLR@k of each claim verifier, maj@k, avg@n."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
+    for name, mark in zip(VARIANTS, "oDv"):
+        rows = summaries[name]["comparison"]["rows"]
+        ax.plot([r["clr_tokens"] for r in rows], [r["clr"] for r in rows], f"{mark}-",
+                label=f"CLR@k, {name} verifier")  # fmt: skip
+    comp = summaries["both"]["comparison"]
+    curve = comp["maj_curve"]
+    ax.plot([c["tokens"] for c in curve], [c["accuracy"] for c in curve], "s--", label="maj@k")
+    ax.plot([comp["avg"]["tokens"]], [comp["avg"]["accuracy"]], "^", label="avg@n (one sample)")
+    for r in comp["rows"]:
+        ax.annotate(f"k={r['k']}", (r["clr_tokens"], r["clr"]), fontsize=7)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("tokens per problem (CLR: sampling + extraction + verification)")
+    ax.set_ylabel("Pass@1 of the selected answer")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    n = summaries["both"]["problems"]
+    ax.set_title(f"CLR vs maj@k, K={cfg.k}, R={cfg.repeats}, {n} held-out problems", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
 
 
 def report(summaries: dict, ks: list[int], cfg, wall: float, args) -> str:
@@ -204,6 +239,7 @@ def main() -> None:
     c.add_argument("--judge-max-new-tokens", type=int, default=40)
     c.add_argument("--claim-eval", type=int, default=200)
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--plot", default="", help="also write the accuracy-vs-tokens PNG here")
     args = ap.parse_args()
     (train if args.cmd == "train" else compare)(args)
 

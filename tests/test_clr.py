@@ -560,3 +560,21 @@ def test_variants_derived_from_a_both_run_equal_direct_runs(tmp_path):
             assert c.get(key, 0) == dc.get(key, 0), (name, key)
     with pytest.raises(ValueError, match="asked the model"):
         as_variant(direct, dc, "model", 5)  # a symbolic run did not ask about every claim
+
+
+def test_world_verification_examples_are_minimal_pairs_decided_by_their_vs(clr_world):
+    # each draw makes a true claim and its corrupted copy of the same problem (only the claimed
+    # value tells them apart), and the reply's verdict is exactly "both sides of every `vs`
+    # agree": the last step the model learns is a comparison of two adjacent values
+    ex = [p for p in clr_world["train"] if p.domain == "clr" and p.subdomain == "verify"]
+    assert len(ex) > 10
+    for a, b in zip(ex[0::2], ex[1::2]):
+        assert a.meta["of"] == b.meta["of"]
+        assert a.prompt.split("\nClaim: ")[0] == b.prompt.split("\nClaim: ")[0]
+        assert {parse_verdict(a.traces[0]), parse_verdict(b.traces[0])} == {0, 1}
+    for p in ex:
+        think = p.traces[0].split("<think>")[1].split("</think>")[0]
+        pairs = [part.split(" vs ") for part in think.split("; ")]
+        assert all(len(x) == 2 for x in pairs), think
+        same = all(x.rsplit("=", 1)[-1].split(") ")[-1] == y for x, y in pairs)
+        assert parse_verdict(p.traces[0]) == int(same), p.traces[0]

@@ -4,9 +4,10 @@ tiny model the two judge tasks of the `clr` stage, in exactly the chat format th
 - extraction: the user turn is `prompts/clr_extract.txt` filled with a train problem and one of
   its traces (correct or labelled wrong: the extractor must copy claims, not correct them); the
   reply lists the trace's claims as `1. <claim>` lines and `Final answer: <answer>`.
-- verification: the user turn is `prompts/clr_verify.txt` filled with the problem and one claim
-  (a true claim of a trace, or a corrupted copy, half and half); the reply re-derives the
-  claim's content in a short `<think>` and gives `\\boxed{1}` or `\\boxed{0}`.
+- verification: the user turn is `prompts/clr_verify.txt` filled with the problem and one claim;
+  the examples come in minimal pairs (a true claim of a trace and its corrupted copy, same
+  problem), and the reply re-derives the claim against its own value in a short `<think>`
+  (`8*9=72 vs 74`) and gives `\\boxed{1}` or `\\boxed{0}`.
 
 The examples are Problem records of the training-only domain `clr` (types.TRAIN_ONLY_DOMAINS):
 SFT trains on them, RL, evaluation and probing never take them as problems. They are built from
@@ -35,11 +36,12 @@ from vibethinker.types import Problem
 
 TASK_DOMAIN = "clr"  # the training-only domain of these records
 M = 5  # claims per extraction (the `clr` stage's default m; the paper's M)
-EXTRACT_PER_TRAIN = 0.045  # extraction examples per train problem (math + stem)
-VERIFY_PER_TRAIN = 0.07  # verification examples per train problem
+EXTRACT_PER_TRAIN = 0.035  # extraction examples per train problem (math + stem)
+VERIFY_PER_TRAIN = 0.14  # verification examples per train problem (half true, half corrupted)
 MATH_PART = 0.6  # of each task's examples from math, the rest from stem
-# At the tiny recipe's 3,000 train problems: 135 extraction + 210 verification examples, ~7% of
-# the SFT tokens (docs/CLR.md gives the measured figure).
+# On the tiny recipe's train split: ~107 extraction + ~427 verification examples, ~7.7% of the
+# SFT tokens (docs/CLR.md gives the measured figure; we keep it under 8%: sft1's time grows
+# with its tokens). Verification gets the larger share: it is what CLR's weights rest on.
 
 _MATH = re.compile(r"<think>([^<]*)</think>\\boxed\{([^{}]*)\}")
 _ARITH = re.compile(r"^(\d+)([-+*/])(\d+)=(\d+)$")
@@ -136,14 +138,19 @@ def trace_claims(p: Problem, trace: str) -> tuple[list[str], str] | None:
 
 
 def judge(p: Problem, facts: StemFacts | None, claim: str) -> tuple[int, str] | None:
-    """(truth 1/0, the check a careful verifier writes) of a world claim; None if unknown."""
+    """(truth 1/0, the check a careful verifier writes) of a world claim; None if unknown.
+
+    The check re-derives what the claim states and sets it against the claim's own value,
+    `<derived> vs <claimed>` (`8*9=72 vs 74`, `B) 12 vs 8`, `v=d/t vs d*t`): the verdict is 1
+    exactly when both sides of every `vs` are the same, so the last decision is a comparison of
+    two adjacent values, not of a derived value with one far back in the prompt."""
     m = _ARITH.match(claim)
     if m:
         true = _value(f"{m.group(1)}{m.group(2)}{m.group(3)}")
         if true is None:
             return None
         lhs = f"{m.group(1)}{m.group(2)}{m.group(3)}"
-        return int(true == int(m.group(4))), f"{lhs}={_num(true)}"
+        return int(true == int(m.group(4))), f"{lhs}={_num(true)} vs {m.group(4)}"
     if p.domain != "stem" or facts is None:
         return None
     f = facts
@@ -154,23 +161,24 @@ def judge(p: Problem, facts: StemFacts | None, claim: str) -> tuple[int, str] | 
         if letter not in f.options or val is None:
             return None
         ok = f.options[letter] == v and val == v
-        return int(ok), f"{letter}) {f.options[letter]}; {expr}={_num(val)}"
+        return int(ok), f"{letter}) {f.options[letter]} vs {v}; {expr}={_num(val)} vs {v}"
     m = _OPTION.match(claim)
     if m:
         letter, v = m.group(1), int(m.group(2))
         if letter not in f.options:
             return None
-        return int(f.options[letter] == v), f"{letter}) {f.options[letter]}"
+        return int(f.options[letter] == v), f"{letter}) {f.options[letter]} vs {v}"
     m = _GIVEN.match(claim)
     if m:
         sym, v = m.group(1), int(m.group(2))
-        return int(sym == f.sx and v == f.x), f"{f.sx}={f.x}"
+        said = m.group(2) if sym == f.sx else claim
+        return int(sym == f.sx and v == f.x), f"{f.sx}={f.x} vs {said}"
     m = _FORMULA.match(claim)
     if m and m.group(1) == f.sr:
         rhs = m.group(2)
         if re.fullmatch(r"\d+[-+*/]\d+", rhs):  # the formula with values: `v=24*3`
-            return int(rhs == f"{f.x}{f.op}{f.y}"), f"{f.sr}={f.x}{f.op}{f.y}"
-        return int(rhs == f.expr), f"{f.sr}={f.expr}"
+            return int(rhs == f"{f.x}{f.op}{f.y}"), f"{f.sr}={f.x}{f.op}{f.y} vs {rhs}"
+        return int(rhs == f.expr), f"{f.sr}={f.expr} vs {rhs}"
     return None
 
 
@@ -268,46 +276,50 @@ def clr_examples(train: list[Problem], seed: int, scale: float = 1.0) -> list[Pr
     for task, per in (("extract", EXTRACT_PER_TRAIN), ("verify", VERIFY_PER_TRAIN)):
         total = round(per * n_train * scale)
         for dom, share in (("math", MATH_PART), ("stem", 1 - MATH_PART)):
-            pool, want = pools[dom], round(total * share)
+            pool, want = pools[dom], round(total * share / 2) * 2  # whole verify pairs
             made, tries = 0, 0
             while pool and made < want and tries < 20 * want + 100:
                 tries += 1
                 p = rng.choice(pool)
-                ex = _one(task, p, rng, ext_t, ver_t)
-                if ex is None:
-                    continue
-                prompt, reply = ex
-                made += 1
-                out.append(
-                    Problem(
-                        id=f"clr-train-{len(out):05d}",
-                        domain=TASK_DOMAIN,
-                        subdomain=task,
-                        prompt=prompt,
-                        traces=[reply],
-                        meta={"source": "world", "seed": seed, "split": "train", "of": p.id},
+                for prompt, reply in _one(task, p, rng, ext_t, ver_t)[: want - made]:
+                    made += 1
+                    out.append(
+                        Problem(
+                            id=f"clr-train-{len(out):05d}",
+                            domain=TASK_DOMAIN,
+                            subdomain=task,
+                            prompt=prompt,
+                            traces=[reply],
+                            meta={"source": "world", "seed": seed, "split": "train", "of": p.id},
+                        )
                     )
-                )
     return out
 
 
-def _one(task, p, rng, ext_t, ver_t):
+def _one(task, p, rng, ext_t, ver_t) -> list[tuple[str, str]]:
+    """The examples one draw makes: one extraction, or a verification minimal pair."""
     if task == "extract":  # correct traces mostly, the world's wrong ones a third of the time
         wrong = p.wrong_traces or []
         trace = rng.choice(wrong) if wrong and rng.random() < 1 / 3 else rng.choice(p.traces)
-        return extraction_example(p, trace, ext_t)
+        ex = extraction_example(p, trace, ext_t)
+        return [ex] if ex else []
+    # verification: a true claim of a trace AND its corrupted copy, same problem, same check:
+    # only the claimed value tells them apart, so the verdict cannot be learned from the
+    # problem's wording (with one claim per draw the model memorised verdicts by problem).
     trace = rng.choice(p.traces)
     facts = stem_facts(p) if p.domain == "stem" else None
     got = trace_claims(p, trace)
     true = [c for c in (got[0] if got else []) if (j := judge(p, facts, c)) and j[0]]
     if not true:
-        return None
+        return []
     claim = rng.choice(true)
-    if rng.random() < 0.5:  # half false: a corrupted copy
-        claim = corrupt(p, facts, claim, rng)
-        if claim is None:
-            return None
-    return verification_example(p, claim, ver_t)
+    bad = corrupt(p, facts, claim, rng)
+    if bad is None:
+        return []
+    pair = [verification_example(p, claim, ver_t), verification_example(p, bad, ver_t)]
+    if rng.random() < 0.5:
+        pair.reverse()
+    return [ex for ex in pair if ex]
 
 
 def add_clr(splits: dict[str, list[Problem]], seed: int, scale: float = 1.0) -> None:
