@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from stub_openai import StubOpenAI
 from test_engines_hf import tiny_qwen2
 
 from vibethinker.data.io import load_problems, save_problems
@@ -129,6 +130,23 @@ def test_hf_teacher_with_too_small_a_context_is_a_clear_error(setup, tmp_path):
     with pytest.raises(ContextLengthError, match="max_new_tokens=4096"):
         stage.run(hf_cfg(setup, tmp_path, max_new_tokens=4096))
     assert not (tmp_path / "progress.json").exists()  # nothing recorded as done
+
+
+def test_openai_teacher_garbage_replies_are_counted(setup, tmp_path):
+    """The openai engine against the stub server answering garbage and empty replies (the world
+    teacher behind the stub is in test_construct_stage.py)."""
+    with StubOpenAI(responses=["{not json at all", "", "VERDICT maybe", "\\boxed{7}"]) as srv:
+        c = hf_cfg(setup, tmp_path, teacher="openai", teacher_base_url=srv.base_url,
+                   teacher_options={"max_retries": 0})  # fmt: skip
+        res = stage.run(c)
+        assert srv.n_requests > 0
+    funnel = json.loads(Path(res["funnel"]).read_text())
+    out = load_problems(res["train"]) if Path(res["train"]).stat().st_size else []
+    check_accounting(funnel, seeds_by_domain(setup, 6), c, Counter(p.domain for p in out))
+    expand = sum((drops_of(funnel, d, "expand") for d in funnel["io"]), Counter())
+    assert sum(expand.values()) == 6 and set(expand) <= {"no_json", "empty"}
+    empty = sum(drops_of(funnel, d, "sample")["empty_reply"] for d in funnel["io"])
+    assert empty > 0  # a quarter of the samples are empty replies
 
 
 @pytest.mark.gpu

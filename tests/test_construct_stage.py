@@ -172,3 +172,20 @@ def test_server_failing_mid_run_is_a_clear_error_then_resume(world, tmp_path):
         )
     assert json.loads((tmp_path / "x" / "progress.json").read_text())["seeds_done"] == 16
     assert len({p.meta["source_seed"] for p in out}) > 8
+
+
+def test_pass_domains_copy_records_unchanged(tmp_path):
+    splits = generate(3, n_train=8, n_probe=1, n_eval=4, domains=["math", "clr"])
+    seeds = tmp_path / "seeds.jsonl"
+    save_problems(seeds, splits["train"])
+    clr = [p for p in splits["train"] if p.domain == "clr"]
+    assert clr
+    base = dict(seeds=str(seeds), teacher_options={"n_planted": 0}, n_samples=2, chunk=4)
+    out = load_problems(stage.run(ConstructConfig(out=str(tmp_path / "a"), **base))["train"])
+    assert {p.domain for p in out} == {"math"}  # default: passed over
+    res = stage.run(ConstructConfig(out=str(tmp_path / "b"), pass_domains=["clr"], **base))
+    out = load_problems(res["train"])
+    assert [p for p in out if p.domain == "clr"] == clr  # copied as they are
+    assert json.loads(Path(res["funnel"]).read_text())["io"]["clr"] == {"passed": [len(clr)] * 2}
+    with pytest.raises(ValueError, match="both constructed and passed"):
+        stage.run(ConstructConfig(out=str(tmp_path / "c"), pass_domains=["math"], **base))

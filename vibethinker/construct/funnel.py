@@ -21,6 +21,7 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("repetition", "traces"),
     ("decontam_trace", "queries"),
     ("kept", "queries"),
+    ("passed", "records"),  # pass_domains: copied unchanged
 )
 
 

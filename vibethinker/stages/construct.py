@@ -47,6 +47,10 @@ class ConstructConfig:
     """Output folder: train.jsonl, funnel.json, progress.json, summary.md, plots."""
     domains: list[str] = field(default_factory=lambda: ["math", "code", "stem", "instruct"])
     """Seed domains to construct from; records of other domains in the seed file are passed over."""
+    pass_domains: list[str] = field(default_factory=list)
+    """Records of these domains (e.g. the world's `clr` judge-task examples, which have no
+    construction path) are copied to train.jsonl unchanged, so that the SFT stages read one file;
+    counted in the funnel's `passed` row. Empty: passed over, not written (our choice)."""
     teacher: str = "world"
     """Teacher engine (vibethinker.engines.ENGINES): openai, hf, vllm, or world (SIMULATED, no LLM)."""
     teacher_model: str = ""
@@ -120,10 +124,13 @@ class ConstructConfig:
     """Sampling seed (teacher requests carry seed + chunk offsets) and the expansion draw."""
 
 
-def iter_seeds(path: str, on_bad: str, domains: list[str]) -> Iterator[tuple[int, Any, int]]:
+def iter_seeds(
+    path: str, on_bad: str, domains: list[str], pass_domains: tuple[str, ...] | list[str] = ()
+) -> Iterator[tuple[int, Any, int]]:
     """Stream (index, Problem, line) from the seed file(s); a seed without supervision raises a
     DataError naming file, line and field (on_bad=error) or comes as (index, None, line) (drop).
-    Records of other domains than `domains` (e.g. the world's `clr` examples) are passed over."""
+    Records of `pass_domains` come as they are (no supervision check: copied, not constructed);
+    those of other domains (e.g. the world's `clr` examples) are passed over."""
     from vibethinker.data.io import split_file
 
     i = 0
@@ -131,11 +138,12 @@ def iter_seeds(path: str, on_bad: str, domains: list[str]) -> Iterator[tuple[int
         for line, row in _iter_rows(f):
             if isinstance(row, DataError):
                 raise row
-            if isinstance(row, dict) and row.get("domain") not in domains:
+            dom = row.get("domain") if isinstance(row, dict) else None
+            if dom not in domains and dom not in pass_domains:
                 continue
             try:
                 p = problem_from_dict(row, f, line, (), set())
-                missing = supervision_error(p)
+                missing = None if dom in pass_domains else supervision_error(p)
                 if missing:
                     raise DataError(
                         f, line, missing, f"a {p.domain} seed needs reliable supervision"
@@ -169,6 +177,9 @@ def _check(cfg: ConstructConfig) -> None:
         raise ValueError(
             f"construct domains {other} are not verifiable; known: {', '.join(DOMAINS)}"
         )
+    both = sorted(set(cfg.domains) & set(cfg.pass_domains))
+    if both:
+        raise ValueError(f"domains {both} are both constructed and passed through (pass_domains)")
     bad = [a for a in cfg.axes if a not in AXES]
     if bad:
         raise ValueError(f"unknown axes {bad}; known: {', '.join(AXES)}")
@@ -193,7 +204,7 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     if cfg.on_bad_seed == "error":  # a bad seed is an error before any teacher call
-        for _ in iter_seeds(cfg.seeds, "error", cfg.domains):
+        for _ in iter_seeds(cfg.seeds, "error", cfg.domains, cfg.pass_domains):
             pass
     items = eval_items(cfg.eval_sets)
     index = (
@@ -233,15 +244,18 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
 
     def flush() -> None:
         nonlocal n_bad
-        good = [(i, p) for i, p, _ in chunk if p is not None]
-        n_bad += len(chunk) - len(good)
+        good = [(i, p) for i, p, _ in chunk if p is not None and p.domain not in cfg.pass_domains]
+        passed = [p for _, p, _ in chunk if p is not None and p.domain in cfg.pass_domains]
+        n_bad += sum(p is None for _, p, _ in chunk)
         try:
             done = build_chunk(good, ctx, cfg.seed * 1_000_003 + 3 * (chunk[0][0] // cfg.chunk))
         except SamplerError as e:
             raise SamplerError(f"teacher failed on seeds {chunk[0][0]}..{chunk[-1][0]}: {e}; "
                                f"{state['seeds_done']} seeds are saved, rerun to resume") from e  # fmt: skip
+        for d, n in Counter(p.domain for p in passed).items():
+            ctx.funnel.step(d, "passed", n, n)
         with open(data_path, "ab") as f:
-            for p in done:
+            for p in done + passed:
                 f.write((json.dumps(problem_to_dict(p), ensure_ascii=False) + "\n").encode())
             state["bytes"] = f.tell()
         for p in done:
@@ -255,7 +269,7 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         log.info("seeds %d..%d: %d problems kept", chunk[0][0], chunk[-1][0], len(done))
         chunk.clear()
 
-    for i, p, line in iter_seeds(cfg.seeds, cfg.on_bad_seed, cfg.domains):
+    for i, p, line in iter_seeds(cfg.seeds, cfg.on_bad_seed, cfg.domains, cfg.pass_domains):
         if cfg.max_seeds and i >= cfg.max_seeds:
             break
         if i < state["seeds_done"]:
