@@ -120,7 +120,7 @@ def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--batches", default="1,2,4,8")
     ap.add_argument("--groups", default="4,8,16")
     ap.add_argument("--rl-len", type=int, default=512, help="response length of the G sweep")
-    ap.add_argument("--rl-g", type=int, default=8, help="G of the length sweep")
+    ap.add_argument("--rl-g", type=int, default=8, help="G of the length sweep (0: no RL sweep)")
     ap.add_argument("--budget-gb", type=float, default=8.0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=2, help="timed steps per point (after warm-up)")
@@ -182,8 +182,9 @@ def main(argv: list[str] | None = None) -> dict:
             for ck in (False, True):
                 pts[f"sft len={L} ckpt={'on' if ck else 'off'}"] = (
                     "sft", {"length": L, "rows": 1, "ckpt": ck, "per_row": 1})  # fmt: skip
-            pts[f"rl len={L} G={args.rl_g}"] = ("rl", {"length": L, "g_size": args.rl_g,
-                                                        "ckpt": False})  # fmt: skip
+            if args.rl_g:  # --rl-g 0 skips the RL length sweep
+                pts[f"rl len={L} G={args.rl_g}"] = ("rl", {"length": L, "g_size": args.rl_g,
+                                                            "ckpt": False})  # fmt: skip
         for B in batches:
             pts[f"sft batch={B}x512"] = ("sft", {"length": 512, "rows": B, "ckpt": False,
                                                  "per_row": 4})  # fmt: skip
