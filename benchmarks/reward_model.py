@@ -1,28 +1,36 @@
 """Reward model training speed: our Bradley-Terry loop vs TRL's RewardTrainer, like for like
-(issue 12).
+(issues 12 and 16).
 
     .venv/bin/python benchmarks/reward_model.py [--problems 600] [--n-open 60] [--epochs 1]
-        [--batch 16] [--threads 2] [--repeats 3]
+        [--batch 16] [--max-len 256] [--threads 1] [--repeats 3] [--sides ours,trl,trl_grouped]
 
-Both sides start from the same tiny Qwen2 (a random-weight causal LM built from the embedded
-world, the world's tokenizer) with a fresh one-logit sequence-classification head, and train on
+Every side starts from the same tiny Qwen2 (a random-weight causal LM built from the embedded
+world, the world's tokenizer) with a fresh one-logit sequence-classification head, and trains on
 the SAME preference pairs (data/world/instruct_open.py `preference_pairs` of the world's instruct
-problems, rule and open prompts), one epoch, `--batch` pairs per optimizer step, AdamW lr 3e-4,
-fp32 on CPU, no gradient checkpointing and no bf16 on either side (TRL's RewardConfig turns both
-on by default; on CPU fp32 they only cost time), same max length. Each side runs in its own
-process, >= 3 repeats in rotating order (benchmarks/harness.py).
+problems, rule and open prompts) with the same token ids (the chat-formatted text; `tokens_seen`
+checks it), one epoch, `--batch` pairs per optimizer step (so the same number of optimizer
+steps), AdamW lr 3e-4 cosine to 0 without warmup, max grad norm 1, no weight decay, fp32 on CPU,
+no gradient checkpointing and no bf16 on any side (TRL's RewardConfig turns both on by default;
+on CPU fp32 they only cost time), same max length. Each side runs in its own process, >= 3
+repeats in rotating order (benchmarks/harness.py).
 
 - ours: `vibethinker.train.reward_model.train_bt` (texts tokenized once, length-bucketed
-  batches, chosen and rejected in one forward).
+  batches padded to their longest, chosen and rejected in one forward).
 - trl: RewardTrainer on the conversational (prompt, chosen, rejected) dataset, as its docs show,
-  `per_device_train_batch_size=--batch`, TRL's collator (pads each batch to its longest).
+  its defaults otherwise (random sampler, DataCollatorForPreference: chosen and rejected in one
+  forward, padded to the batch's longest, logging every 10 steps).
+- trl_grouped: the same with `train_sampling_strategy="group_by_length"` (transformers' length-
+  grouped sampler; it needs a `length` column and `remove_unused_columns=False`): TRL with the
+  padding saving that ours has built in.
 
-Pairs with a text of max length or more are dropped before either side sees them (TRL's
-RewardTrainer drops them, ours would cut them: a first run without this trained TRL on fewer,
-shorter pairs). Figures: pairs/s and tokens/s over the training loop's own time (ours: the loop;
-TRL: `train_runtime`),
-and the held-out pairwise accuracy after training (same function, same held-out pairs) so that
-the speed is not bought with a worse model.
+Pairs with a text of max length or more are dropped before any side sees them (TRL's
+RewardTrainer drops them, ours would cut them). Headline: pairs/s end to end, from the loaded
+model to the trained one (ours: `train_bt`, which tokenizes; TRL: dataset, trainer construction,
+which tokenizes, and `train()`); `pairs_per_s_loop` is the training loop alone (ours: the sum of
+step times; TRL: `train_runtime`). Quality on the same basis: the mean training loss over all
+steps (TRL's `train_loss` is that statistic), and the held-out pairwise accuracy and Bradley-Terry
+loss after training (same function, same held-out pairs), so that speed is not bought with a
+worse model.
 """
 
 from __future__ import annotations
@@ -30,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 import tempfile
 import time
@@ -50,7 +57,7 @@ def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch", type=int, default=16, help="pairs per optimizer step")
     ap.add_argument("--max-len", type=int, default=256)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--max-pairs", type=int, default=0, help="at most this many pairs (0: all)")
 
 
@@ -98,13 +105,22 @@ def _start(shared: dict, args: argparse.Namespace):
     return load_start(shared["model"], "cpu")
 
 
-def _held_accuracy(model, tok, shared: dict, args: argparse.Namespace) -> float:
-    from vibethinker.train.reward_model import encode_pairs, evaluate_pairs
+def _held_out(model, tok, shared: dict, args: argparse.Namespace) -> dict:
+    """Held-out pairwise accuracy and Bradley-Terry loss: the same function for every side."""
+    import torch
+
+    from vibethinker.train.reward_model import bt_loss, encode_pairs, evaluate_pairs
 
     held = json.loads(Path(shared["held"]).read_text())
-    return evaluate_pairs(model, encode_pairs(tok, held, args.max_len), tok.pad_token_id)[
-        "accuracy"
-    ]
+    ev = evaluate_pairs(model, encode_pairs(tok, held, args.max_len), tok.pad_token_id)
+    loss = bt_loss(torch.tensor(ev["chosen"]), torch.tensor(ev["rejected"]))
+    return {"held_out_accuracy": ev["accuracy"], "held_out_loss": float(loss)}
+
+
+def _metrics(n: int, args: argparse.Namespace, shared: dict, total: float, loop: float) -> dict:
+    return {"pairs_per_s": n * args.epochs / total, "total_s": total, "train_s": loop,
+            "pairs_per_s_loop": n * args.epochs / loop,
+            "tokens_per_s": shared["tokens"] * args.epochs / total}  # fmt: skip
 
 
 def side_ours(args: argparse.Namespace, shared: dict) -> dict:
@@ -114,18 +130,21 @@ def side_ours(args: argparse.Namespace, shared: dict) -> dict:
     pairs = json.loads(Path(shared["train"]).read_text())
     t0 = time.perf_counter()
     hist = train_bt(model, tok, pairs, epochs=args.epochs, batch=args.batch, lr=LR,
-                    final_lr=LR / 10, max_len=args.max_len, seed=0)  # fmt: skip
-    secs = time.perf_counter() - t0
+                    final_lr=0.0, max_len=args.max_len, seed=0)  # fmt: skip
+    total = time.perf_counter() - t0
     cfg = {"trainer": "vibethinker train_bt", "epochs": args.epochs, "batch": args.batch,
-           "lr": LR, "schedule": "cosine to lr/10", "max_len": args.max_len,
+           "lr": LR, "schedule": "cosine to 0, no warmup", "max_len": args.max_len,
+           "max_grad_norm": 1.0, "weight_decay": 0.0, "gradient_checkpointing": False,
+           "batching": "length-bucketed, pad to the batch's longest",
            "threads": args.threads, "dtype": "float32", "pairs": len(pairs)}  # fmt: skip
+    loop = sum(r["seconds"] for r in hist)
     return {"config": cfg, "metrics": {
-        "pairs_per_s": len(pairs) * args.epochs / secs, "train_s": secs, "steps": len(hist),
-        "tokens_per_s": shared["tokens"] * args.epochs / secs,
-        "held_out_accuracy": _held_accuracy(model, tok, shared, args)}}  # fmt: skip
+        **_metrics(len(pairs), args, shared, total, loop), "steps": len(hist),
+        "train_loss_mean": sum(r["loss"] for r in hist) / len(hist),
+        "tokens_seen": shared["tokens"], **_held_out(model, tok, shared, args)}}  # fmt: skip
 
 
-def side_trl(args: argparse.Namespace, shared: dict) -> dict:
+def side_trl(args: argparse.Namespace, shared: dict, grouped: bool = False) -> dict:
     import trl
     from datasets import Dataset
     from trl import RewardConfig, RewardTrainer
@@ -135,31 +154,46 @@ def side_trl(args: argparse.Namespace, shared: dict) -> dict:
     setup_logging(quiet=True)
     model, tok = _start(shared, args)
     pairs = json.loads(Path(shared["train"]).read_text())
-    random.Random(0).shuffle(pairs)
-    ds = Dataset.from_list([{"prompt": [{"role": "user", "content": p["prompt"]}],
-                             "chosen": [{"role": "assistant", "content": p["chosen"]}],
-                             "rejected": [{"role": "assistant", "content": p["rejected"]}]}
-                            for p in pairs])  # fmt: skip
+    t0 = time.perf_counter()
+    rows = [{"prompt": [{"role": "user", "content": p["prompt"]}],
+             "chosen": [{"role": "assistant", "content": p["chosen"]}],
+             "rejected": [{"role": "assistant", "content": p["rejected"]}]} for p in pairs]  # fmt: skip
+    ds = Dataset.from_list(rows)
     with tempfile.TemporaryDirectory(prefix="bench_rm_trl_") as out:
         kw = dict(output_dir=out, per_device_train_batch_size=args.batch, num_train_epochs=args.epochs,
                   learning_rate=LR, lr_scheduler_type="cosine", max_length=args.max_len,
-                  gradient_checkpointing=False, bf16=False, logging_steps=10, save_strategy="no",
-                  report_to=[], use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
-                  seed=0)  # fmt: skip
+                  gradient_checkpointing=False, bf16=False, save_strategy="no",
+                  report_to=[], use_cpu=True, disable_tqdm=True, seed=0)  # fmt: skip
+        if grouped:
+            kw.update(train_sampling_strategy="group_by_length", remove_unused_columns=False)
         trainer = RewardTrainer(model=model, args=RewardConfig(**kw), train_dataset=ds,
                                 processing_class=tok)  # fmt: skip
+        if grouped:  # the sampler needs lengths: a "length" column (the pair's longer text)
+            trainer.train_dataset = trainer.train_dataset.map(
+                lambda r: {"length": max(len(r["chosen_ids"]), len(r["rejected_ids"]))}
+            )
         n = len(trainer.train_dataset)
+        seen = sum(len(r["chosen_ids"]) + len(r["rejected_ids"]) for r in trainer.train_dataset)
         res = trainer.train()
-    secs = res.metrics["train_runtime"]
+    total = time.perf_counter() - t0
     shown = {k: v for k, v in kw.items() if k != "output_dir"}
-    cfg = {"trainer": f"trl {trl.__version__} RewardTrainer", **shown, "threads": args.threads,
-           "dtype": "float32", "pairs": n}  # fmt: skip
+    cfg = {"trainer": f"trl {trl.__version__} RewardTrainer", **shown,
+           "defaults_kept": "logging_steps 10, max_grad_norm 1.0, weight_decay 0, "
+           "DataCollatorForPreference (pad to the batch's longest), "
+           + ("group_by_length sampler" if grouped else "random sampler"),
+           "threads": args.threads, "dtype": "float32", "pairs": n}  # fmt: skip
     return {"config": cfg, "metrics": {
-        "pairs_per_s": n * args.epochs / secs, "train_s": secs, "steps": trainer.state.global_step,
-        "tokens_per_s": shared["tokens"] * args.epochs / secs, "pairs_dropped": len(pairs) - n,
-        "held_out_accuracy": _held_accuracy(model, tok, shared, args)}}  # fmt: skip
+        **_metrics(n, args, shared, total, res.metrics["train_runtime"]),
+        "steps": trainer.state.global_step, "train_loss_mean": res.metrics["train_loss"],
+        "tokens_seen": seen, "pairs_dropped": len(pairs) - n,
+        **_held_out(model, tok, shared, args)}}  # fmt: skip
+
+
+def side_trl_grouped(args: argparse.Namespace, shared: dict) -> dict:
+    return side_trl(args, shared, grouped=True)
 
 
 if __name__ == "__main__":
-    harness.main(__doc__, add_args, prepare, {"ours": side_ours, "trl": side_trl},
+    harness.main(__doc__, add_args, prepare,
+                 {"ours": side_ours, "trl": side_trl, "trl_grouped": side_trl_grouped},
                  headline=("pairs_per_s", "higher"))  # fmt: skip

@@ -161,3 +161,20 @@ def test_rl_filter_cache_is_not_reused_when_a_reward_setting_changes(tmp_path, c
     changed = RLConfig(**{**cfg.__dict__, **change})
     assert len(training_prompts(changed, None, None, None)[0]) == len(full) > 1
     assert len(load_problems(cache)) == len(full)  # the cache was rebuilt under the new key
+
+
+def test_reward_model_adamw_matches_the_default_update():
+    from vibethinker.train.reward_model import make_adamw
+
+    torch.manual_seed(0)
+    a = torch.nn.Parameter(torch.randn(5, 3))
+    b = torch.nn.Parameter(a.detach().clone())
+    ref = torch.optim.AdamW([a], lr=0.1, weight_decay=0.01)
+    ours = make_adamw([b], 0.1, 0.01)
+    for _ in range(3):
+        g = torch.randn(5, 3)
+        a.grad, b.grad = g.clone(), g.clone()
+        ref.step()
+        ours.step()
+    assert not torch.equal(a.detach(), torch.zeros(5, 3))
+    assert torch.allclose(a, b, atol=1e-6)
