@@ -4,7 +4,7 @@ and the longest sequence that fits a memory budget with and without activation c
 
     .venv/bin/python benchmarks/scaling.py [--size 1m] [--lens 256,512,1024,2048,4096]
         [--batches 1,2,4,8] [--groups 4,8,16] [--budget-gb 8] [--threads 2] [--repeats 3]
-        [--quick] [--json out.json]
+        [--quick] [--kinds sft,rl] [--json out.json]
 
 Every point runs in its own process (so its peak resident memory, VmHWM, is its own), `--repeats`
 times, points interleaved; we report the median and range of the step time and the peak memory.
@@ -19,6 +19,7 @@ times, points interleaved; we report the median and range of the step time and t
 - Memory: the same SFT step with and without gradient checkpointing at each length; the longest
   length that fits `--budget-gb` is found by fitting peak = a + b L + c L^2 (least squares over
   the measured lengths) and solving; it is an extrapolation and printed as such.
+`--batches=`, `--groups=` (empty), `--rl-g 0` and `--kinds` drop sweeps to fit a time budget.
 `--size` takes the random-weight Qwen2 presets of vibethinker/models/tiny.py (1m, 5m, 30m) or a
 parameter count ("100m").
 """
@@ -126,6 +127,7 @@ def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--steps", type=int, default=2, help="timed steps per point (after warm-up)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="fewer points: lens 256,1024,4096")
+    ap.add_argument("--kinds", default="sft,rl", help="which points: sft, rl or both")
     ap.add_argument("--parallel", type=int, default=1,
                     help="points run at once (1: one after another; more only to finish on a "
                     "loaded machine: the points then share the cores)")  # fmt: skip
@@ -191,6 +193,9 @@ def main(argv: list[str] | None = None) -> dict:
         for G in groups:
             pts[f"rl G={G} len={args.rl_len}"] = ("rl", {"length": args.rl_len, "g_size": G,
                                                           "ckpt": False})  # fmt: skip
+        if args.kinds != "sft,rl":  # e.g. "rl": only the RL points
+            keep = tuple(k + " " for k in args.kinds.split(","))
+            pts = {k: v for k, v in pts.items() if k.startswith(keep)}
         base = [sys.executable, str(Path(__file__).resolve()), "--threads", str(args.threads),
                 "--steps", str(args.steps), "--shared", str(work / "shared.json")]  # fmt: skip
         raw: dict[str, list[dict]] = {k: [] for k in pts}
@@ -214,7 +219,7 @@ def main(argv: list[str] | None = None) -> dict:
             table[name] = {k: harness.summarize([x[k] for x in runs])
                            for k in ("step_s", "tokens_per_s", "peak_rss_mb")}  # fmt: skip
         fits = {}
-        for ck in ("off", "on"):
+        for ck in ("off", "on") if "sft" in args.kinds else ():
             mem = [(L, table[f"sft len={L} ckpt={ck}"]["peak_rss_mb"]["median"]) for L in lens]
             fits[ck] = fit_max_len(mem, args.budget_gb * 1024)
         out = {"size": args.size, "threads": args.threads, "repeats": args.repeats,
