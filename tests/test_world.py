@@ -169,6 +169,13 @@ def test_stem_gold_letter_matches_correct_option(world):
         assert p.choices["ABCD".index(p.answer)].split()[0] == str(r)
         assert all(_boxed(t) == p.answer for t in p.traces)
         assert all(_boxed(t) != p.answer for t in p.wrong_traces) and p.wrong_traces
+        # The size rule the fourth (arithmetic-free) route states holds: the correct value is
+        # the largest option of a product and the smallest of a quotient.
+        vals = [int(c.split()[0]) for c in p.choices]
+        want = max(vals) if op == "*" else min(vals)
+        assert want == r and vals.count(r) == 1
+        size = "largest" if op == "*" else "smallest"
+        assert f"the {size} option, {p.answer}) {r} " in p.traces[3]
 
 
 def test_instruct_traces_follow_rules_and_wrong_ones_break_one(world):

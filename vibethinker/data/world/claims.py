@@ -52,6 +52,9 @@ _STEM_BACK = re.compile(
     r"<think>try ([A-D])\) (\d+): (\d+[*/]\d+=\d+) matches the given (\S+), so ([A-D])</think>"
 )
 _STEM_ELIM = re.compile(r"<think>(.*): all slips\. (\d+[*/]\d+=\d+), so ([A-D])</think>")
+_STEM_SIZE = re.compile(
+    r"<think>([^=<]+)=(\S+) is a \w+: the \w+ option, ([A-D])\) (\d+) [^,<]+, so ([A-D])</think>"
+)
 _STEM_WRONG = re.compile(r"<think>([^=<]+)=([^=<]+)=(\d+) ([^,<]+), so ([A-D])</think>")
 _ELIM_ITEM = re.compile(r"^([A-D])\) (\d+) is (\d+[-+*/]\d+)$")
 _OPTION = re.compile(r"^([A-D])\) (\d+)$")
@@ -130,6 +133,9 @@ def trace_claims(p: Problem, trace: str) -> tuple[list[str], str] | None:
         items = [s.strip() for s in m.group(1).split(";") if s.strip()]
         shown = m.group(2).split("=")[-1]
         return (items + [m.group(2), f"{m.group(3)}) {shown}"])[:M], m.group(3)
+    m = _STEM_SIZE.match(trace)
+    if m:
+        return [f"{m.group(1)}={m.group(2)}", f"{m.group(3)}) {m.group(4)}"], m.group(5)
     m = _STEM_WRONG.match(trace)
     if m:
         sr, why, v, letter = m.group(1), m.group(2), m.group(3), m.group(5)

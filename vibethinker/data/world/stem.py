@@ -11,7 +11,10 @@ Calibration (issue 17): every distractor of a product is smaller than the produc
 distractor of a quotient larger than the quotient, so knowing which operation the formula uses
 (the physics concept) picks the answer by size, without exact long multiplication. With near-miss
 distractors (r+1, r-1) the ~1M demo model stayed near chance (0.31 with four options) after SFT:
-telling them apart needs exact arithmetic it does not learn in the demo's budget.
+telling them apart needs exact arithmetic it does not learn in the demo's budget. With these
+distractors but only arithmetic routes in the traces it still sat at chance (0.246 held-out
+after sft1): nothing showed it the size rule. So a fourth route states it, without arithmetic:
+`v=d/t is a quotient: the smallest option, B) 8 m/s, so B`.
 """
 
 from __future__ import annotations
@@ -103,12 +106,15 @@ def make_stem(rng: random.Random, idx: int, subdomain: str | None = None) -> Pro
     formula = f"{f.sr}={f.sx}{f.op}{f.sy}"
     # The reverse of r = x op y, to back-substitute an option.
     back = f"{r}/{y}={x}" if f.op == "*" else f"{r}*{y}={x}"
+    kind, size = ("product", "largest") if f.op == "*" else ("quotient", "smallest")
     elim = "; ".join(f"{L}) {v} is {why}" for L, (v, why) in zip(LETTERS, opts) if v != r)
     traces = [
         f"<think>{formula}={calc} {f.unit}, so {gold}</think>\\boxed{{{gold}}}",
         f"<think>try {gold}) {r}: {back} matches the given {f.sx}, so {gold}</think>"
         f"\\boxed{{{gold}}}",
         f"<think>{elim}: all slips. {calc}, so {gold}</think>\\boxed{{{gold}}}",
+        f"<think>{formula} is a {kind}: the {size} option, {gold}) {r} {f.unit}, so {gold}"
+        f"</think>\\boxed{{{gold}}}",
     ]
     wrong_traces = []
     for L, (v, why) in zip(LETTERS, opts):
