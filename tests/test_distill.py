@@ -285,3 +285,22 @@ def test_openai_engine_teachers_each_on_their_server(world, tmp_path):
     selected = load_problems(res["selected"])
     assert selected and {p.meta["teacher"] for p in selected} == {"math-rl"}
     assert "domain stem (teacher stem-rl) keeps no trace" in Path(res["summary"]).read_text()
+
+
+def test_selection_filters_that_keep_nothing(world, fake_teachers, tmp_path):
+    """Correct traces exist, but the selection keeps none for a domain: the error names the
+    domain, its teacher and where its traces went; no SFT starts."""
+    # a count of 0 for stem: stem's verified traces all go over quota
+    cfg = _cfg(world, str(tmp_path / "q"), counts={"math": 3, "stem": 0})
+    with pytest.raises(ValueError, match=r"domain stem \(teacher .*\) keeps no trace.*"
+                       r"correct [1-9]\d*.*over quota [1-9]\d*, kept 0"):  # fmt: skip
+        distill.run(cfg)
+    assert not (tmp_path / "q" / "sft").exists()
+    # every trace shorter than min_tokens: warn cannot rescue an empty mix
+    cfg = _cfg(world, str(tmp_path / "q"), min_tokens=10**6, on_empty_domain="warn")
+    with pytest.raises(ValueError, match=r"domain math .*dropped short [1-9]\d*.*domain stem "
+                       r".*nothing to train on"):  # fmt: skip
+        distill.run(cfg)
+    assert (
+        not (tmp_path / "q" / "sft").exists() and not (tmp_path / "q" / "selected.jsonl").exists()
+    )
