@@ -10,6 +10,9 @@ and extraction parse rate.
     .venv/bin/python scripts/clr_evidence.py train --start /tmp/demo1/rl_stem/final --out /tmp/13
     # 2. the comparison (one sampling / extraction / verification pass; variants derived)
     .venv/bin/python scripts/clr_evidence.py compare --model /tmp/13/sft_clr/final --out /tmp/13
+    # or straight on a recipe's final model, whose sft1 trained on the CLR examples (tiny.yaml)
+    .venv/bin/python scripts/clr_evidence.py compare --model /tmp/demo4/rl_instruct/final \
+        --data /tmp/demo4/data/eval.jsonl --out /tmp/13/demo4 --plot docs/clr_demo4.png
 
 The three variants share the samples, the claims and the model's verdicts (one `both` run asks
 the model about every claim and computes every symbolic verdict); `model` and `symbolic` are
@@ -103,9 +106,13 @@ def compare(args: argparse.Namespace) -> None:
         device="cpu",
         workers=1,
     )
-    t0 = time.time()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    t0, c0 = time.time(), cpu_seconds()
     problems, trajs, counters, meta = run_phases(cfg)
-    wall = time.time() - t0
+    wall, cpu = time.time() - t0, cpu_seconds() - c0
     summaries = {}
     for name in VARIANTS:
         tv, cv = (trajs, counters) if name == "both" else as_variant(trajs, counters, name, cfg.m)
@@ -113,11 +120,20 @@ def compare(args: argparse.Namespace) -> None:
             out / name, problems, tv, cfg.k, cfg.repeats, cv, {**meta, "claim_verifier": name}
         )
         summaries[name] = json.loads(Path(paths["summary"]).read_text())
-    text = report(summaries, ks, cfg, wall, args)
+    text = report(summaries, ks, cfg, wall, cpu, meta.get("seconds", {}))
     (out / "evidence.md").write_text(text)
     if args.plot:
         print("plot:", plot_variants(summaries, args.plot, cfg))
     print(text)
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and its finished children (verifier workers)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def plot_variants(summaries: dict, path: str, cfg) -> str:
@@ -153,7 +169,7 @@ def plot_variants(summaries: dict, path: str, cfg) -> str:
     return path
 
 
-def report(summaries: dict, ks: list[int], cfg, wall: float, args) -> str:
+def report(summaries: dict, ks: list[int], cfg, wall: float, cpu: float, phases: dict) -> str:
     base = summaries["both"]
     c = base["counters"]
     judge = base["judge"]
@@ -164,7 +180,8 @@ def report(summaries: dict, ks: list[int], cfg, wall: float, args) -> str:
         f"R = {cfg.repeats} repeats on disjoint samples, M = {cfg.m}; sampling T = 1.0, top-p "
         f"0.95, {cfg.max_new_tokens} new tokens; judge replies up to "
         f"{cfg.judge_max_new_tokens}; maj pool {base['pool']} samples per problem. "
-        f"Wall {wall:.0f} s (CPU, measured under load).",
+        f"Wall {wall:.0f} s, {cpu:.0f} CPU-seconds (CPU only, shared host), by phase (wall s): "
+        f"{ {k: round(v) for k, v in phases.items()} }.",
         "",
         "Accuracy: Pass@1 of the selected answer, mean over the R repeats +- std over repeats. "
         "Tokens per problem: CLR = sampled + extraction + verification (replies and prompts); "
@@ -240,6 +257,7 @@ def main() -> None:
     c.add_argument("--claim-eval", type=int, default=200)
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--plot", default="", help="also write the accuracy-vs-tokens PNG here")
+    c.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     args = ap.parse_args()
     (train if args.cmd == "train" else compare)(args)
 
