@@ -112,6 +112,25 @@ def test_unknown_eval_format_is_an_error_at_start(world, tmp_path):
         stage.run(cfg(world, tmp_path, eval_sets=["bogus:x.txt"]))
 
 
+def test_unreadable_eval_file_is_an_error_before_any_teacher_call(world, tmp_path, monkeypatch):
+    """An eval file whose content is in no known format (a CSV given as a plain path), or one that
+    is missing: a ValueError naming the entry, raised before the teacher is built."""
+
+    def no_teacher(c):
+        raise AssertionError("teacher built before the eval sets were read")
+
+    monkeypatch.setattr(stage, "make_teacher", no_teacher)
+    csv = tmp_path / "bench.csv"
+    csv.write_text("question,answer\nWhat is 2+2?,4\n")
+    for i, (spec, why) in enumerate([(str(csv), "cannot read it as 'problems'"),
+                                     (str(tmp_path / "missing.jsonl"), "missing.jsonl"),
+                                     (f"gpqa:{csv}", "cannot read it as 'gpqa'")]):  # fmt: skip
+        out = tmp_path / f"o{i}"
+        with pytest.raises(ValueError, match=why):
+            stage.run(cfg(world, out, eval_sets=[world["eval"], spec]))
+        assert not (out / "progress.json").exists() and not (out / "train.jsonl").exists()
+
+
 class Garbage:
     planted = None
 
