@@ -314,15 +314,20 @@ def score_candidates(cfg: DistillConfig, cands: list[dict]) -> None:
              len(fit), time.time() - t0, len(cands) - len(fit), cfg.max_len)  # fmt: skip
 
 
+def candidates_key(cfg: DistillConfig) -> dict[str, Any]:
+    """The settings that shape the candidate pool (its cache key in candidates.json)."""
+    keys = ("teachers", "student", "engine", "n_samples", "max_prompts", "max_new_tokens",
+            "temperature", "top_p", "prompt_style", "rope_yarn_factor", "rope_original_len",
+            "max_len")  # fmt: skip
+    return {**{k: getattr(cfg, k) for k in keys}, "seed": sample_seed(cfg)}
+
+
 def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[dict], dict]:
     """Sample + verify + dedupe + score, cached in out/candidates.jsonl under a key of the
     settings that shape it (a resumed run does not re-sample the teachers)."""
     from vibethinker.data.io import problem_from_dict, problem_to_dict
 
-    keys = ("teachers", "student", "engine", "n_samples", "max_prompts", "max_new_tokens",
-            "temperature", "top_p", "prompt_style", "rope_yarn_factor", "rope_original_len",
-            "max_len")  # fmt: skip
-    key = {**{k: getattr(cfg, k) for k in keys}, "seed": sample_seed(cfg)}
+    key = candidates_key(cfg)
     cache, meta = out / "candidates.jsonl", out / "candidates.json"
     if cache.exists() and meta.exists() and json.loads(meta.read_text())["key"] == key:
         log.info("distill: reusing the scored candidates %s", cache)
