@@ -87,6 +87,23 @@ def test_optimizer_step_clips_and_reports_norm():
     assert lin.weight.grad is None
 
 
+def test_cpu_optimizer_is_fused_and_steps_like_the_default():
+    torch.manual_seed(0)
+    a, b = torch.nn.Linear(8, 4), torch.nn.Linear(8, 4)
+    b.load_state_dict(a.state_dict())
+    fused = policy.make_optimizer(a, 1e-2, weight_decay=0.1)
+    plain = torch.optim.AdamW(b.parameters(), lr=1e-2, weight_decay=0.1)
+    assert fused.param_groups[0]["fused"] is True  # the one-call kernel, as TRL's Trainer uses
+    for _ in range(3):
+        g = [torch.randn_like(p) for p in a.parameters()]
+        for m, opt in ((a, fused), (b, plain)):
+            for p, gi in zip(m.parameters(), g):
+                p.grad = gi.clone()
+            opt.step()
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert torch.allclose(p, q, atol=1e-6) and not torch.equal(p, torch.zeros_like(p))
+
+
 # ----------------------------------------------------------------------------- training
 
 
