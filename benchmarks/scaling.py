@@ -3,8 +3,8 @@ and the longest sequence that fits a memory budget with and without activation c
 (issue 16). Ours only (the peers' comparisons are sft.py and rl_step.py).
 
     .venv/bin/python benchmarks/scaling.py [--size 1m] [--lens 256,512,1024,2048,4096]
-        [--batches 1,2,4,8] [--groups 4,8,16] [--budget-gb 8] [--threads 2] [--repeats 3]
-        [--quick] [--kinds sft,rl] [--json out.json]
+        [--batches 1,2,4,8] [--groups 4,8,16] [--rl-lens 256,1024] [--budget-gb 8] [--threads 2]
+        [--repeats 3] [--quick] [--kinds sft,rl] [--json out.json]
 
 Every point runs in its own process (so its peak resident memory, VmHWM, is its own), `--repeats`
 times, points interleaved; we report the median and range of the step time and the peak memory.
@@ -12,10 +12,12 @@ times, points interleaved; we report the median and range of the step time and t
 - SFT step vs length: one optimizer step (forward + backward of the assistant-token loss, AdamW)
   on one row holding one sample of L tokens (`train.sft.train_step`: the loop's own step).
 - SFT step vs batch: B rows of 512 tokens (packed rows of several samples, as the loop packs).
-- RL update vs length and G: the policy-gradient update of one group, G rows of a 64-token prompt
-  plus an L-token response (forward, per-token logprobs, clipped surrogate, backward, AdamW: the
-  loop's update and logprob passes; generation is measured by sampling.py and rl_step.py, since a
-  random model generating 4K tokens per row would take the whole budget on a CPU).
+- RL update vs length and G: the loop's own update (`train.rl.update`) of one group, G rows of a
+  64-token prompt plus an L-token response in one micro-batch: forward, per-token logprobs of
+  the response (the LM head on response positions only), clipped surrogate with TIS weights,
+  backward, AdamW. That is the whole learner side of a step with `mini_batches: 1` and no KL
+  (the recipes' setting); generation is measured by sampling.py and rl_step.py, since a random
+  model generating 4K tokens per row would take the whole budget on a CPU.
 - Memory: the same SFT step with and without gradient checkpointing at each length; the longest
   length that fits `--budget-gb` is found by fitting peak = a + b L + c L^2 (least squares over
   the measured lengths) and solving; it is an extrapolation and printed as such.
@@ -56,7 +58,7 @@ def _time_steps(fn, steps: int) -> float:
 def point_sft(args, shared: dict, length: int, rows: int, ckpt: bool, per_row: int) -> dict:
     import torch
 
-    from vibethinker.train import packing, sft
+    from vibethinker.train import packing, policy, sft
 
     harness.set_threads(args.threads)
     model, tok = _model(shared, ckpt)
@@ -69,7 +71,7 @@ def point_sft(args, shared: dict, length: int, rows: int, ckpt: bool, per_row: i
         samples.append(packing.Sample(ids, [0] * (k // 4) + [1] * (k - k // 4)))
     plan = [list(range(r * per_row, (r + 1) * per_row)) for r in range(rows)]
     batch = packing.collate(samples, plan, tok.pad_token_id or 0, True)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    opt = policy.make_optimizer(model, 1e-5)  # the loops' AdamW (fused on CPU)
     model.train()
 
     def step():
@@ -84,29 +86,25 @@ def point_sft(args, shared: dict, length: int, rows: int, ckpt: bool, per_row: i
 def point_rl(args, shared: dict, length: int, g_size: int, ckpt: bool) -> dict:
     import torch
 
+    from vibethinker.train import policy, rl, rollout
+    from vibethinker.types import Completion
+
     harness.set_threads(args.threads)
     model, _ = _model(shared, ckpt)
     V = model.config.vocab_size
     gen = torch.Generator().manual_seed(0)
     prompt = 64
-    ids = torch.randint(0, V - 1, (g_size, prompt + length), generator=gen)
-    adv = torch.randn(g_size, 1, generator=gen)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-6)
+    p_ids = [torch.randint(0, V - 1, (prompt,), generator=gen).tolist()] * g_size  # one group
+    comps = [Completion("", torch.randint(0, V - 1, (length,), generator=gen).tolist(),
+                        [-3.0] * length, "length") for _ in range(g_size)]  # fmt: skip
+    batch = rollout.build_batch(p_ids, comps, 0)
+    adv = torch.randn(g_size, generator=gen)
+    opts = rl.RLOptions(micro_batch=g_size, gradient_checkpointing=ckpt, advantage="grpo")
+    opt = policy.make_optimizer(model, 1e-6)
     model.train()
 
-    def logprobs():
-        logits = model(input_ids=ids, use_cache=False).logits[:, prompt - 1 : -1].float()
-        return torch.log_softmax(logits, -1).gather(-1, ids[:, prompt:, None]).squeeze(-1)
-
-    def step():
-        with torch.no_grad():
-            old = logprobs()  # the loop's old-policy pass
-        new = logprobs()
-        ratio = torch.exp(new - old)
-        surr = torch.minimum(ratio * adv, ratio.clamp(0.8, 1.28) * adv)
-        (-surr.mean()).backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+    def step():  # the loop's update: one forward of the group, surrogate, backward, AdamW
+        rl.update(model, opt, None, batch, adv, rl.trained_rows(adv, 0.0), opts)
 
     dt = _time_steps(step, args.steps)
     return {"step_s": dt, "tokens_per_s": g_size * (prompt + length) / dt}
@@ -122,6 +120,7 @@ def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--groups", default="4,8,16")
     ap.add_argument("--rl-len", type=int, default=512, help="response length of the G sweep")
     ap.add_argument("--rl-g", type=int, default=8, help="G of the length sweep (0: no RL sweep)")
+    ap.add_argument("--rl-lens", default="", help="response lengths of the RL sweep (def. --lens)")
     ap.add_argument("--budget-gb", type=float, default=8.0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=2, help="timed steps per point (after warm-up)")
@@ -170,23 +169,25 @@ def main(argv: list[str] | None = None) -> dict:
     lens = [int(x) for x in ("256,1024,4096" if args.quick else args.lens).split(",")]
     batches = [int(x) for x in args.batches.split(",") if x]  # "" skips the batch sweep
     groups = [int(x) for x in args.groups.split(",") if x]  # "" skips the G sweep
+    rl_lens = [int(x) for x in args.rl_lens.split(",") if x] or lens
     work = Path(tempfile.mkdtemp(prefix="bench_scaling_"))
     try:
         from vibethinker.data.world import generate
         from vibethinker.models.tiny import build_tiny_model
 
         texts = [p.prompt for p in generate(0, 100, 1, 1, ["math"], 0.55)["train"]]
+        longest = max(8192, *lens, *rl_lens) + 128
         model = build_tiny_model(work / "model", texts, args.size, 512, 0,
-                                 max_position_embeddings=max(8192, max(lens) + 128))  # fmt: skip
+                                 max_position_embeddings=longest)  # fmt: skip
         (work / "shared.json").write_text(json.dumps({"model": model}))
         pts: dict[str, dict] = {}
         for L in lens:
             for ck in (False, True):
                 pts[f"sft len={L} ckpt={'on' if ck else 'off'}"] = (
                     "sft", {"length": L, "rows": 1, "ckpt": ck, "per_row": 1})  # fmt: skip
-            if args.rl_g:  # --rl-g 0 skips the RL length sweep
-                pts[f"rl len={L} G={args.rl_g}"] = ("rl", {"length": L, "g_size": args.rl_g,
-                                                            "ckpt": False})  # fmt: skip
+        for L in rl_lens if args.rl_g else ():  # --rl-g 0 skips the RL length sweep
+            pts[f"rl len={L} G={args.rl_g}"] = ("rl", {"length": L, "g_size": args.rl_g,
+                                                        "ckpt": False})  # fmt: skip
         for B in batches:
             pts[f"sft batch={B}x512"] = ("sft", {"length": 512, "rows": B, "ckpt": False,
                                                  "per_row": 4})  # fmt: skip
@@ -224,8 +225,8 @@ def main(argv: list[str] | None = None) -> dict:
             fits[ck] = fit_max_len(mem, args.budget_gb * 1024)
         out = {"size": args.size, "threads": args.threads, "repeats": args.repeats,
                "machine": harness.machine(), "points": table,
-               "max_len_fit_mb": {"budget_gb": args.budget_gb, "sft_ckpt_off": fits["off"],
-                                  "sft_ckpt_on": fits["on"]}}  # fmt: skip
+               "max_len_fit_mb": {"budget_gb": args.budget_gb, "sft_ckpt_off": fits.get("off"),
+                                  "sft_ckpt_on": fits.get("on")}}  # fmt: skip
         print(f"\n== scaling, size {args.size}, {args.repeats} repeats, one process per point; "
               f"median (range) ==")  # fmt: skip
         for name, t in table.items():
