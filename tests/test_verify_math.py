@@ -151,9 +151,9 @@ def test_plain_math_verify_accepts_what_we_reject():
     def mv(g: str, p: str) -> bool:
         cfg = [LatexExtractionConfig()]
         return mv_verify(
-            parse(f"${g}$", cfg, parsing_timeout=None),
-            parse(f"${p}$", cfg, parsing_timeout=None),
-            timeout_seconds=None,
+            parse(f"${g}$", cfg, parsing_timeout=0),
+            parse(f"${p}$", cfg, parsing_timeout=0),
+            timeout_seconds=0,
         )
 
     for gold, pred in [
