@@ -17,7 +17,7 @@ claim-verification accuracy.
 
 Claims of a world trace (`trace_claims`), M = 5 at most:
 - math `<think>3*4=12;12-2=10</think>\\boxed{10}`: each step (`3*4=12`, `12-2=10`);
-- stem, direct `v=d/t=24/3=8 m/s, so B`: the formula `v=d/t`, the computation `24/3=8`, the
+- stem, direct `v=d/t=24/3=8 m/s; A) 27 no, B) 8 yes, so B`: the formula `v=d/t`, the computation `24/3=8`, the
   option read `B) 8`; back-substitution `try B) 8: 8*3=24 matches the given d, so B`: `B) 8`,
   `8*3=24`, `d=24`; elimination `A) 27 is 24+3; ...: all slips. 24/3=8, so B`: each `A) 27 is
   24+3`, then `24/3=8`, `B) 8`; a wrong trace `v=24*3=72 m/s, so C`: `v=24*3`, `24*3=72`, `C) 72`.
@@ -45,8 +45,9 @@ MATH_PART = 0.6  # of each task's examples from math, the rest from stem
 
 _MATH = re.compile(r"<think>([^<]*)</think>\\boxed\{([^{}]*)\}")
 _ARITH = re.compile(r"^(\d+)([-+*/])(\d+)=(\d+)$")
-_STEM_DIRECT = re.compile(
-    r"<think>([^=<]+)=([^=<]+)=(\d+[*/]\d+=\d+) ([^,<]+), so ([A-D])</think>\\boxed\{[A-D]\}"
+_STEM_DIRECT = re.compile(  # v=d/t=24/3=8 m/s; A) 27 no, B) 8 yes, so B
+    r"<think>([^=<]+)=([^=<]+)=(\d+[*/]\d+=\d+) ([^;,<]+); (?:[A-D]\) \d+ no, )*[A-D]\) \d+ yes, "
+    r"so ([A-D])</think>\\boxed\{[A-D]\}"
 )
 _STEM_BACK = re.compile(
     r"<think>try ([A-D])\) (\d+): (\d+[*/]\d+=\d+) matches the given (\S+), so ([A-D])</think>"

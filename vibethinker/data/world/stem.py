@@ -14,7 +14,8 @@ distractors (r+1, r-1) the ~1M demo model stayed near chance (0.31 with four opt
 telling them apart needs exact arithmetic it does not learn in the demo's budget. With these
 distractors but only arithmetic routes in the traces it still sat at chance (0.246 held-out
 after sft1): nothing showed it the size rule. So a fourth route states it, without arithmetic:
-`v=d/t is a quotient: the smallest option, B) 8 m/s, so B`.
+`v=d/t is a quotient: the smallest option, B) 8 m/s, so B`; and the direct route reads the
+options in order up to the matching one (`v=d/t=24/3=8 m/s; A) 27 no, B) 8 yes, so B`).
 """
 
 from __future__ import annotations
@@ -106,10 +107,17 @@ def make_stem(rng: random.Random, idx: int, subdomain: str | None = None) -> Pro
     formula = f"{f.sr}={f.sx}{f.op}{f.sy}"
     # The reverse of r = x op y, to back-substitute an option.
     back = f"{r}/{y}={x}" if f.op == "*" else f"{r}*{y}={x}"
+    # The direct route reads the options in order up to the one that equals the result
+    # (`A) 441 no, B) 9 yes`), so the letter is copied from right beside the value: the demo
+    # model computed the value right and still wrote a random letter when it had to look the
+    # value up in the listing (held-out 0.225 after sft1, demo4).
+    vals = [v for v, _ in opts]
+    scan = ", ".join(f"{L}) {v} no" for L, v in zip(LETTERS, vals[: vals.index(r)]))
+    scan = f"{scan}, {gold}) {r} yes" if scan else f"{gold}) {r} yes"
     kind, size = ("product", "largest") if f.op == "*" else ("quotient", "smallest")
     elim = "; ".join(f"{L}) {v} is {why}" for L, (v, why) in zip(LETTERS, opts) if v != r)
     traces = [
-        f"<think>{formula}={calc} {f.unit}, so {gold}</think>\\boxed{{{gold}}}",
+        f"<think>{formula}={calc} {f.unit}; {scan}, so {gold}</think>\\boxed{{{gold}}}",
         f"<think>try {gold}) {r}: {back} matches the given {f.sx}, so {gold}</think>"
         f"\\boxed{{{gold}}}",
         f"<think>{elim}: all slips. {calc}, so {gold}</think>\\boxed{{{gold}}}",
