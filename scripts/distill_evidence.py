@@ -1,8 +1,8 @@
 """Evidence for stage 4 (issue 11): learning-potential vs random selection, and the distilled
 student against the specialists and SFT stage 1, held-out, over several seeds.
 
-    .venv/bin/python scripts/distill_evidence.py [--run /tmp/demo1] [--out /tmp/11/evidence] \
-        [--seeds 0 1 2]
+    .venv/bin/python scripts/distill_evidence.py [--run /tmp/demo4] [--out /tmp/11/evidence] \
+        [--seeds 0 1 2] [--pool-from /tmp/demo4/distill]
 
 `--run` is a finished run dir of recipes/tiny.yaml (data/, sft1/final, probe_merge/merged,
 rl_l2s/final, rl_code/final, rl_stem/final). The distill settings are the tiny recipe's
@@ -11,13 +11,16 @@ demo runs.
 
 1. One candidate pool (sample_seed 0): every teacher samples its domain's prompts, the verifier
    keeps correct answers, S_LP is scored under the student (`distill` stage, cached in
-   <out>/pool).
+   <out>/pool). `--pool-from` starts from the pool the run's own distill stage built (its
+   candidates.jsonl; refused unless it was made with these very settings and sample seed 0).
 2. Per seed and arm (select=lp, select=random): the same pool, the arm's selection, the same SFT
    settings (the random arm keeps as many traces per domain and length bucket as LP, so both
    train on the same count for the same steps), then the student's held-out Pass@1 per domain.
    The seed moves the random draw, SFT data order and evaluation sampling.
 3. Per seed: SFT stage 1's model and the student's start on every domain, each specialist on its
-   own domain, on the same held-out problems with the same sampling.
+   own domain, and the last teacher (in the recipe rl_stem, the last RL stage before distill:
+   the model the pipeline would hold without stage 4) on every domain, on the same held-out
+   problems with the same sampling.
 
 Prints a markdown table (mean, sample standard deviation and range over the seeds per cell) and
 writes it with the raw numbers to <out>/evidence.md and <out>/evidence.json. Runs resume: a
@@ -62,7 +65,7 @@ def cell(xs: list[float]) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--run", default="/tmp/demo1", help="a finished tiny-recipe run dir")
+    ap.add_argument("--run", default="/tmp/demo4", help="a finished tiny-recipe run dir")
     ap.add_argument("--recipe", default=str(ROOT / "recipes" / "tiny.yaml"))
     ap.add_argument("--out", default="/tmp/11/evidence")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -75,6 +78,7 @@ def main() -> int:
         help="run only the student arms or only the baselines (parallel processes "
         "on the same --out; a final run with --part all collects them)",
     )
+    ap.add_argument("--pool-from", help="a distill out dir whose candidates.jsonl to start from")
     args = ap.parse_args()
 
     from vibethinker.engines import make_sampler
@@ -98,6 +102,17 @@ def main() -> int:
     t0 = time.time()
     pool = out / "pool"
     distill.check_config(base)
+    if args.pool_from and not (pool / "candidates.jsonl").exists():
+        src = Path(args.pool_from)
+        key = json.loads((src / "candidates.json").read_text())["key"]
+        want = json.loads(json.dumps(distill.candidates_key(base)))
+        if key != want:
+            raise SystemExit(f"--pool-from {src}: its pool was made with other settings "
+                             f"({key} vs {want})")  # fmt: skip
+        pool.mkdir(parents=True, exist_ok=True)
+        for f in ("candidates.jsonl", "candidates.json"):
+            shutil.copy(src / f, pool / f)
+        print(f"candidate pool copied from {src}", flush=True)
     distill.load_or_build_candidates(dataclasses.replace(base, out=str(pool)), pool)
     print(f"candidate pool ready ({time.time() - t0:.0f} s)", flush=True)
 
@@ -138,9 +153,12 @@ def main() -> int:
             rows = {"sft1": distill.pass1(cfg, make_sampler("hf", model=sft1, device="cpu"), every),
                     "start": distill.pass1(cfg, make_sampler("hf", model=cfg.student,
                                                              device="cpu"), every)}  # fmt: skip
-            for t in cfg.teachers:
+            last = cfg.teachers[-1]
+            rows["last"] = distill.pass1(cfg, distill.make_teacher_sampler(cfg, last), every)
+            for t in cfg.teachers[:-1]:
                 rows[f"specialist {t['domain']}"] = distill.pass1(
                     cfg, distill.make_teacher_sampler(cfg, t), probs[t["domain"]])  # fmt: skip
+            rows[f"specialist {last['domain']}"] = {last["domain"]: rows["last"][last["domain"]]}
             base_file.write_text(json.dumps(rows, indent=1) + "\n")
         for k, v in rows.items():
             add(k, v if not k.startswith("specialist") else
@@ -148,14 +166,20 @@ def main() -> int:
         print(f"seed {seed} baselines done ({time.time() - t0:.0f} s)", flush=True)
 
     doms = sorted(probs or [])
-    order = ["sft1", "start", *[f"specialist {t['domain']}" for t in base.teachers],
+    order = ["sft1", "start", "last", *[f"specialist {t['domain']}" for t in base.teachers],
              "student (lp)", "student (random)"]  # fmt: skip
-    names = {"sft1": f"SFT stage 1 (`{sft1}`)", "start": f"student start (`{base.student}`)"}
+    names = {"sft1": f"SFT stage 1 (`{sft1}`)", "start": f"student start (`{base.student}`)",
+             "last": f"last teacher, every domain (`{base.teachers[-1]['model']}`)"}  # fmt: skip
     lines = ["| model | " + " | ".join(doms) + " | all |", "|---|" + "---:|" * (len(doms) + 1)]
     for row in order:
         r = results.get(row, {})
         lines.append(f"| {names.get(row, row)} | "
                      + " | ".join(cell(r.get(d, [])) for d in [*doms, "all"]) + " |")  # fmt: skip
+    lp, rnd = results.get("student (lp)", {}), results.get("student (random)", {})
+    if lp and rnd:  # paired by seed: the two arms of one seed share the pool and the SFT budget
+        diff = {d: [a - b for a, b in zip(lp.get(d, []), rnd.get(d, []))] for d in [*doms, "all"]}
+        lines.append("| LP - random, paired by seed | "
+                     + " | ".join(cell(diff[d]) for d in [*doms, "all"]) + " |")  # fmt: skip
     sel = ["", "Traces kept per domain (same count for both arms by construction) and mean S_LP "
            "of the kept traces (nats/token), seed 0:", ""]  # fmt: skip
     for arm in ("lp", "random"):
