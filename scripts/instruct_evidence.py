@@ -2,14 +2,15 @@
 reasoning, and does the policy game the tiny reward model?
 
     .venv/bin/python scripts/instruct_evidence.py [--run-dir /tmp/demo1] [--out /tmp/12/evidence]
-        [--seeds 0,1,2] [--rm PATH] [--steps 6] [--collect A.json,B.json,...]
+        [--seeds 0,1,2] [--rm PATH] [--steps 6] [--max-new-tokens 96] [--collect A.json,...]
 
 From a finished tiny-recipe run (`--run-dir`: its data/, sft1/final, rl_stem/final, or the
-`--start` model): the world's train split plus `--n-open` open prompts (data/world/
-instruct_open.py) is the RL data; a reward model is trained by the `reward_model` stage from
-sft1/final unless `--rm` gives one. For each seed the `rl` stage runs on the instruct domain
-(strict rule reward, rubric = the reward model) from the start model, then both models are
-evaluated with that seed's sampling:
+`--start` model; the recipe's rl_instruct starts from RUN_DIR/distill/sft/final, and
+`--n-open 48 --max-new-tokens 128 --steps 10` are its settings): the world's train split plus
+`--n-open` open prompts (data/world/instruct_open.py) is the RL data; a reward model is trained
+by the `reward_model` stage from sft1/final unless `--rm` gives one. For each seed the `rl` stage
+runs on the instruct domain (strict rule reward, rubric = the reward model) from the start model,
+then both models are evaluated with that seed's sampling:
 - IFEval-style strict and loose prompt-level accuracy on the held-out rule prompts (eval split);
 - the rubric reward (normalised reward-model value) on held-out open prompts (never trained on);
 - held-out avg@n on math, code and STEM (eval split);
@@ -32,7 +33,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-MAX_NEW = 96
+MAX_NEW = 96  # --max-new-tokens: RL rollouts and every held-out sample
 
 
 def repeat_rate(text: str) -> float:
@@ -66,7 +67,8 @@ def prepare(args: argparse.Namespace, out: Path) -> tuple[Path, list, list, dict
     return data, rule, held_open, other
 
 
-def evaluate_model(model_dir: str, rm, rule, held_open, other, n: int, seed: int) -> dict:
+def evaluate_model(model_dir: str, rm, rule, held_open, other, n: int, seed: int,
+                   max_new: int = MAX_NEW) -> dict:  # fmt: skip
     from vibethinker.engines import SamplingParams, make_sampler
     from vibethinker.evaluate import evaluate, paper_prompt
     from vibethinker.train import policy
@@ -76,7 +78,7 @@ def evaluate_model(model_dir: str, rm, rule, held_open, other, n: int, seed: int
     model, tok = policy.load_policy(model_dir, "cpu")
     model.eval()
     sampler = make_sampler("hf", model=model, tokenizer=tok)
-    params = SamplingParams(temperature=1.0, top_p=0.95, top_k=0, max_new_tokens=MAX_NEW,
+    params = SamplingParams(temperature=1.0, top_p=0.95, top_k=0, max_new_tokens=max_new,
                             seed=seed)  # fmt: skip
     row: dict = {}
     res = evaluate(sampler, rule, n, [1], params, workers=1, prompt_fn=paper_prompt)
@@ -108,8 +110,9 @@ def run_rl(args: argparse.Namespace, data: Path, rm_dir: str, start: str, seed: 
 
     cfg = RLConfig(model=start, data=str(data), domain="instruct", out=str(out), seed=seed,
                    steps=args.steps, prompts_per_step=8, group_size=8, lr=1e-4, final_lr=1e-5,
-                   max_new_tokens=MAX_NEW, filter_rollouts=4, max_prompts=args.max_prompts,
-                   rule_reward="strict", rubric_model=f"hf:{rm_dir}", rubric_threshold=0.5,
+                   max_new_tokens=args.max_new_tokens, filter_rollouts=4,
+                   max_prompts=args.max_prompts, rule_reward="strict",
+                   rubric_model=f"hf:{rm_dir}", rubric_threshold=0.5,
                    max_seconds=args.max_seconds, save_every=0, eval_every=0, device="cpu",
                    verify_workers=1)  # fmt: skip
     return run(cfg)["model"]
@@ -153,6 +156,12 @@ def main() -> int:
     ap.add_argument("--n-eval", type=int, default=20, help="held-out problems per group")
     ap.add_argument("--n", type=int, default=2, help="samples per held-out problem")
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=MAX_NEW,
+        help="rollout and held-out sample length (tiny.yaml's rl_instruct: 128)",
+    )
     ap.add_argument("--max-prompts", type=int, default=64)
     ap.add_argument("--max-seconds", type=float, default=0, help="RL wall cap (0: none)")
     ap.add_argument("--collect", default="", help="comma list of evidence.json: print one table")
@@ -180,8 +189,10 @@ def main() -> int:
         t0 = time.time()
         final = run_rl(args, data, rm_dir, start, seed, out / f"rl_seed{seed}")
         steps = sum(1 for _ in open(out / f"rl_seed{seed}" / "metrics.jsonl"))
-        before = evaluate_model(start, rm, rule, held_open, other, args.n, 1000 + seed)
-        after = evaluate_model(final, rm, rule, held_open, other, args.n, 1000 + seed)
+        before = evaluate_model(start, rm, rule, held_open, other, args.n, 1000 + seed,
+                                args.max_new_tokens)  # fmt: skip
+        after = evaluate_model(final, rm, rule, held_open, other, args.n, 1000 + seed,
+                               args.max_new_tokens)  # fmt: skip
         rows.append({"seed": seed, "steps": steps, "before": before, "after": after,
                      "seconds": round(time.time() - t0, 1)})  # fmt: skip
         print(json.dumps(rows[-1]), flush=True)
