@@ -217,3 +217,14 @@ def test_mixed_domain_rl_pool_splits_max_prompts_over_domains(tmp_path):
     assert sorted(p.domain for p in got).count("stem") == 6 and len(got) == 12
     assert {p.domain for p in load_domain(tmp_path / "t.jsonl", "math,stem")} == {"math", "stem"}
     assert len(load_domain(tmp_path / "t.jsonl", "math", limit=12, seed=1)) == 12
+
+
+def test_per_seed_rows_print_token_counts_without_decimals(tmp_path):
+    s = ablate.Study(path="s.yaml", recipe="r.yaml", base_run="", out=str(tmp_path / "o"),
+                     arms=[ablate.Arm("a", ["x"], {}), ablate.Arm("b", ["x"], {})], seeds=[0, 1],
+                     metrics={"acc": "-", "tokens": "-"})  # fmt: skip
+    res = {"arms": {a: {str(k): {"metrics": {"acc": 0.25 + k / 8, "tokens": 120432.0 + k},
+                                 "budget": {}} for k in (0, 1)} for a in ("a", "b")},
+           "failed": []}  # fmt: skip
+    md = Path(ablate.write_outputs(s, res)["table"]).read_text()
+    assert "| a | 0 | 0.2500 | 120432 |" in md and "| b | 1 | 0.3750 | 120433 |" in md

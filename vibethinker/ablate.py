@@ -550,6 +550,11 @@ def _fmt(ci: Any) -> str:
     return f"{m:.{d}f} [{lo:.{d}f}, {hi:.{d}f}]"
 
 
+def _fmt_seed(v: float) -> str:
+    """One seed's value: 4 decimals for accuracies, none for token counts (as `_fmt`)."""
+    return f"{v:.4f}" if abs(v) < 100 else f"{v:.0f}"
+
+
 def _fmt_budget(span: Any) -> str:
     if span is None:
         return "-"
@@ -602,7 +607,7 @@ def write_outputs(study: Study, res: dict[str, Any]) -> dict[str, str]:
               "|---|---|" + "---|" * len(study.metrics)]  # fmt: skip
     for arm in study.arms:
         for seed, r in sorted(res["arms"].get(arm.name, {}).items(), key=lambda x: int(x[0])):
-            vals = " | ".join(f"{r['metrics'][m]:.4f}" for m in study.metrics)
+            vals = " | ".join(_fmt_seed(r["metrics"][m]) for m in study.metrics)
             lines.append(f"| {arm.name} | {seed} | {vals} |")
     lines += ["", "![ablation](ablation.png)", ""]
     out.mkdir(parents=True, exist_ok=True)
