@@ -49,9 +49,11 @@ class DistillConfig:
     (Long2Short), Code and STEM RL checkpoints."""
     student: str = ""
     """The student's starting checkpoint (HF folder or hub id), which scores S_LP and is trained.
-    Paper: unpublished. Our choice in the recipes: the merged SFT model (the `probe_merge` output
-    RL started from), because it still holds the broad SFT spectrum that the sequential RL stages
-    eroded, and S_LP under it measures what the specialists know that the shared base does not.
+    Paper: unpublished. recipes/vibethinker-3b.yaml: the merged SFT model (the `probe_merge`
+    output RL started from), which still holds the broad SFT spectrum that the sequential RL
+    stages eroded. recipes/tiny.yaml: SFT stage 1's model, because on the tiny world stage 2
+    already narrows it (code forgotten) and a student from sft1 kept code and instruct while it
+    took the math specialist's gain (measured; the recipe's comment has the figures).
     Required (no default path)."""
     out: str = "runs/distill"
     """Output folder (candidates.jsonl, selected.jsonl, funnel.json, s_lp.png, sft/, summary.md)."""
