@@ -30,7 +30,8 @@ which tokenizes, and `train()`); `pairs_per_s_loop` is the training loop alone (
 step times; TRL: `train_runtime`). Quality on the same basis: the mean training loss over all
 steps (TRL's `train_loss` is that statistic), and the held-out pairwise accuracy and Bradley-Terry
 loss after training (same function, same held-out pairs), so that speed is not bought with a
-worse model.
+worse model. `pairs_per_cpu_s`: the end-to-end span in the side's own CPU seconds (1 thread), the
+figure to read on a shared, loaded host, where wall time also counts time spent descheduled.
 """
 
 from __future__ import annotations
@@ -117,10 +118,17 @@ def _held_out(model, tok, shared: dict, args: argparse.Namespace) -> dict:
     return {"held_out_accuracy": ev["accuracy"], "held_out_loss": float(loss)}
 
 
-def _metrics(n: int, args: argparse.Namespace, shared: dict, total: float, loop: float) -> dict:
+def _metrics(n: int, args: argparse.Namespace, shared: dict, total: float, loop: float,
+             cpu: float) -> dict:  # fmt: skip
+    """Wall-clock rates, and `pairs_per_cpu_s`: the same span in this process's CPU seconds (all
+    its threads), which a shared, loaded host disturbs far less than wall time."""
+    import torch
+
     return {"pairs_per_s": n * args.epochs / total, "total_s": total, "train_s": loop,
             "pairs_per_s_loop": n * args.epochs / loop,
-            "tokens_per_s": shared["tokens"] * args.epochs / total}  # fmt: skip
+            "tokens_per_s": shared["tokens"] * args.epochs / total, "cpu_s": cpu,
+            "pairs_per_cpu_s": n * args.epochs / cpu,
+            "torch_threads_after": torch.get_num_threads()}  # fmt: skip
 
 
 def side_ours(args: argparse.Namespace, shared: dict) -> dict:
@@ -128,10 +136,10 @@ def side_ours(args: argparse.Namespace, shared: dict) -> dict:
 
     model, tok = _start(shared, args)
     pairs = json.loads(Path(shared["train"]).read_text())
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     hist = train_bt(model, tok, pairs, epochs=args.epochs, batch=args.batch, lr=LR,
                     final_lr=0.0, max_len=args.max_len, seed=0)  # fmt: skip
-    total = time.perf_counter() - t0
+    total, cpu = time.perf_counter() - t0, time.process_time() - c0
     cfg = {"trainer": "vibethinker train_bt", "epochs": args.epochs, "batch": args.batch,
            "lr": LR, "schedule": "cosine to 0, no warmup", "max_len": args.max_len,
            "max_grad_norm": 1.0, "weight_decay": 0.0, "gradient_checkpointing": False,
@@ -139,7 +147,7 @@ def side_ours(args: argparse.Namespace, shared: dict) -> dict:
            "threads": args.threads, "dtype": "float32", "pairs": len(pairs)}  # fmt: skip
     loop = sum(r["seconds"] for r in hist)
     return {"config": cfg, "metrics": {
-        **_metrics(len(pairs), args, shared, total, loop), "steps": len(hist),
+        **_metrics(len(pairs), args, shared, total, loop, cpu), "steps": len(hist),
         "train_loss_mean": sum(r["loss"] for r in hist) / len(hist),
         "tokens_seen": shared["tokens"], **_held_out(model, tok, shared, args)}}  # fmt: skip
 
@@ -154,7 +162,7 @@ def side_trl(args: argparse.Namespace, shared: dict, grouped: bool = False) -> d
     setup_logging(quiet=True)
     model, tok = _start(shared, args)
     pairs = json.loads(Path(shared["train"]).read_text())
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rows = [{"prompt": [{"role": "user", "content": p["prompt"]}],
              "chosen": [{"role": "assistant", "content": p["chosen"]}],
              "rejected": [{"role": "assistant", "content": p["rejected"]}]} for p in pairs]  # fmt: skip
@@ -175,7 +183,7 @@ def side_trl(args: argparse.Namespace, shared: dict, grouped: bool = False) -> d
         n = len(trainer.train_dataset)
         seen = sum(len(r["chosen_ids"]) + len(r["rejected_ids"]) for r in trainer.train_dataset)
         res = trainer.train()
-    total = time.perf_counter() - t0
+        total, cpu = time.perf_counter() - t0, time.process_time() - c0
     shown = {k: v for k, v in kw.items() if k != "output_dir"}
     cfg = {"trainer": f"trl {trl.__version__} RewardTrainer", **shown,
            "defaults_kept": "logging_steps 10, max_grad_norm 1.0, weight_decay 0, "
@@ -183,7 +191,7 @@ def side_trl(args: argparse.Namespace, shared: dict, grouped: bool = False) -> d
            + ("group_by_length sampler" if grouped else "random sampler"),
            "threads": args.threads, "dtype": "float32", "pairs": n}  # fmt: skip
     return {"config": cfg, "metrics": {
-        **_metrics(n, args, shared, total, res.metrics["train_runtime"]),
+        **_metrics(n, args, shared, total, res.metrics["train_runtime"], cpu),
         "steps": trainer.state.global_step, "train_loss_mean": res.metrics["train_loss"],
         "tokens_seen": seen, "pairs_dropped": len(pairs) - n,
         **_held_out(model, tok, shared, args)}}  # fmt: skip
