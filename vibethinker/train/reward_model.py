@@ -126,6 +126,7 @@ def train_bt(model: Any, tokenizer: Any, pairs: Sequence[dict], *, epochs: int =
             opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
+            rc, rr = rc.detach(), rr.detach()  # metrics only (no autograd scalar warnings)
             hist.append({"step": len(hist) + 1, "epoch": ep, "loss": round(float(loss.detach()), 5),
                          "accuracy": float((rc > rr).float().mean()),
                          "margin": round(float((rc - rr).mean()), 4), "grad_norm": float(gn),
