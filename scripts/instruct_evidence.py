@@ -16,7 +16,9 @@ then both models are evaluated with that seed's sampling:
 - held-out avg@n on math, code and STEM (eval split);
 - a reward-hacking probe on the open and rule answers: mean answer words and the repeated-3-gram
   rate (share of word 3-grams that already occurred in the same answer).
-Prints a markdown table (mean +- sd over seeds) and writes out/evidence.json.
+Prints a markdown table (mean +- sd over seeds; how many seeds went up / down) and the training
+batches' trend (first vs last steps of the rl stage's metrics.jsonl: rule and rubric reward, open
+answer words, rollout tokens, entropy, rubric failures); writes out/evidence.json.
 """
 
 from __future__ import annotations
@@ -127,19 +129,62 @@ def table(res: dict) -> None:
 
     print(f"\n{len(rows)} seeds {[r['seed'] for r in rows]}, RL steps {[r['steps'] for r in rows]}; "
           f"held-out: {sizes}; n={args['n']} samples each\n")  # fmt: skip
-    print("| metric | before (start model) | after Instruct RL | change (paired) |")
-    print("|---|---:|---:|---:|")
+    print("| metric | before (start model) | after Instruct RL | change (paired) | seeds up/down |")
+    print("|---|---:|---:|---:|---:|")
     for k in rows[0]["before"]:
         b = [r["before"][k] for r in rows]
         a = [r["after"][k] for r in rows]
         d = [x - y for x, y in zip(a, b)]
+        ud = f"{sum(x > 0 for x in d)}/{sum(x < 0 for x in d)}"
         print(f"| {k} | {statistics.mean(b):.3f} +- {sd(b):.3f} | {statistics.mean(a):.3f} +- "
-              f"{sd(a):.3f} | {statistics.mean(d):+.3f} +- {sd(d):.3f} |")  # fmt: skip
+              f"{sd(a):.3f} | {statistics.mean(d):+.3f} +- {sd(d):.3f} | {ud} |")  # fmt: skip
+    trends = [r["trend"] for r in rows if r.get("trend")]
+    if not trends:
+        return
+    print(f"\nTraining batches (the rl stage's metrics.jsonl): mean of the first vs the last "
+          f"{trends[0]['k']} steps, mean +- sd over seeds\n")  # fmt: skip
+    print("| metric | first steps | last steps |")
+    print("|---|---:|---:|")
+    for k in TREND_KEYS:
+        f = [t["first"][k] for t in trends if t["first"].get(k) is not None]
+        la = [t["last"][k] for t in trends if t["last"].get(k) is not None]
+        if f and la:
+            print(f"| {k} | {statistics.mean(f):.3f} +- {sd(f):.3f} | {statistics.mean(la):.3f} +- "
+                  f"{sd(la):.3f} |")  # fmt: skip
+
+
+TREND_KEYS = ("reward_rule", "reward_open", "open_answer_words", "tokens_per_rollout", "entropy",
+              "rubric_fail")  # fmt: skip
+
+
+def trend(metrics: Path) -> dict | None:
+    """Training-batch metrics of one RL run: mean over its first and last k steps (k = a quarter
+    of the steps, at least 2); tokens_per_rollout = gen_tokens / rollouts of the step."""
+    if not metrics.is_file():
+        return None
+    rows = [json.loads(x) for x in metrics.read_text().splitlines() if x.strip()]
+    for r in rows:
+        n = (r.get("n_rule") or 0) + (r.get("n_open") or 0)
+        r["tokens_per_rollout"] = r.get("gen_tokens", 0) / n if n else None
+    k = max(2, len(rows) // 4)
+
+    def mean(part: list[dict]) -> dict:
+        out = {}
+        for key in TREND_KEYS:
+            v = [r[key] for r in part if r.get(key) is not None]
+            out[key] = statistics.mean(v) if v else None
+        return out
+
+    return {"k": k, "first": mean(rows[:k]), "last": mean(rows[-k:])} if rows else None
 
 
 def collect(paths: list[str]) -> int:
     """One table from several runs' evidence.json (seeds run as separate processes)."""
     parts = [json.loads(Path(p).read_text()) for p in paths]
+    for part in parts:  # training trends from each run's rl_seed<S>/metrics.jsonl
+        for r in part["rows"]:
+            r.setdefault("trend", trend(Path(part["args"]["out"]) / f"rl_seed{r['seed']}" /
+                                        "metrics.jsonl"))  # fmt: skip
     res = {**parts[0], "rows": [r for p in parts for r in p["rows"]]}
     table(res)
     return 0
@@ -194,7 +239,8 @@ def main() -> int:
         after = evaluate_model(final, rm, rule, held_open, other, args.n, 1000 + seed,
                                args.max_new_tokens)  # fmt: skip
         rows.append({"seed": seed, "steps": steps, "before": before, "after": after,
-                     "seconds": round(time.time() - t0, 1)})  # fmt: skip
+                     "seconds": round(time.time() - t0, 1),
+                     "trend": trend(out / f"rl_seed{seed}" / "metrics.jsonl")})  # fmt: skip
         print(json.dumps(rows[-1]), flush=True)
     sizes = {"rule": len(rule), "open": len(held_open), **{d: len(v) for d, v in other.items()}}
     res = {"args": vars(args), "rm": rm_dir, "sizes": sizes, "rows": rows}
