@@ -102,6 +102,14 @@ def main() -> int:
     t0 = time.time()
     pool = out / "pool"
     distill.check_config(base)
+    settings = json.loads(json.dumps(dataclasses.asdict(base), default=str))
+    mark = out / "settings.json"
+    if mark.exists() and (was := json.loads(mark.read_text())) != settings:
+        diff = {k: (was.get(k), v) for k, v in settings.items() if was.get(k) != v}
+        raise SystemExit(f"{out} was started with other settings (was, now): {diff}; use another "
+                         "--out, or pin the recipe it was started with (--recipe)")  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    mark.write_text(json.dumps(settings, indent=1) + "\n")
     if args.pool_from and not (pool / "candidates.jsonl").exists():
         src = Path(args.pool_from)
         key = json.loads((src / "candidates.json").read_text())["key"]
@@ -113,6 +121,12 @@ def main() -> int:
         for f in ("candidates.jsonl", "candidates.json"):
             shutil.copy(src / f, pool / f)
         print(f"candidate pool copied from {src}", flush=True)
+    have = pool / "candidates.json"
+    if have.exists() and json.loads(have.read_text())["key"] != json.loads(
+        json.dumps(distill.candidates_key(base))
+    ):  # the recipe changed under a half-done --out: never mix two pools in one table
+        raise SystemExit(f"{pool} was built with other distill settings than {args.recipe} "
+                         "has now; use another --out (or pin the recipe with --recipe)")  # fmt: skip
     distill.load_or_build_candidates(dataclasses.replace(base, out=str(pool)), pool)
     print(f"candidate pool ready ({time.time() - t0:.0f} s)", flush=True)
 
@@ -150,9 +164,9 @@ def main() -> int:
         if base_file.exists():
             rows = json.loads(base_file.read_text())
         else:
-            rows = {"sft1": distill.pass1(cfg, make_sampler("hf", model=sft1, device="cpu"), every),
-                    "start": distill.pass1(cfg, make_sampler("hf", model=cfg.student,
-                                                             device="cpu"), every)}  # fmt: skip
+            rows = {"sft1": distill.pass1(cfg, make_sampler("hf", model=sft1, device="cpu"), every)}
+            rows["start"] = rows["sft1"] if Path(cfg.student) == Path(sft1) else distill.pass1(
+                cfg, make_sampler("hf", model=cfg.student, device="cpu"), every)  # fmt: skip
             last = cfg.teachers[-1]
             rows["last"] = distill.pass1(cfg, distill.make_teacher_sampler(cfg, last), every)
             for t in cfg.teachers[:-1]:
