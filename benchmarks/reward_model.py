@@ -2,7 +2,8 @@
 (issues 12 and 16).
 
     .venv/bin/python benchmarks/reward_model.py [--problems 600] [--n-open 60] [--epochs 1]
-        [--batch 16] [--max-len 256] [--threads 1] [--repeats 3] [--sides ours,trl,trl_grouped]
+        [--batch 16] [--max-len 256] [--threads 1] [--repeats 3]
+        [--sides ours,trl,trl_grouped,ours_random]
 
 Every side starts from the same tiny Qwen2 (a random-weight causal LM built from the embedded
 world, the world's tokenizer) with a fresh one-logit sequence-classification head, and trains on
@@ -19,6 +20,8 @@ repeats in rotating order (benchmarks/harness.py).
 - trl: RewardTrainer on the conversational (prompt, chosen, rejected) dataset, as its docs show,
   its defaults otherwise (random sampler, DataCollatorForPreference: chosen and rejected in one
   forward, padded to the batch's longest, logging every 10 steps).
+- ours_random: ours with the pairs in random order instead of length
+  buckets, to separate the bucketing's share of the speed (and its effect on the loss).
 - trl_grouped: the same with `train_sampling_strategy="group_by_length"` (transformers' length-
   grouped sampler; it needs a `length` column and `remove_unused_columns=False`): TRL with the
   padding saving that ours has built in.
@@ -131,19 +134,20 @@ def _metrics(n: int, args: argparse.Namespace, shared: dict, total: float, loop:
             "torch_threads_after": torch.get_num_threads()}  # fmt: skip
 
 
-def side_ours(args: argparse.Namespace, shared: dict) -> dict:
+def side_ours(args: argparse.Namespace, shared: dict, bucket: bool = True) -> dict:
     from vibethinker.train.reward_model import train_bt
 
     model, tok = _start(shared, args)
     pairs = json.loads(Path(shared["train"]).read_text())
     t0, c0 = time.perf_counter(), time.process_time()
     hist = train_bt(model, tok, pairs, epochs=args.epochs, batch=args.batch, lr=LR,
-                    final_lr=0.0, max_len=args.max_len, seed=0)  # fmt: skip
+                    final_lr=0.0, max_len=args.max_len, seed=0, bucket=bucket)  # fmt: skip
     total, cpu = time.perf_counter() - t0, time.process_time() - c0
     cfg = {"trainer": "vibethinker train_bt", "epochs": args.epochs, "batch": args.batch,
            "lr": LR, "schedule": "cosine to 0, no warmup", "max_len": args.max_len,
            "max_grad_norm": 1.0, "weight_decay": 0.0, "gradient_checkpointing": False,
-           "batching": "length-bucketed, pad to the batch's longest",
+           "batching": ("length-bucketed" if bucket else "random order")
+           + ", pad to the batch's longest",
            "threads": args.threads, "dtype": "float32", "pairs": len(pairs)}  # fmt: skip
     loop = sum(r["seconds"] for r in hist)
     return {"config": cfg, "metrics": {
@@ -201,7 +205,12 @@ def side_trl_grouped(args: argparse.Namespace, shared: dict) -> dict:
     return side_trl(args, shared, grouped=True)
 
 
+def side_ours_random(args: argparse.Namespace, shared: dict) -> dict:
+    return side_ours(args, shared, bucket=False)
+
+
 if __name__ == "__main__":
     harness.main(__doc__, add_args, prepare,
-                 {"ours": side_ours, "trl": side_trl, "trl_grouped": side_trl_grouped},
+                 {"ours": side_ours, "trl": side_trl, "trl_grouped": side_trl_grouped,
+                  "ours_random": side_ours_random},
                  headline=("pairs_per_s", "higher"))  # fmt: skip

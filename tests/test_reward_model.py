@@ -16,7 +16,7 @@ from vibethinker.data.world.instruct_open import degrade, open_problems, prefere
 from vibethinker.models.tiny import build_tiny_model
 from vibethinker.stages.reward_model import RewardModelConfig, norm_from
 from vibethinker.stages.reward_model import run as run_rm
-from vibethinker.train.reward_model import bt_loss
+from vibethinker.train.reward_model import bt_loss, length_batches
 from vibethinker.verifiers.rubric import RewardModelRubric, load_reward_model
 
 
@@ -39,6 +39,20 @@ def test_bt_loss_is_the_bradley_terry_nll():
     x = torch.tensor([0.0], requires_grad=True)
     bt_loss(x, torch.tensor([0.0])).backward()
     assert float(x.grad) < 0  # raising the chosen reward lowers the loss
+
+
+def test_length_batches_bucketed_or_random():
+    lens = random.Random(0).sample(range(1, 200), 50)
+    enc = [([0] * n, [0] * (n + i % 3)) for i, n in enumerate(lens)]
+    for bucket in (True, False):
+        b = length_batches(enc, 8, 1, bucket)
+        assert sorted(i for x in b for i in x) == list(range(50))  # every pair once
+        assert b == length_batches(enc, 8, 1, bucket)  # seeded
+    spread = [max(len(enc[i][1]) for i in x) - min(len(enc[i][1]) for i in x)
+              for x in length_batches(enc, 8, 1)]  # fmt: skip
+    spread_rand = [max(len(enc[i][1]) for i in x) - min(len(enc[i][1]) for i in x)
+                   for x in length_batches(enc, 8, 1, bucket=False)]  # fmt: skip
+    assert sum(spread) < sum(spread_rand) / 2  # buckets hold pairs of similar length
 
 
 def test_world_preference_pairs(world):

@@ -42,9 +42,15 @@ def encode_pairs(tokenizer: Any, pairs: Sequence[dict], max_len: int) -> list[tu
     return list(zip(ids[0::2], ids[1::2]))
 
 
-def length_batches(enc: Sequence[tuple[list, list]], batch: int, seed: int) -> list[list[int]]:
-    """Pair indices grouped into batches of similar length; batch order shuffled by `seed`."""
+def length_batches(enc: Sequence[tuple[list, list]], batch: int, seed: int,
+                   bucket: bool = True) -> list[list[int]]:  # fmt: skip
+    """Pair indices grouped into batches of similar length; batch order shuffled by `seed`.
+    `bucket=False`: pairs in random order (a plain random sampler, for comparison)."""
     rng = random.Random(seed)
+    if not bucket:
+        order = list(range(len(enc)))
+        rng.shuffle(order)
+        return [order[s : s + batch] for s in range(0, len(order), batch)]
     order = sorted(range(len(enc)), key=lambda i: (max(len(enc[i][0]), len(enc[i][1])),
                                                    rng.random()))  # fmt: skip
     batches = [order[s : s + batch] for s in range(0, len(order), batch)]
@@ -99,9 +105,10 @@ def make_adamw(params: list, lr: float, weight_decay: float) -> torch.optim.Opti
 def train_bt(model: Any, tokenizer: Any, pairs: Sequence[dict], *, epochs: int = 1,
              batch: int = 16, lr: float = 1e-4, final_lr: float = 1e-5, max_len: int = 256,
              weight_decay: float = 0.0, max_grad_norm: float = 1.0, seed: int = 0,
-             max_seconds: float = 0.0) -> list[dict[str, Any]]:  # fmt: skip
+             max_seconds: float = 0.0, bucket: bool = True) -> list[dict[str, Any]]:  # fmt: skip
     """Train `model` in place on `pairs`; returns one metrics row per optimizer step (loss,
-    batch accuracy, reward margin, lr, seconds). Cosine LR from `lr` to `final_lr`."""
+    batch accuracy, reward margin, lr, seconds). Cosine LR from `lr` to `final_lr`. `bucket`:
+    length-bucketed batches (default) or pairs in random order."""
     if not pairs:
         raise ValueError("reward model: no preference pairs to train on")
     torch.manual_seed(seed)
@@ -116,7 +123,7 @@ def train_bt(model: Any, tokenizer: Any, pairs: Sequence[dict], *, epochs: int =
     hist: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     for ep in range(epochs):
-        for idx in length_batches(enc, batch, seed * 1000 + ep):
+        for idx in length_batches(enc, batch, seed * 1000 + ep, bucket):
             ts = time.perf_counter()
             z = rewards_of(model, *collate(enc, idx, pad_id))
             rc, rr = z[: len(idx)], z[len(idx) :]
