@@ -194,7 +194,7 @@ def test_server_failing_mid_run_is_a_clear_error_then_resume(world, tmp_path):
 
 
 def test_pass_domains_copy_records_unchanged(tmp_path):
-    splits = generate(3, n_train=8, n_probe=1, n_eval=4, domains=["math", "clr"])
+    splits = generate(3, n_train=16, n_probe=1, n_eval=4, domains=["math", "clr"])
     seeds = tmp_path / "seeds.jsonl"
     save_problems(seeds, splits["train"])
     clr = [p for p in splits["train"] if p.domain == "clr"]
