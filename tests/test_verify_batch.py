@@ -193,6 +193,29 @@ def test_pool_preserves_order_and_kills_stuck_worker():
         pool.close()
 
 
+def test_worker_late_to_start_is_not_a_timeout_verdict(monkeypatch, caplog):
+    """A worker that misses its start-up allowance (a loaded host) is replaced and its items
+    requeued without a verdict; only after MAX_COLD_MISSES does the old "timeout" come back."""
+    from vibethinker.verifiers import batch
+
+    monkeypatch.setattr(batch, "STARTUP_TIMEOUT_S", 0.001)  # no worker starts in 1 ms
+    monkeypatch.setattr(batch, "MAX_COLD_MISSES", 14)  # allowance doubles up to ~16 s
+    pool = WorkerPool(1)
+    try:
+        with caplog.at_level("WARNING"):
+            out = pool.map(abs, [(-3,), (4,)], timeout=0.05)
+        assert out == [("ok", 3), ("ok", 4)]  # once ready, each item had its own 50 ms
+        assert "not ready" in caplog.text
+    finally:
+        pool.close()
+    monkeypatch.setattr(batch, "MAX_COLD_MISSES", 0)  # the old behaviour: charged to the item
+    pool = WorkerPool(1)
+    try:
+        assert pool.map(abs, [(-3,)], timeout=0.05) == [("timeout", None)]
+    finally:
+        pool.close()
+
+
 def test_unknown_or_missing_domain_fails_before_work(monkeypatch):
     from vibethinker import verifiers
 

@@ -18,6 +18,7 @@ verifier's is derived from its case count and per-case limit, code.backstop).
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import signal
 import subprocess
@@ -30,6 +31,8 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from vibethinker.types import Problem, Score
+
+log = logging.getLogger(__name__)
 
 MODES: dict[str, str] = {
     "math": "process",
@@ -52,6 +55,10 @@ def _code_backstop(problem: Problem) -> float:
 BACKSTOPS: dict[str, Callable[[Problem], float]] = {"code": _code_backstop}
 CANCEL_GRACE_S = 10.0  # a cancelled item's thread has this long to come back before a new one
 STARTUP_TIMEOUT_S = 60.0  # a fresh worker imports sympy and warms up math-verify (~2 s idle)
+# A worker that misses its start-up allowance is replaced and its items requeue without a verdict
+# (a "timeout" there would score a right answer wrong on a loaded host); each miss doubles the
+# allowance, and after this many misses in one map the first item is scored "timeout" as before.
+MAX_COLD_MISSES = 3
 WORKER_MEMORY_MB = 4096  # address-space cap per worker: a memory bomb fails inside the worker
 
 _STATE = {"guarded": False}
@@ -204,6 +211,9 @@ class WorkerPool:
         with self._lock:
             pending = deque(range(n))
             busy: dict[Connection, list] = {}  # rx -> [worker, deque of item indices, deadline]
+            cold_misses = (
+                0  # workers that never reported ready (a loaded host): not the items' fault
+            )
             while pending or busy:
                 while pending and (self._idle or len(busy) < self.size):
                     w = self._idle.pop() if self._idle else _Worker(self.memory_mb)
@@ -215,7 +225,7 @@ class WorkerPool:
                         pending.extendleft(reversed(idx))
                         continue
                     # a cold worker's clock starts when it reports ready (see below)
-                    extra = 0.0 if w.ready else STARTUP_TIMEOUT_S
+                    extra = 0.0 if w.ready else STARTUP_TIMEOUT_S * 2**cold_misses
                     busy[w.rx] = [w, deque(idx), time.monotonic() + limits[idx[0]] + extra]
                 nearest = min(job[2] for job in busy.values())
                 for conn in wait(list(busy), timeout=max(0.0, nearest - time.monotonic())):
@@ -243,6 +253,17 @@ class WorkerPool:
                     if now >= deadline:
                         del busy[conn]
                         w.kill()  # the only way to stop a stuck sympy call
+                        if not w.ready and cold_misses < MAX_COLD_MISSES:
+                            # it never started (imports still running on a loaded host): the
+                            # items are requeued uncharged and the next cold worker waits longer
+                            cold_misses += 1
+                            log.warning(
+                                "verifier worker not ready after its start-up allowance; "
+                                "retrying with %.0f s",
+                                STARTUP_TIMEOUT_S * 2**cold_misses,
+                            )
+                            pending.extendleft(reversed(queue))
+                            continue
                         finish(queue.popleft(), ("timeout", None))
                         pending.extendleft(reversed(queue))
         return results  # type: ignore[return-value]
