@@ -57,7 +57,7 @@ from typing import Any
 
 import yaml
 
-from vibethinker.config import ConfigError
+from vibethinker.config import ConfigError, read_yaml
 from vibethinker.log import get_logger
 
 log = get_logger("ablate")
@@ -119,12 +119,7 @@ def _as_list(v: Any, where: str) -> list:
 def load_study(path: str, cli: dict[str, str] | None = None) -> Study:
     """Parse and check a study file; `cli` holds `out=`, `base_run=`, `seeds=`, `jobs=` and
     `<stage>.<key>=` overrides (the latter apply to every arm)."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"study {path}: no such file") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"study {path}: invalid YAML: {e}") from None
+    raw = read_yaml(path, "study")
     if not isinstance(raw, dict):
         raise ConfigError(f"study {path}: expected a mapping")
     unknown = sorted(set(raw) - set(STUDY_KEYS))

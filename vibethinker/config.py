@@ -21,6 +21,18 @@ class ConfigError(ValueError):
     """A bad config key or value; the message says where and what was expected."""
 
 
+def read_yaml(path: str, what: str) -> Any:
+    """A YAML file's content; a missing file or bad YAML raises an error naming `what path`."""
+    from pathlib import Path
+
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} {path}: no such file") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{what} {path}: invalid YAML: {e}") from None
+
+
 def runtime(default: Any = dataclasses.MISSING, **kw: Any) -> Any:
     """Declare a field that cannot change a stage's results (device, worker counts, request
     concurrency): a recipe does not re-run a finished stage when only such fields changed.

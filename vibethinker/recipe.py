@@ -41,10 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from vibethinker import stages as stage_registry
-from vibethinker.config import ConfigError, is_runtime, make_config
+from vibethinker.config import ConfigError, is_runtime, make_config, read_yaml
 from vibethinker.log import get_logger, setup_logging
 
 log = get_logger("recipe")
@@ -89,12 +87,7 @@ def _substitute(value: Any, scope: dict[str, Any], where: str) -> Any:
 def load_recipe(path: str, overrides: dict[str, str] | None = None) -> Recipe:
     """Parse a recipe, apply overrides, resolve references; every error names the recipe."""
     overrides = dict(overrides or {})
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"recipe {path}: no such file") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"recipe {path}: invalid YAML: {e}") from None
+    raw = read_yaml(path, "recipe")
     if not isinstance(raw, dict) or not isinstance(raw.get("stages"), list):
         raise ConfigError(f"recipe {path}: expected a mapping with a `stages` list")
     unknown = set(raw) - {*TOP_LEVEL, "stages"}
