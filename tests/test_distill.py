@@ -111,6 +111,40 @@ def test_batched_s_lp_equals_one_at_a_time(world):
     assert 0.5 * math.log(len(tok)) < sum(v for v, _ in got) / len(got) < 2 * math.log(len(tok))
 
 
+def test_prefix_tree_by_hand():
+    # [1 2 3], [1 2 4], [5], [1 2 3] (a repeat): nodes in preorder 1, 2, 3, 4, 5
+    tok, parent, depth, end, paths = lp_score.prefix_tree([[1, 2, 3], [1, 2, 4], [5], [1, 2, 3]])
+    assert tok == [1, 2, 3, 4, 5]
+    assert parent == [-1, 0, 1, 1, -1]
+    assert depth == [1, 2, 3, 3, 1]
+    assert end == [4, 4, 3, 4, 5]  # node 0's subtree is nodes 1..3
+    assert paths == [[0, 1, 2], [0, 1, 3], [4], [0, 1, 2]]
+    # nothing shared: each response in order, one after another (the plain layout)
+    tok, parent, depth, end, paths = lp_score.prefix_tree([[7, 8], [9, 7]])
+    assert (tok, parent, depth, end, paths) == ([7, 8, 9, 7], [-1, 0, -1, 2], [1, 2, 1, 2],
+                                                [2, 2, 4, 4], [[0, 1], [2, 3]])  # fmt: skip
+
+
+def test_shared_prefixes_score_exactly(world):
+    # responses of one prompt that share their opening (and one that is a prefix of another):
+    # the tree scores the shared tokens once, each S_LP still equals scoring it alone
+    model, tok = load_model_and_tokenizer(world["model"], device="cpu", dtype="float32")
+    problems = load_problems(Path(world["data"]) / "train.jsonl")[:3]
+    pairs = []
+    for p in problems:
+        t = p.traces[0]
+        pairs += [(paper_prompt(p), y) for y in (t, t + " Done.", t[: len(t) // 2], "So " + t)]
+    samples = [packing.Sample(*packing.encode_chat(tok, q, y)) for q, y in pairs]
+    got = lp_score.score_samples(model, samples, tok.pad_token_id, "cpu", score_tokens=400)
+    for (q, y), s, (v, n) in zip(pairs, samples, got):
+        assert n == sum(s.mask)
+        assert v == pytest.approx(slp_reference(model, tok, q, y), abs=1e-5)
+    split = [lp_score.split_sample(s) for s in samples]
+    units = lp_score.plan_units([a for a, _ in split], [len(b) for _, b in split], 400)
+    trees = lp_score.unit_trees(units, [b for _, b in split])
+    assert sum(len(t[0]) for t in trees) < sum(len(b) for _, b in split)  # shared: fewer nodes
+
+
 def test_distill_end_to_end(world, fake_teachers, tmp_path):
     # held-out eval on the first 2 train problems of each domain (the stand-in teachers know
     # only train prompts): each teacher's first sample is a correct world trace -> 1.0

@@ -35,6 +35,7 @@ from vibethinker.config import (
 )
 from vibethinker.data.io import DataError
 from vibethinker.log import get_logger, setup_logging
+from vibethinker.malloc import keep_freed_memory
 
 log = get_logger("cli")
 COMMANDS = ("run", "status", "stages", "ablate", "help")
@@ -283,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     setup_logging(quiet="--quiet" in flags)
+    keep_freed_memory()  # glibc: no page-fault churn on CPU tensors (vibethinker/malloc.py)
     if not args or args[0] == "help":
         if "--help" in flags or args[:1] == ["help"]:
             _usage()

@@ -1,23 +1,36 @@
 """Teacher-forced scoring of verified traces under the student: S_LP in batched no-grad forwards.
 
 S_LP(q, y) = -(1/|y|) sum_t log pi_student(y_t | q, y_<t) (PAPER.md stage 4; algo/potential.py)
-for many (q, y) at once. Three things make it fast, at equal results:
+for many (q, y) at once. What makes it fast, at equal results (BENCHMARKS.md, issue 11):
 - **Shared prompts.** The n traces of one prompt share its forward: a *unit* is one prompt
   followed by several of its responses, each response attending to the prompt and to itself only
   (a tree-shaped mask), positions continuing from the prompt's end. In the tiny world the prompt
   is over half of each sample's tokens; in real runs (long traces) it saves less.
+- **Shared response prefixes.** A unit's responses form a prefix tree (`prefix_tree`): where
+  two responses begin with the same tokens, those tokens are one set of positions, scored once
+  and counted in both S_LP sums (each node attends to the prompt and its own ancestors; preorder
+  keeps a node's subtree contiguous, so the mask is one comparison per unit). Exact: a token's
+  log-probability depends only on the prompt and the tokens before it. Saves 5% of positions on
+  the world's traces (they open alike); sampled traces share less.
 - **Packing.** Units pack end to end into rows as wide as the batch's longest unit (longest
   first; `plan_score_batches`), about `score_tokens` tokens per forward. The mask is dense
   ([B, 1, W, W] booleans, sdpa): a row of width W costs W^2, so rows are no wider than needed.
   A forward of a single response in a single row needs no mask (plain causal attention).
 - **Response positions only** go through the LM head, a chunk at a time.
+- **No K/V copies on CPU** (`native_gqa`): sdpa reads grouped key/value heads as they are.
+- (Outside this module: the CLI keeps freed memory in the process, vibethinker/malloc.py;
+  without it each wide forward page-faults its activations back in.)
 bf16 autocast on GPU (policy.autocast_context); fp32 on CPU.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch
 
 from vibethinker.train import policy
@@ -25,6 +38,7 @@ from vibethinker.train.packing import Sample
 from vibethinker.train.sft import backbone_and_head
 
 HEAD_CHUNK = 4096  # response positions per LM-head call (bounds the [positions, vocab] logits)
+_TRIL = np.tri(1024, dtype=np.bool_)  # causal blocks for prompts up to 1,024 tokens
 
 
 def plan_score_batches(lengths: list[int], score_tokens: int) -> list[list[list[int]]]:
@@ -89,45 +103,133 @@ def plan_units(prompts: list[list[int]], resp_lens: list[int],
     return units
 
 
-def tree_batch(rows: list[list[int]], units: list, responses: list[list[int]], pad_id: int):
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the common prefix of two token lists."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def prefix_tree(responses: list[list[int]]) -> tuple[list[int], list[int], list[int], list[int],
+                                                     list[list[int]]]:  # fmt: skip
+    """The responses of one prompt as a prefix tree (a trie): a token shared by several responses
+    at the same place after the same prefix is one node, scored once. Nodes are numbered in
+    preorder with the responses taken in sorted order, so a node's subtree is the nodes (k, end).
+    Returns, per node: token, parent (-1: the prompt), depth (1 = first response token) and
+    subtree end; and per response (in the given order) the node of each of its tokens. A single
+    response gives the plain layout: its tokens in order."""
+    order = sorted(range(len(responses)), key=lambda j: responses[j])
+    token: list[int] = []
+    parent: list[int] = []
+    depth: list[int] = []
+    paths: list[list[int]] = [[] for _ in responses]
+    prev: list[int] = []
+    prev_path: list[int] = []
+    for j in order:
+        r = responses[j]
+        c = _common_prefix(prev, r)
+        n0 = len(token)
+        new = range(n0, n0 + len(r) - c)
+        path = prev_path[:c] + list(new)
+        token += r[c:]
+        parent += [path[t - 1] if t else -1 for t in range(c, len(r))]
+        depth += range(c + 1, len(r) + 1)
+        paths[j] = path
+        prev, prev_path = r, path
+    size = [1] * len(token)
+    for v in range(len(token) - 1, -1, -1):
+        if parent[v] >= 0:
+            size[parent[v]] += size[v]
+    return token, parent, depth, [v + size[v] for v in range(len(token))], paths
+
+
+def unit_trees(units: list, responses: list[list[int]]) -> list:
+    """`prefix_tree` of each unit's responses."""
+    return [prefix_tree([responses[i] for i in members]) for _, members in units]
+
+
+def unit_lengths(units: list, trees: list) -> list[int]:
+    """Positions a unit takes in a row: its prompt and its tree's nodes."""
+    return [len(p) + len(t[0]) for (p, _), t in zip(units, trees)]
+
+
+def tree_batch(rows: list[list[int]], units: list, trees: list, pad_id: int):
     """Tensors of one forward: input ids and position ids [B, W], the tree mask [B, 1, W, W]
-    (True = may attend; padding attends to itself), and for every response token the (row,
-    position) whose hidden state predicts it, the token, and its sample index."""
-    ulen = [len(p) + sum(len(responses[i]) for i in m) for p, m in units]
+    (True = may attend: the prompt causally, a node to the prompt, its ancestors and itself;
+    padding attends to itself), and, per tree node, the (row, position) whose hidden state
+    predicts its token and the token; and the (sample, node row) pairs that sum into each
+    sample's S_LP. Built in numpy (one array op per unit), handed to torch without a copy."""
+    ulen = unit_lengths(units, trees)
     width = max(sum(ulen[u] for u in row) for row in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    pos = torch.zeros((len(rows), width), dtype=torch.long)
-    mask = torch.zeros((len(rows), 1, width, width), dtype=torch.bool)
-    pb: list[int] = []
-    pt: list[int] = []
-    tg: list[int] = []
-    ow: list[int] = []
+    ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+    pos = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), 1, width, width), dtype=np.bool_)
+    pb: list[np.ndarray] = []
+    pt: list[np.ndarray] = []
+    tg: list[list[int]] = []
+    own: list[int] = []
+    at: list[int] = []
+    n_nodes = 0
     for b, row in enumerate(rows):
         o = 0
         for u in row:
             prompt, members = units[u]
-            P = len(prompt)
-            ids[b, o : o + P] = torch.tensor(prompt, dtype=torch.long)
-            pos[b, o : o + P] = torch.arange(P)
-            mask[b, 0, o : o + P, o : o + P] = torch.ones(P, P, dtype=torch.bool).tril()
+            token, parent, depth, end, paths = trees[u]
+            P, N = len(prompt), len(token)
             q = o + P
-            for i in members:
-                r = responses[i]
-                n = len(r)
-                ids[b, q : q + n] = torch.tensor(r, dtype=torch.long)
-                pos[b, q : q + n] = torch.arange(P, P + n)
-                mask[b, 0, q : q + n, o : o + P] = True  # the prompt
-                mask[b, 0, q : q + n, q : q + n] = torch.ones(n, n, dtype=torch.bool).tril()
-                # y_0 is predicted at the prompt's last token, y_t at the response's t-1
-                pb += [b] * n
-                pt += [o + P - 1, *range(q, q + n - 1)]
-                tg += r
-                ow += [i] * n
-                q += n
-            o = q
-        pad = torch.arange(o, width)
+            ids[b, o:q] = prompt
+            pos[b, o:q] = np.arange(P)
+            mask[b, 0, o:q, o:q] = _TRIL[:P, :P] if P <= len(_TRIL) else np.tri(P, dtype=np.bool_)
+            ids[b, q : q + N] = token
+            pos[b, q : q + N] = np.asarray(depth) + (P - 1)
+            mask[b, 0, q : q + N, o:q] = True  # the prompt
+            k = np.arange(N)
+            # node j sees node k when j is in k's subtree: k <= j < end[k]
+            mask[b, 0, q : q + N, q : q + N] = (k[:, None] >= k) & (k[:, None] < np.asarray(end))
+            # a node's token is predicted at its parent (the prompt's last token for depth 1)
+            par = np.asarray(parent)
+            pb.append(np.full(N, b))
+            pt.append(np.where(par < 0, q - 1, q + par))
+            tg.append(token)
+            for i, path in zip(members, paths):
+                own += [i] * len(path)
+                at += [n_nodes + v for v in path]
+            n_nodes += N
+            o = q + N
+        pad = np.arange(o, width)
         mask[b, 0, pad, pad] = True
-    return ids, pos, mask, (torch.tensor(pb), torch.tensor(pt), torch.tensor(tg), torch.tensor(ow))
+    heads = (
+        torch.from_numpy(np.concatenate(pb)),
+        torch.from_numpy(np.concatenate(pt)),
+        torch.tensor([t for toks in tg for t in toks], dtype=torch.long),
+    )
+    return (
+        torch.from_numpy(ids),
+        torch.from_numpy(pos),
+        torch.from_numpy(mask),
+        heads,
+        (torch.tensor(own, dtype=torch.long), torch.tensor(at, dtype=torch.long)),
+    )
+
+
+@contextlib.contextmanager
+def native_gqa(device: Any) -> Iterator[None]:
+    """On CPU, let sdpa read the grouped key/value heads as they are (`enable_gqa`) instead of
+    transformers copying them out per query head (`repeat_kv`), which it does whenever a mask is
+    given (TRANSFORMERS_SDPA_FORCE_GQA, read per call; restored after). Same results; 4% faster
+    scoring on the tiny model (BENCHMARKS.md). Not on GPU: CUDA's fast kernels take no mask with
+    GQA, and transformers' default avoids the slow path there."""
+    key = "TRANSFORMERS_SDPA_FORCE_GQA"
+    if torch.device(device).type != "cpu" or key in os.environ:
+        yield
+        return
+    os.environ[key] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(key, None)
 
 
 def score_samples(model: Any, samples: list[Sample], pad_id: int, device: Any,
@@ -140,13 +242,13 @@ def score_samples(model: Any, samples: list[Sample], pad_id: int, device: Any,
     split = [split_sample(s) for s in samples]
     responses = [r for _, r in split]
     units = plan_units([p for p, _ in split], [len(r) for r in responses], score_tokens)
-    ulen = [len(p) + sum(len(responses[i]) for i in m) for p, m in units]
+    trees = unit_trees(units, responses)
     sums = torch.zeros(len(samples), dtype=torch.float64)
     cnt = torch.zeros(len(samples), dtype=torch.long)
     parts = backbone_and_head(model)
-    with torch.no_grad():
-        for rows in plan_score_batches(ulen, score_tokens):
-            ids, pos, mask, (pb, pt, tg, ow) = tree_batch(rows, units, responses, pad_id)
+    with torch.inference_mode(), native_gqa(device):
+        for rows in plan_score_batches(unit_lengths(units, trees), score_tokens):
+            ids, pos, mask, (pb, pt, tg), (own, at) = tree_batch(rows, units, trees, pad_id)
             alone = len(rows) == 1 and len(rows[0]) == 1 and len(units[rows[0][0]][1]) == 1
             kw = {"input_ids": ids.to(device), "position_ids": pos.to(device), "use_cache": False,
                   "attention_mask": None if alone else mask.to(device)}  # fmt: skip
@@ -155,12 +257,13 @@ def score_samples(model: Any, samples: list[Sample], pad_id: int, device: Any,
                     h, head = model(**kw).logits[pb, pt], None
                 else:
                     h, head = parts[0](**kw).last_hidden_state[pb, pt], parts[1]
+                node_lp = []
                 for s in range(0, h.shape[0], HEAD_CHUNK):
                     logits = h[s : s + HEAD_CHUNK]
                     logits = logits if head is None else head(logits)
                     lp = torch.log_softmax(logits.float(), -1)
-                    lp = lp.gather(-1, tg[s : s + HEAD_CHUNK, None].to(device)).squeeze(-1)
-                    own = ow[s : s + HEAD_CHUNK]
-                    sums.index_add_(0, own, lp.double().cpu())
-                    cnt.index_add_(0, own, torch.ones_like(own))
+                    node_lp.append(lp.gather(-1, tg[s : s + HEAD_CHUNK, None].to(device))[:, 0])
+            lp_all = torch.cat(node_lp).double().cpu()
+            sums.index_add_(0, own, lp_all[at])
+            cnt.index_add_(0, own, torch.ones_like(own))
     return [(-float(sums[i]) / max(int(cnt[i]), 1), int(cnt[i])) for i in range(len(samples))]
