@@ -18,8 +18,14 @@ V=${VIBETHINKER:-.venv/bin/vibethinker}
 PY=${PYTHON:-.venv/bin/python}
 OUT=${OUT:-/tmp/construct_sft_compare}
 EVAL_N=${EVAL_N:-4}
+# EPOCHS: the arms' epoch cap (default 4, the recipe's). With EPOCHS above 4 and STEPS equal to the
+# world arm's step count, the smaller construct arm trains as many steps (and about as many tokens).
+EPOCHS=${EPOCHS:-4}
+# ARMS: which arms to train (default "world construct").
+ARMS=${ARMS:-world construct}
 mkdir -p "$OUT"
-CONS="$RUN/construct/train.jsonl"
+# CONS: construct's train.jsonl to compare (default: RUN_DIR's, else built into $OUT/construct)
+CONS=${CONS:-$RUN/construct/train.jsonl}
 if [ ! -f "$CONS" ]; then
   CONS="$OUT/construct/train.jsonl"
   $V construct seeds="$RUN/data/train.jsonl" out="$OUT/construct" \
@@ -27,10 +33,10 @@ if [ ! -f "$CONS" ]; then
     n_samples=6 on_bad_seed=drop
 fi
 for seed in $SEEDS; do
-  for name in world construct; do
+  for name in $ARMS; do
     D="$RUN/data/train.jsonl"; [ "$name" = construct ] && D="$CONS"
     R="$OUT/s${seed}_$name"
-    [ -f "$R/sft/stats.json" ] || $V sft model="$RUN/model" data="$D" out="$R/sft" epochs=4 \
+    [ -f "$R/sft/stats.json" ] || $V sft model="$RUN/model" data="$D" out="$R/sft" epochs="$EPOCHS" \
       global_batch=64 micro_batch=8 max_len=256 lr=2e-3 final_lr=2e-5 max_steps="$STEPS" \
       save_every=0 seed="$seed" 'domains=[math,code,stem,instruct]'
     [ -f "$R/eval/summary.json" ] || $V eval model="$R/sft/final" data="$RUN/data/eval.jsonl" \

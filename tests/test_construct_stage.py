@@ -105,6 +105,18 @@ def test_seed_without_supervision(world, tmp_path):
     assert not (tmp_path / "o" / "train.jsonl").exists()  # refused before any work
     res = stage.run(cfg(world, tmp_path / "d", seeds=str(bad), on_bad_seed="drop", max_seeds=8))
     assert json.loads(Path(res["funnel"]).read_text())["bad_seeds"] == 1
+    # pass: a seed that reads as a Problem but has nothing to verify against (an open instruct
+    # prompt: no rules) is copied unchanged with its own traces, counted as passed; the math
+    # seed without an answer does not read as a Problem at all, so it is still dropped
+    rows.insert(2, {"id": "open-1", "domain": "instruct", "subdomain": "open",
+                    "prompt": "Summarize in one sentence: tea is made from leaves.",
+                    "traces": ["<think>open summary</think>\nTea is brewed from leaves."]})  # fmt: skip
+    bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = stage.run(cfg(world, tmp_path / "p", seeds=str(bad), on_bad_seed="pass", max_seeds=8))
+    funnel = json.loads(Path(res["funnel"]).read_text())
+    assert funnel["bad_seeds"] == 1 and funnel["io"]["instruct"]["passed"] == [1, 1]
+    out = {p.id: p for p in load_problems(res["train"])}
+    assert out["open-1"].traces == rows[2]["traces"] and not out["open-1"].instructions
 
 
 def test_unknown_eval_format_is_an_error_at_start(world, tmp_path):

@@ -21,7 +21,7 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("repetition", "traces"),
     ("decontam_trace", "queries"),
     ("kept", "queries"),
-    ("passed", "records"),  # pass_domains: copied unchanged
+    ("passed", "records"),  # pass_domains, on_bad_seed=pass: copied unchanged
 )
 
 

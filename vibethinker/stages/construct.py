@@ -113,7 +113,9 @@ class ConstructConfig:
     max_seeds: int = 0
     """Use only the first N seeds (0 = all)."""
     on_bad_seed: str = "error"
-    """A seed without supervision: error (at start, naming file/line/field) or drop (counted)."""
+    """A seed without supervision: error (at start, naming file/line/field), drop (counted), or
+    pass (copied to train.jsonl unchanged with its own traces, counted in the funnel's `passed`
+    row; e.g. the world's open instruct prompts, which have no rules to verify)."""
     workers: int = 2
     """Verification worker processes / sandbox threads."""
     expand_prompt: str = ""
@@ -126,11 +128,12 @@ class ConstructConfig:
 
 def iter_seeds(
     path: str, on_bad: str, domains: list[str], pass_domains: tuple[str, ...] | list[str] = ()
-) -> Iterator[tuple[int, Any, int]]:
-    """Stream (index, Problem, line) from the seed file(s); a seed without supervision raises a
-    DataError naming file, line and field (on_bad=error) or comes as (index, None, line) (drop).
-    Records of `pass_domains` come as they are (no supervision check: copied, not constructed);
-    those of other domains (e.g. the world's `clr` examples) are passed over."""
+) -> Iterator[tuple[int, Any, int, bool]]:
+    """Stream (index, Problem, line, copy) from the seed file(s). A seed without supervision
+    raises a DataError naming file, line and field (on_bad=error), comes as (index, None, line,
+    False) (drop), or as (index, Problem, line, True) (pass: copied, not constructed; a record
+    that does not parse is dropped). Records of `pass_domains` come with copy=True (no
+    supervision check); those of other domains (e.g. the world's `clr` examples) are passed over."""
     from vibethinker.data.io import split_file
 
     i = 0
@@ -141,20 +144,23 @@ def iter_seeds(
             dom = row.get("domain") if isinstance(row, dict) else None
             if dom not in domains and dom not in pass_domains:
                 continue
+            copy = dom in pass_domains
             try:
                 p = problem_from_dict(row, f, line, (), set())
-                missing = None if dom in pass_domains else supervision_error(p)
-                if missing:
+                missing = None if copy else supervision_error(p)
+                if missing and on_bad == "pass":
+                    copy = True
+                elif missing:
                     raise DataError(
                         f, line, missing, f"a {p.domain} seed needs reliable supervision"
                     )
             except DataError:
                 if on_bad == "error":
                     raise
-                yield i, None, line
+                yield i, None, line, False
                 i += 1
                 continue
-            yield i, p, line
+            yield i, p, line, copy
             i += 1
 
 
@@ -183,8 +189,8 @@ def _check(cfg: ConstructConfig) -> None:
     bad = [a for a in cfg.axes if a not in AXES]
     if bad:
         raise ValueError(f"unknown axes {bad}; known: {', '.join(AXES)}")
-    if cfg.on_bad_seed not in ("error", "drop"):
-        raise ValueError(f"on_bad_seed must be error or drop, got {cfg.on_bad_seed!r}")
+    if cfg.on_bad_seed not in ("error", "drop", "pass"):
+        raise ValueError(f"on_bad_seed must be error, drop or pass, got {cfg.on_bad_seed!r}")
     if not cfg.seeds:
         raise ValueError("construct needs seeds=<Problem JSONL or data folder>")
     if cfg.n_samples < 1 or cfg.max_traces < 1 or cfg.chunk < 1:
@@ -244,9 +250,9 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
 
     def flush() -> None:
         nonlocal n_bad
-        good = [(i, p) for i, p, _ in chunk if p is not None and p.domain not in cfg.pass_domains]
-        passed = [p for _, p, _ in chunk if p is not None and p.domain in cfg.pass_domains]
-        n_bad += sum(p is None for _, p, _ in chunk)
+        good = [(i, p) for i, p, _, copy in chunk if p is not None and not copy]
+        passed = [p for _, p, _, copy in chunk if p is not None and copy]
+        n_bad += sum(p is None for _, p, _, _ in chunk)
         try:
             done = build_chunk(good, ctx, cfg.seed * 1_000_003 + 3 * (chunk[0][0] // cfg.chunk))
         except SamplerError as e:
@@ -269,18 +275,18 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         log.info("seeds %d..%d: %d problems kept", chunk[0][0], chunk[-1][0], len(done))
         chunk.clear()
 
-    for i, p, line in iter_seeds(cfg.seeds, cfg.on_bad_seed, cfg.domains, cfg.pass_domains):
+    for i, p, line, copy in iter_seeds(cfg.seeds, cfg.on_bad_seed, cfg.domains, cfg.pass_domains):
         if cfg.max_seeds and i >= cfg.max_seeds:
             break
         if i < state["seeds_done"]:
             continue
-        chunk.append((i, p, line))
+        chunk.append((i, p, line, copy))
         if len(chunk) >= cfg.chunk:
             flush()
     if chunk:
         flush()
     if n_bad:
-        log.warning("%d seed(s) without supervision dropped (on_bad_seed=drop)", n_bad)
+        log.warning("%d seed(s) dropped: no supervision (on_bad_seed=drop) or unreadable", n_bad)
     _save_json(out / "funnel.json", {**ctx.funnel.state(), "bad_seeds": n_bad,
                                      "eval_hits": dict(ctx.eval_hits), "planted": ctx.planted})  # fmt: skip
     from vibethinker.construct.report import write_summary
