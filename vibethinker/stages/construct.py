@@ -272,7 +272,8 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
                      eval_hits=dict(ctx.eval_hits), planted=ctx.planted,
                      lengths=hist["lengths"], difficulty=hist["difficulty"])  # fmt: skip
         _save_json(prog_path, state)
-        log.info("seeds %d..%d: %d problems kept", chunk[0][0], chunk[-1][0], len(done))
+        log.info("seeds %d..%d: %d problems kept, %d copied through", chunk[0][0], chunk[-1][0],
+                 len(done), len(passed))  # fmt: skip
         chunk.clear()
 
     for i, p, line, copy in iter_seeds(cfg.seeds, cfg.on_bad_seed, cfg.domains, cfg.pass_domains):
