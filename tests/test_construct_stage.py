@@ -111,12 +111,19 @@ def test_seed_without_supervision(world, tmp_path):
     rows.insert(2, {"id": "open-1", "domain": "instruct", "subdomain": "open",
                     "prompt": "Summarize in one sentence: tea is made from leaves.",
                     "traces": ["<think>open summary</think>\nTea is brewed from leaves."]})  # fmt: skip
+    # ... and decontaminated like constructed ones: a copied record quoting an eval item is dropped
+    leak = max(load_problems(world["eval"]), key=lambda p: len(p.prompt))
+    rows.insert(3, {"id": "open-leak", "domain": "instruct", "subdomain": "open",
+                    "prompt": "Rewrite this.", "traces": [f"Sure: {leak.prompt}"]})  # fmt: skip
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
     res = stage.run(cfg(world, tmp_path / "p", seeds=str(bad), on_bad_seed="pass", max_seeds=8))
     funnel = json.loads(Path(res["funnel"]).read_text())
-    assert funnel["bad_seeds"] == 1 and funnel["io"]["instruct"]["passed"] == [1, 1]
+    assert funnel["bad_seeds"] == 1 and funnel["io"]["instruct"]["passed"] == [2, 1]
+    assert funnel["drops"]["instruct/passed"] == {"eval_overlap": 1}
+    assert any(k.endswith(":" + leak.id) for k in funnel["eval_hits"])
     out = {p.id: p for p in load_problems(res["train"])}
     assert out["open-1"].traces == rows[2]["traces"] and not out["open-1"].instructions
+    assert "open-leak" not in out
 
 
 def test_unknown_eval_format_is_an_error_at_start(world, tmp_path):

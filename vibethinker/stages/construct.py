@@ -50,7 +50,9 @@ class ConstructConfig:
     pass_domains: list[str] = field(default_factory=list)
     """Records of these domains (e.g. the world's `clr` judge-task examples, which have no
     construction path) are copied to train.jsonl unchanged, so that the SFT stages read one file;
-    counted in the funnel's `passed` row. Empty: passed over, not written (our choice)."""
+    counted in the funnel's `passed` row; decontaminated like constructed records (a prompt or
+    trace sharing an n-gram with an eval item drops the record). Empty: passed over, not written
+    (our choice)."""
     teacher: str = "world"
     """Teacher engine (vibethinker.engines.ENGINES): openai, hf, vllm, or world (SIMULATED, no LLM)."""
     teacher_model: str = ""
@@ -115,7 +117,8 @@ class ConstructConfig:
     on_bad_seed: str = "error"
     """A seed without supervision: error (at start, naming file/line/field), drop (counted), or
     pass (copied to train.jsonl unchanged with its own traces, counted in the funnel's `passed`
-    row; e.g. the world's open instruct prompts, which have no rules to verify)."""
+    row and decontaminated; e.g. the world's open instruct prompts, which have no rules to
+    verify)."""
     workers: int = 2
     """Verification worker processes / sandbox threads."""
     expand_prompt: str = ""
@@ -203,6 +206,27 @@ def _save_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+def _decontam_passed(passed: list, ctx: Context) -> list:
+    """Records copied through (pass_domains, on_bad_seed=pass) are decontaminated too: a record
+    whose prompt or any trace shares an n-gram with an eval item is dropped, counted under
+    `passed` / eval_overlap."""
+    if not passed or ctx.index is None:
+        return passed
+    texts, owner = [], []
+    for k, p in enumerate(passed):
+        for t in [p.prompt, *(p.traces or [])]:
+            texts.append(t)
+            owner.append(k)
+    bad: dict[int, set[str]] = {}
+    for k, h in zip(owner, ctx.index.hits(texts)):
+        if h:
+            bad.setdefault(k, set()).update(h)
+    for k, h in bad.items():
+        ctx.eval_hits.update(sorted(h))
+        ctx.funnel.drop(passed[k].domain, "passed", "eval_overlap")
+    return [p for k, p in enumerate(passed) if k not in bad]
+
+
 @register("construct", ConstructConfig, resumable=True)
 def run(cfg: ConstructConfig) -> dict[str, str]:
     """Build SFT data from seeds with a teacher (expand, judge, vote, verify, multi-path, filters)."""
@@ -258,8 +282,11 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         except SamplerError as e:
             raise SamplerError(f"teacher failed on seeds {chunk[0][0]}..{chunk[-1][0]}: {e}; "
                                f"{state['seeds_done']} seeds are saved, rerun to resume") from e  # fmt: skip
-        for d, n in Counter(p.domain for p in passed).items():
-            ctx.funnel.step(d, "passed", n, n)
+        passed_in = Counter(p.domain for p in passed)
+        passed = _decontam_passed(passed, ctx)
+        passed_out = Counter(p.domain for p in passed)
+        for d, n in passed_in.items():
+            ctx.funnel.step(d, "passed", n, passed_out[d])
         with open(data_path, "ab") as f:
             for p in done + passed:
                 f.write((json.dumps(problem_to_dict(p), ensure_ascii=False) + "\n").encode())
