@@ -67,7 +67,7 @@ def score_peer(model, tok, rows) -> list[float]:
     import torch
 
     out = []
-    with torch.no_grad():
+    with torch.inference_mode():  # as ours
         for ids, mask in rows:
             logits = model(input_ids=torch.tensor([ids])).logits[0]
             logp = torch.log_softmax(logits[:-1].float(), -1)
@@ -82,10 +82,11 @@ def worker(side: str, tmp: Path, threads: int, passes: int, malloc: str) -> None
     from vibethinker.models import load_model_and_tokenizer
 
     torch.set_num_threads(threads)
+    tuned = False
     if malloc == "tuned":  # both sides alike; the vibethinker CLI does this at start
         from vibethinker.malloc import keep_freed_memory
 
-        keep_freed_memory()
+        tuned = keep_freed_memory()
     model, tok = load_model_and_tokenizer(str(tmp / "model"), device="cpu", dtype="float32")
     rows = json.loads((tmp / "samples.json").read_text())
     fn = score_ours if side == "ours" else score_peer
@@ -101,7 +102,8 @@ def worker(side: str, tmp: Path, threads: int, passes: int, malloc: str) -> None
         walls.append(time.perf_counter() - t0)
     wall = statistics.median(walls)
     tokens = sum(len(ids) for ids, _ in rows)
-    print(json.dumps({"side": side, "seconds": wall, "tokens": tokens, "values": vals}))
+    print(json.dumps({"side": side, "seconds": wall, "tokens": tokens, "values": vals,
+                      "malloc_tuned": tuned}))  # fmt: skip
 
 
 def main() -> int:
@@ -115,6 +117,8 @@ def main() -> int:
     ap.add_argument("--worker", choices=["ours", "peer"])
     ap.add_argument("--dir")
     args = ap.parse_args()
+    if args.passes < 1 or args.repeats < 1:
+        ap.error("--passes and --repeats must be >= 1")
     if args.worker:
         worker(args.worker, Path(args.dir), args.threads, args.passes, args.malloc)
         return 0
@@ -124,6 +128,7 @@ def main() -> int:
         n = len(json.loads((tmp / "samples.json").read_text()))
         times: dict[str, list[float]] = {"ours": [], "peer": []}
         values: dict[str, list[float]] = {}
+        tuned: set[bool] = set()
         tokens = 0
         for r in range(args.repeats):
             for side in ("ours", "peer") if r % 2 == 0 else ("peer", "ours"):
@@ -134,6 +139,7 @@ def main() -> int:
                 row = json.loads(res.stdout.strip().splitlines()[-1])
                 times[side].append(row["seconds"])
                 values[side], tokens = row["values"], row["tokens"]
+                tuned.add(row["malloc_tuned"])
         diff = max(abs(a - b) for a, b in zip(values["ours"], values["peer"]))
         med = {s: statistics.median(t) for s, t in times.items()}
         for s in ("ours", "peer"):
@@ -141,6 +147,9 @@ def main() -> int:
                   f"{tokens / med[s]:,.0f} tokens/s")  # fmt: skip
         print(f"{n} traces, {tokens:,} tokens, {args.threads} thread(s), {args.repeats} repeats, "
               f"{args.passes} timed passes each, malloc {args.malloc} on both sides")  # fmt: skip
+        if args.malloc == "tuned" and tuned != {True}:
+            print("note: the allocator setting did not apply in every worker (not glibc, "
+                  "GLIBC_TUNABLES or VIBETHINKER_MALLOC=default): both sides ran glibc as set")  # fmt: skip
         print(f"speed-up (peer / ours, medians): {med['peer'] / med['ours']:.2f}x; "
               f"max |S_LP ours - peer| = {diff:.2e}")  # fmt: skip
         if diff > 1e-5:

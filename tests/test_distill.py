@@ -125,6 +125,12 @@ def test_prefix_tree_by_hand():
                                                 [2, 2, 4, 4], [[0, 1], [2, 3]])  # fmt: skip
 
 
+def test_split_sample_needs_a_prompt():
+    with pytest.raises(ValueError, match="without prompt tokens"):
+        lp_score.split_sample(packing.Sample([5, 6, 7], [1, 1, 1]))
+    assert lp_score.split_sample(packing.Sample([4, 5, 6, 7], [0, 1, 1, 0])) == ([4], [5, 6])
+
+
 def test_shared_prefixes_score_exactly(world):
     # responses of one prompt that share their opening (and one that is a prefix of another):
     # the tree scores the shared tokens once, each S_LP still equals scoring it alone

@@ -76,6 +76,10 @@ def split_sample(s: Sample) -> tuple[list[int], list[int]]:
     if 1 not in s.mask:
         raise ValueError("score: a sample without response tokens")
     first = s.mask.index(1)
+    if first == 0:
+        raise ValueError(
+            "score: a sample without prompt tokens (y_0 needs a position to predict it)"
+        )
     last = len(s.mask) - 1 - s.mask[::-1].index(1)
     if sum(s.mask[first : last + 1]) != last - first + 1:
         raise ValueError("score: the assistant mask is not one contiguous span")
@@ -218,8 +222,9 @@ def tree_batch(rows: list[list[int]], units: list, trees: list, pad_id: int):
 def native_gqa(device: Any) -> Iterator[None]:
     """On CPU, let sdpa read the grouped key/value heads as they are (`enable_gqa`) instead of
     transformers copying them out per query head (`repeat_kv`), which it does whenever a mask is
-    given (TRANSFORMERS_SDPA_FORCE_GQA, read per call; restored after). Same results; 4% faster
-    scoring on the tiny model (BENCHMARKS.md). Not on GPU: CUDA's fast kernels take no mask with
+    given (TRANSFORMERS_SDPA_FORCE_GQA, read per call by transformers 5.x; restored after; a
+    version that does not read it copies as before). Same results; 4% faster scoring on the
+    tiny model (BENCHMARKS.md). Not on GPU: CUDA's fast kernels take no mask with
     GQA, and transformers' default avoids the slow path there."""
     key = "TRANSFORMERS_SDPA_FORCE_GQA"
     if torch.device(device).type != "cpu" or key in os.environ:
