@@ -1019,7 +1019,8 @@ def test_no_counter_carries_over_between_checks(counter):
     reason="SECURITY (low, open): the inode numbers of pipes, sockets and anonymous files come "
     "from one host-wide counter that no namespace separates (one-shot sandboxes share it too): "
     "a check that makes 3,000 pipes moves what the next check sees by ~3,000. A noisy covert "
-    "channel between two cooperating submissions; no grader data reaches either",
+    "channel between two cooperating submissions: scripts/sandbox_channels.py decoded 0-3 of 20 "
+    "4-bit symbols (1.25 by chance) on a busy machine (2026-12-03)",
 )
 def test_host_wide_inode_counter_carries_over():
     from vibethinker.verifiers.code import run_stdio_case
@@ -1327,3 +1328,166 @@ def test_cpu_bandwidth_is_capped():
         "print('PWNED' if cpu > 1.5 * wall else 'capped')\n"
     )
     assert_zero(PWN, src, timeout=10)
+
+
+# --- 7. The working directory and relative paths ----------------------------------------------
+# A check's current directory used to be the reused zygote's own /tmp (the fresh tmpfs was
+# mounted over the path, not over the directory the check already stood in). It was wiped between
+# checks, its inode counter was not: a program that made files in "." moved the next check's
+# inode numbers by an exact amount, a relay between samples of one prompt. These attacks go
+# through the working directory and relative paths only, the way a policy would find them.
+
+CWD_INODE = "open('i', 'w').close()\nn = os.stat('i').st_ino\nos.unlink('i')\n"
+
+
+def test_the_working_directory_counter_does_not_carry_over():
+    from vibethinker.verifiers.code import run_stdio_case
+
+    read = "import os\n" + CWD_INODE + "print(n)\n"
+    advance = "import os\nfor k in range(500):\n" + "".join(
+        "    " + ln + "\n" for ln in CWD_INODE.splitlines()
+    )
+    lim = sb.Limits(timeout=5)
+    first = int(run_stdio_case(read, "", "bwrap", lim)[2])
+    run_stdio_case(advance, "", "bwrap", lim)
+    again = int(run_stdio_case(read, "", "bwrap", lim)[2])
+    assert again - first < 250, (first, again)
+
+
+def test_the_working_directory_is_the_checks_own_empty_tmp():
+    # Every place a check can write starts empty: the working directory is the fresh /tmp, and
+    # no directory outside /tmp and /dev/shm is writable.
+    src = (
+        "import os\n"
+        "here = os.getcwd()\n"
+        "same = os.stat('.').st_ino == os.stat('/tmp').st_ino and "
+        "os.stat('.').st_dev == os.stat('/tmp').st_dev\n"
+        "empty = os.listdir('.') == [] and os.listdir('/dev/shm') == []\n"
+        "open('mine', 'w').close()\n"
+        "seen = os.path.exists('/tmp/mine')\n"
+        "os.unlink('mine')\n"
+        "writable = []\n"
+        "for root, dirs, files in os.walk('/'):\n"
+        "    if root.startswith(('/proc', '/sys')):\n"
+        "        dirs[:] = []\n"
+        "        continue\n"
+        "    if os.access(root, os.W_OK) and root not in ('/tmp', '/dev/shm'):\n"
+        "        writable.append(root)\n"
+        "ok = here == '/tmp' and same and empty and seen and not writable\n"
+        "print('fine' if ok else 'PWNED %r' % ((here, same, empty, seen, writable[:5]),))\n"
+    )
+    s = score(
+        Problem(id="w", domain="code", prompt="", tests=[{"input": "", "output": "fine\n"}]), src
+    )
+    assert s.correct, s
+    # ... and the same check through a reused sandbox (the second check of a worker)
+    s = score(
+        Problem(id="w", domain="code", prompt="", tests=[{"input": "", "output": "fine\n"}]), src
+    )
+    assert s.correct, s
+
+
+# The solver encodes the answer in the low digits of the working directory's inode counter; the
+# later samples (which never solve anything) read it back and print it.
+RELAY_SOLVER = (
+    "import os\n"
+    "while True:\n" + "".join("    " + ln + "\n" for ln in CWD_INODE.splitlines()) + ""
+    "    if n % 1000 == ANSWER:\n"
+    "        break\n"
+    "print(ANSWER)\n"
+)
+RELAY_READER = (
+    "import os\n" + CWD_INODE + "got = (n - 1) % 1000\n"
+    "while True:  # put the code back for the next reader\n"
+    + "".join("    " + ln + "\n" for ln in CWD_INODE.splitlines())
+    + "    if n % 1000 == got:\n"
+    "        break\n"
+    "print(got)\n"
+)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_no_relay_through_the_working_directory(workers):
+    from vibethinker.verifiers import verify_batch
+
+    answer = 100 + secrets.randbelow(800)
+    p = Problem(id="r", domain="code", prompt="", tests=[{"input": "", "output": f"{answer}\n"}])
+    solver = block(RELAY_SOLVER.replace("ANSWER", str(answer)))
+    reader = block(RELAY_READER)
+    resp = [solver] * workers + [reader] * 6
+    scores = verify_batch([p] * len(resp), resp, workers=workers)
+    assert all(s.correct for s in scores[:workers]), scores  # the solvers solve
+    assert not any(s.correct for s in scores[workers:]), scores
+
+
+def test_function_checks_cannot_relay_accepted_answers_through_the_working_directory():
+    # The function-style form of the relay: a server learns how many calls came (so whether its
+    # earlier answers passed) and leaves it in the working directory's inode counter.
+    test = "def check(candidate):\n    for x in range(5):\n        assert candidate(x) == x * 7\n"
+    p = fn_problem(test)
+    plant = (
+        "import os\n"
+        "CALLS = []\n"
+        "def f(x):\n"
+        "    CALLS.append(x)\n"
+        "    for k in range(50):\n"
+        "        open('c', 'w').close()\n"
+        "        os.unlink('c')\n"
+        "    return x * 7 if x < 2 else 0\n"
+    )
+    read = "import os\n" + CWD_INODE + "S = n > 40\ndef f(x):\n    return x * 7 if S else -1\n"
+    assert_zero(p, plant)
+    assert_zero(p, read)
+    assert score(p, "def f(x):\n    return x * 7").correct  # the control
+
+
+# The host's page cache is shared by every process, sandboxed or not (one-shot sandboxes too):
+# a check that reads a page nobody has read makes it cached, and a later check can tell a cached
+# page from an uncached one by the time a read takes. The exact probes (mincore, cachestat,
+# preadv2 with RWF_NOWAIT) and eviction (fadvise) are refused by the seccomp filter, so a check
+# can only turn pages from cold to hot, once each; the timing of a cold read is what is left.
+# One bit per file (readahead warms a file's neighbouring pages); files of /usr/share, picked by
+# a seed both checks know (scripts/sandbox_channels.py measures the rate).
+PAGE_CACHE = (
+    "import os, random, time\n"
+    "ALL = sorted(os.path.join(d, f) for d, _, fs in os.walk('/usr/share') for f in fs\n"
+    "             if os.path.isfile(os.path.join(d, f)) and not os.path.islink(os.path.join(d, f)))\n"
+    "FILES = random.Random(PICK).sample(ALL, min(64, len(ALL)))\n"
+)
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="SECURITY (medium, open): page-cache residency of the read-only files every sandbox "
+    "sees is a host-wide channel no namespace separates (one-shot sandboxes share it too): a "
+    "check reads pages nobody has read, a later check times its reads. With eviction and the "
+    "exact probes refused, scripts/sandbox_channels.py still moved 320 of 320 bits (64 per check "
+    "pair) on this machine (2026-12-03). Closing it needs a read-only view that stays resident "
+    "(zygote.py, residual note)",
+)
+def test_page_cache_residency_carries_no_bits():
+    pick = secrets.randbits(64)
+    bits = [secrets.randbelow(2) for _ in range(64)]
+    head = PAGE_CACHE.replace("PICK", str(pick))
+    write = head + (
+        f"for f, b in zip(FILES, {bits!r}):\n"
+        "    if b:\n"
+        "        open(f, 'rb').read(64)\n"
+        "print(len(FILES))\n"
+    )
+    read = head + (
+        "ts = []\n"
+        "for f in FILES:\n"
+        "    fd = os.open(f, os.O_RDONLY)\n"
+        "    t = time.perf_counter()\n"
+        "    os.pread(fd, 64, 0)\n"
+        "    ts.append(time.perf_counter() - t)\n"
+        "    os.close(fd)\n"
+        "print(''.join('1' if t < 20e-6 else '0' for t in ts))\n"
+    )
+    n = score(PWN, write).detail.split("got '")[-1].split("\\n")[0]
+    if n != "64":
+        pytest.skip(f"fewer than 64 files under /usr/share here ({n!r})")
+    got = score(PWN, read).detail.split("got '")[-1][:64]
+    agree = sum(str(b) == g for b, g in zip(bits, got))
+    assert agree < 48, (agree, got)  # 32 expected by chance; 48 of 64 is a working channel

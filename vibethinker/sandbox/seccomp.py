@@ -138,6 +138,17 @@ DENY: dict[str, tuple[int | None, int | None]] = {
     "fanotify_init": (300, 262),
     "lookup_dcookie": (212, 18),
     "vhangup": (153, 58),
+    # Exact probes of the host's page cache, which every sandbox shares (the read-only stdlib
+    # files are the same inodes for all): a check could leave bits in which pages are cached
+    # and a later check read them back. preadv2 is only needed for its flags (RWF_NOWAIT fails
+    # on an uncached page); plain preadv/pread are allowed. Without fadvise a check can load
+    # pages but not evict them. What is left (timing a cold read of a page nobody has read yet)
+    # is measured in tests/test_sandbox_redteam.py (a known channel).
+    "mincore": (27, 232),
+    "fadvise64": (221, 223),  # POSIX_FADV_DONTNEED evicts clean pages of any readable file
+    "cachestat": (451, 451),
+    "preadv2": (327, 286),
+    "pwritev2": (328, 287),
     "nfsservctl": (180, 42),
     "mq_open": (240, 180),
     "iopl": (172, None),

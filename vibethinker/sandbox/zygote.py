@@ -37,13 +37,20 @@ Why a submission cannot influence a later check (or the zygote):
   runs). After each check the zygote still kill(-1)s with CAP_KILL and checks /proc until none
   is alive, and that its own /tmp and /dev/shm are empty and no System V object exists; only
   then does it answer, so the host reads a check's stdout after every possible writer is dead.
-- Residual: host-wide counters that no namespace separates (e.g. the inode numbers of pipes and
-  sockets, shared with every process on the host, and the load of the machine) still move
-  when a check works; one-shot sandboxes share them too. They are noisy, and a check's grader
-  data never reaches a submission, so a channel between two cooperating submissions through
-  them carries nothing a later check can be graded on beyond what the earlier one could
-  compute itself; tests/test_sandbox_redteam.py measures that the namespace-scoped ones carry
-  nothing.
+- The working directory: a check starts in its own fresh /tmp (the init enters it after the
+  mount; a process that stood in the zygote's /tmp would stay there, and that directory, wiped
+  between checks, keeps its inode counter: it was an exact relay between checks through
+  relative paths). The zygote itself stands in /, which is read-only.
+- Residual (host-wide, no namespace separates them, one-shot sandboxes share them too, so a
+  reused zygote makes no difference to them): the inode numbers of pipes, sockets and
+  anonymous files, the load of the machine, and the page cache of the read-only files every
+  sandbox sees. The exact page-cache probes (mincore, cachestat, preadv2's RWF_NOWAIT) and
+  eviction (fadvise) are refused by the seccomp filter, so a check can only make a cold page
+  hot, once per page; but a later check can time its reads, and /usr has ~10^5 pages nobody
+  reads. That is a working channel between cooperating submissions (a solver can pass its
+  answer to the samples graded after it): tests/test_sandbox_redteam.py keeps it as a known,
+  measured channel. Closing it needs a read-only view that is all resident (only the
+  interpreter, stdlib and the libraries it loads, read once at start-up) instead of /usr.
 - Anything unexpected (a leftover, a failed sweep, a malformed reply, the zygote dying) discards
   the zygote: the host SIGKILLs it (the whole sandbox goes with bwrap's --die-with-parent) and
   starts a new one. Dying before answering raises SandboxLost and the check is rerun in a
@@ -141,6 +148,12 @@ def _isolate():
             _mount(None, d, None, _REMOUNT | _BIND | _RDONLY | _NOSUID | _NODEV | _NOEXEC)
     _mount(b"tmpfs", b"/tmp", b"tmpfs", _NOSUID | _NODEV, _TMP_OPTS)
     _mount(b"tmpfs", b"/dev/shm", b"tmpfs", _NOSUID | _NODEV, _SHM_OPTS)
+    # Mounting over /tmp does not move a process that stands in the old one: enter the fresh
+    # tmpfs, or "." would still be the zygote's /tmp (wiped between checks, but with an inode
+    # counter that carries over: an exact relay between checks through relative paths).
+    os.chdir("/tmp")
+    if os.listdir("."):
+        raise OSError("the fresh /tmp is not empty")
     if _CG:  # the check cgroup's files: the check is in it already, it need not see them
         _mount(b"tmpfs", _CGD.encode(), b"tmpfs", _NOSUID | _NODEV | _NOEXEC | _RDONLY, b"size=4k")
     check = os.fork()
@@ -295,6 +308,7 @@ def _serve():
 import gc
 
 gc.freeze()  # a fork's collector skips what exists now: far fewer copy-on-write page faults
+os.chdir("/")  # the zygote never stands in a writable place a check could reach
 _lim, _uids, _fds, _code = _serve()
 _setup(_lim, _uids, [(fd, i) for i, fd in enumerate(_fds)])
 del _lim, _uids, _fds, _codes
