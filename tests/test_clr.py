@@ -18,7 +18,7 @@ from vibethinker.algo.clr import (
     reliability,
     verdict_or_zero,
 )
-from vibethinker.evaluate.claims import symbolic_verdict
+from vibethinker.verifiers.claims import symbolic_verdict
 from vibethinker.types import Completion, Problem
 
 # ---------------------------------------------------------------- pure functions
