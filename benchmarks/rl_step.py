@@ -46,8 +46,8 @@ def add_args(ap: argparse.ArgumentParser) -> None:
 
 def prepare(args: argparse.Namespace, work: Path) -> dict:
     from vibethinker.data import world
-    from vibethinker.evaluate.prompts import paper_prompt
     from vibethinker.models.tiny import build_tiny_model
+    from vibethinker.prompts.paper import paper_prompt
 
     splits = world.generate(seed=0, n_train=200, n_probe=1, n_eval=args.prompts, domains=("math",))
     problems = splits["eval"][: args.prompts]
@@ -91,7 +91,7 @@ def side_ours(args: argparse.Namespace, shared: dict) -> dict:
               truncated_reward="verify", micro_batch=n * args.g, advantage="grpo", tis_cap=0.0,
               gradient_checkpointing=args.grad_ckpt, seed=0)  # fmt: skip
     opts = RLOptions(**kw)
-    from vibethinker.evaluate.prompts import paper_prompt
+    from vibethinker.prompts.paper import paper_prompt
 
     with tempfile.TemporaryDirectory(prefix="bench_rl_ours_") as out:
         res = train(model, tok, problems, opts, out, prompt_fn=paper_prompt, verify=digit_reward)

@@ -63,8 +63,8 @@ def add_args(ap) -> None:
 
 def prepare(args, work: Path) -> dict:
     from vibethinker.data import world
-    from vibethinker.evaluate.prompts import paper_prompt
     from vibethinker.models.tiny import build_tiny_model
+    from vibethinker.prompts.paper import paper_prompt
 
     splits = world.generate(seed=0, n_train=200, n_probe=1, n_eval=args.prompts, domains=("math",))
     texts = [paper_prompt(p) for p in splits["eval"]][: args.prompts]

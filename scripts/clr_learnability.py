@@ -64,8 +64,8 @@ def diagnose(model: str, args: argparse.Namespace) -> dict:
     from vibethinker.algo.clr import parse_verdict
     from vibethinker.data.io import load_problems
     from vibethinker.engines import SamplingParams, make_sampler
-    from vibethinker.evaluate.prompts import paper_prompt
     from vibethinker.prompts import fill, load_template, problem_text
+    from vibethinker.prompts.paper import paper_prompt
     from vibethinker.stages.clr import claim_eval_phase, labelled_claims
 
     probs = [p for p in load_problems(args.eval) if p.domain in ("math", "stem")]

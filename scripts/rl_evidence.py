@@ -31,7 +31,7 @@ import torch
 def eval_model(path: str, data: str, seeds: list[int], n: int, limit: int, max_new: int) -> dict:
     """Held-out math avg@n and mean correct length for each sampling seed."""
     from vibethinker.engines import SamplingParams, make_sampler
-    from vibethinker.evaluate.prompts import paper_prompt
+    from vibethinker.prompts.paper import paper_prompt
     from vibethinker.stages.rl import load_domain
     from vibethinker.train.rl import evaluate_policy
 

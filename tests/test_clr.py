@@ -18,7 +18,7 @@ from vibethinker.algo.clr import (
     reliability,
     verdict_or_zero,
 )
-from vibethinker.evaluate.claims import symbolic_verdict
+from vibethinker.verifiers.claims import symbolic_verdict
 from vibethinker.types import Completion, Problem
 
 # ---------------------------------------------------------------- pure functions
@@ -403,8 +403,8 @@ def clr_world():
 
 def test_world_clr_examples_are_the_stage_turns_and_parse(clr_world):
     from vibethinker.data.world.claims import trace_claims
-    from vibethinker.evaluate.prompts import paper_prompt
     from vibethinker.prompts import fill, load_template, problem_text
+    from vibethinker.prompts.paper import paper_prompt
 
     train = clr_world["train"]
     by_id = {p.id: p for p in train}
@@ -459,7 +459,7 @@ def test_world_clr_examples_stay_out_of_rl_and_eval(clr_world, tmp_path):
 def test_world_clr_examples_are_a_small_share_of_the_sft_text(clr_world):
     # the SFT cost (sft1's time) grows with the text: CLR examples stay under 8% of the rest,
     # counted in characters (tokens follow them closely: 7% measured with the demo tokenizer)
-    from vibethinker.evaluate.prompts import paper_prompt
+    from vibethinker.prompts.paper import paper_prompt
 
     size = {True: 0, False: 0}
     for p in clr_world["train"]:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from stub_openai import StubOpenAI
 
+from vibethinker.construct.world_teacher import WorldTeacherSampler
 from vibethinker.data.io import DataError, load_problems, save_problems
 from vibethinker.data.world import generate
 from vibethinker.engines import SamplerError, SamplingParams
-from vibethinker.engines.world_teacher import WorldTeacherSampler
 from vibethinker.stages import construct as stage
 from vibethinker.stages.construct import ConstructConfig
 from vibethinker.types import Completion

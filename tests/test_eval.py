@@ -10,7 +10,7 @@ import pytest
 from vibethinker.engines import SamplingParams
 from vibethinker.evaluate import evaluate, write_outputs
 from vibethinker.evaluate.metrics import answer_key, cluster_keys, normalize_answer
-from vibethinker.evaluate.prompts import MATH_SUFFIX, choice_prompt, math_prompt, paper_prompt
+from vibethinker.prompts.paper import MATH_SUFFIX, choice_prompt, math_prompt, paper_prompt
 from vibethinker.types import Completion, Problem
 
 

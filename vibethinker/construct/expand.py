@@ -3,7 +3,7 @@
 The four axes are the paper's (PAPER.md stage 0). The template (prompts/construct_expand.txt,
 editable: `expand_prompt=` points at a copy) receives {axis}, {axis_text}, {domain}, {problem},
 {domain_rules}, {fields}; it must keep `<axis>..</axis>` and `<problem>..</problem>` around the
-inserted values when the simulated world teacher answers it (engines/world_teacher.py). The reply
+inserted values when the simulated world teacher answers it (construct/world_teacher.py). The reply
 is one JSON object (the last ```json block, else the last parseable {...}); per domain:
 - math: {"problem"}; the answer is never taken from the writer: majority vote labels it.
 - stem: {"problem" (with the lettered options), "choices"}; the gold letter comes from the vote.

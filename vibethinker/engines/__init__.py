@@ -9,8 +9,8 @@ Engines are named constructors in a dict, chosen once with `make_sampler("hf", m
 - `hf`: in-process transformers (CPU or GPU), own KV-cache sampling loop; `engines/hf.py`.
 - `openai`: any OpenAI-compatible HTTP server (vLLM, SGLang, llama.cpp); `engines/openai.py`.
 - `vllm`: in-process `vllm.LLM` (optional extra, GPU); `engines/vllm.py`.
-- `world`: a SIMULATED teacher (no model) answering the construct stage's prompts from the
-  embedded world's generators; `engines/world_teacher.py`.
+The construct stage's SIMULATED teacher (no model; the embedded world's generators answer) has
+the same interface and lives with the stage that uses it, in `construct/world_teacher.py`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Union
 
+from vibethinker.models.chat import chat_end_token
 from vibethinker.types import Completion
 
 Message = dict[str, str]
@@ -70,34 +71,6 @@ def encode_prompt(tokenizer: Any, prompt: Prompt, use_chat_template: bool) -> li
     return list(tokenizer(text)["input_ids"])
 
 
-def chat_end_token(tokenizer: Any) -> int | None:
-    """The token that closes an assistant turn in the tokenizer's chat template (`<|im_end|>` in
-    ChatML/Qwen, `<|eot_id|>` in Llama 3, `<end_of_turn>` in Gemma), or None without a template.
-
-    SFT teaches the model to end its turn with this token, but a base checkpoint's EOS is often
-    another one (Qwen2.5 base: `<|endoftext|>`), so every engine must stop on it too. Found by
-    rendering a one-turn chat and taking the first token after the assistant's text, when that
-    token is a special or added token (plain text there, e.g. a newline, is not a turn end)."""
-    if not getattr(tokenizer, "chat_template", None):
-        return None
-    marker = "VIBETHINKER_TURN_MARKER"
-    msgs = [{"role": "user", "content": "u"}, {"role": "assistant", "content": marker}]
-    try:
-        text = tokenizer.apply_chat_template(msgs, tokenize=False)
-    except Exception:  # templates that refuse a final assistant turn
-        return None
-    at = text.rfind(marker)
-    if at < 0:
-        return None
-    tail = text[at + len(marker) :].lstrip(" ")
-    ids = tokenizer(tail, add_special_tokens=False)["input_ids"] if tail else []
-    if not ids:
-        return None
-    special = set(getattr(tokenizer, "all_special_ids", []) or [])
-    added = set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
-    return int(ids[0]) if ids[0] in special | added else None
-
-
 def stop_token_ids(model: Any, tokenizer: Any, chat: bool = True) -> list[int]:
     """Every token id that ends a response: the checkpoint's generation_config EOS (an int or a
     list), the tokenizer's EOS and, when prompts go through the chat template, its turn end."""
@@ -126,8 +99,6 @@ ENGINES: dict[str, str] = {
     "hf": "vibethinker.engines.hf:HFSampler",
     "openai": "vibethinker.engines.openai:OpenAISampler",
     "vllm": "vibethinker.engines.vllm:VLLMSampler",
-    # SIMULATED teacher for the construct stage (no LLM): the world's generators answer.
-    "world": "vibethinker.engines.world_teacher:WorldTeacherSampler",
 }
 
 

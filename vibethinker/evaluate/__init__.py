@@ -15,7 +15,6 @@ from typing import Any
 
 from vibethinker.engines import Sampler, SamplingParams
 from vibethinker.evaluate.metrics import aggregate, answer_key, group_stats, n_tokens, passk_curve
-from vibethinker.evaluate.prompts import PROMPT_STYLES, paper_prompt
 from vibethinker.evaluate.report import (
     plot_passk,
     write_samples,
@@ -23,6 +22,7 @@ from vibethinker.evaluate.report import (
     write_summary_md,
 )
 from vibethinker.log import get_logger, progress
+from vibethinker.prompts.paper import PROMPT_STYLES, paper_prompt
 from vibethinker.types import Group, Problem
 
 log = get_logger("evaluate")

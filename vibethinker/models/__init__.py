@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.log import get_logger
+from vibethinker.models.chat import chat_end_token
 
 log = get_logger("models")
 
@@ -162,8 +163,6 @@ def add_turn_end_to_eos(model: Any, tokenizer: Any) -> list[int]:
     SFT teaches it to end each assistant turn with the template's turn end: without this, every
     tool that reads generation_config (transformers `generate`, `transformers serve`, vLLM)
     samples past the answer up to the token cap."""
-    from vibethinker.engines import chat_end_token
-
     gc = getattr(model, "generation_config", None)
     if gc is None:
         return []

@@ -20,6 +20,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from vibethinker.prompts.paper import CHOICE_SUFFIX, MATH_SUFFIX
+
 PROMPTS_DIR = Path(__file__).resolve().parent
 
 
@@ -47,8 +49,6 @@ def problem_text(prompt: str) -> str:
     """The problem as the judge templates show it: the sampling prompt without its closing
     answer-format request (the paper's math / multiple-choice suffix, or a last line asking for
     a `\\boxed{}`), so extraction and verification replies are not steered into boxing an answer."""
-    from vibethinker.evaluate.prompts import CHOICE_SUFFIX, MATH_SUFFIX
-
     text = prompt.rstrip()
     for suffix in (MATH_SUFFIX, CHOICE_SUFFIX):
         if text.endswith(suffix):

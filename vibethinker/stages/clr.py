@@ -6,7 +6,7 @@ same model throughout and ONE Sampler call per phase (batched across problems an
 2. extract: each trajectory with a final answer -> M claims + final answer (prompt template
    `extract_prompt`, parse rules in algo/clr.py);
 3. verify: each claim judged on its own (`verify_prompt`) -> verdict v in {0, 1}; with
-   `claim_verifier=symbolic|both`, checkable numeric claims are decided by evaluate/claims.py;
+   `claim_verifier=symbolic|both`, checkable numeric claims are decided by verifiers/claims.py;
 4. select: r_k = (mean v)^M, answers clustered by the math verifier's equivalence (math) or by
    letter (multiple choice), Score = sum of r_k, argmax (ties: larger cluster, then first seen).
 Repeats: the pool of R x K samples is drawn once; repeat r uses samples [rK, (r+1)K), so the R
@@ -104,7 +104,7 @@ class ClrConfig:
     corrupted copies, half of each) the model judges with `verify_prompt`, in one more Sampler
     call, to report its claim-verification accuracy; 0 = off. Beyond the paper."""
     claim_verifier: str = "model"
-    """model (the paper), symbolic (checkable numeric claims by evaluate/claims.py, the rest by
+    """model (the paper), symbolic (checkable numeric claims by verifiers/claims.py, the rest by
     the model) or both (checkable claims need the model AND the symbolic check). Beyond the paper."""
     extract_prompt: str = ""
     """Claim-extraction template ({problem}, {response}, {m}); empty = prompts/clr_extract.txt.
@@ -328,7 +328,7 @@ def extract_phase(
 
 def verify_phase(sampler, trajs, texts, template, how, params, count, counters) -> None:
     """Phase 3: one call for every claim the model must judge; the symbolic check first."""
-    from vibethinker.evaluate.claims import symbolic_verdict
+    from vibethinker.verifiers.claims import symbolic_verdict
 
     jobs: list[tuple[Trajectory, dict[str, Any]]] = []
     for t in trajs:

@@ -10,7 +10,7 @@ axis, vote_margin, pass_rate, difficulty, trace_chars), funnel.json, summary.md,
 difficulty.png. Memory stays flat in the number of seeds (one chunk in memory; the eval index is
 the only other structure). Each finished chunk is appended and recorded in progress.json, so an
 interrupted run resumes after the last finished chunk. The default teacher, `world`, is the
-SIMULATED teacher of engines/world_teacher.py (no LLM); docs/CONSTRUCT.md lists every choice.
+SIMULATED teacher of construct/world_teacher.py (no LLM); docs/CONSTRUCT.md lists every choice.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from vibethinker.construct.evalsets import eval_items
 from vibethinker.construct.expand import AXES, load_template, supervision_error
 from vibethinker.construct.funnel import Funnel
 from vibethinker.construct.pipeline import Context, build_chunk
+from vibethinker.construct.world_teacher import WorldTeacherSampler
 from vibethinker.data.io import DataError, _files, _iter_rows, problem_from_dict, problem_to_dict
 from vibethinker.engines import SamplerError, SamplingParams, make_sampler
 from vibethinker.log import get_logger
@@ -177,6 +178,7 @@ def make_teacher(cfg: ConstructConfig) -> Any:
     elif cfg.teacher == "world":  # the simulated teacher knows the seeds, plants from eval sets
         kw.setdefault("data", cfg.seeds)
         kw.setdefault("eval", list(cfg.eval_sets))
+        return WorldTeacherSampler(**kw)
     return make_sampler(cfg.teacher, **kw)
 
 

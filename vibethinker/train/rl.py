@@ -36,8 +36,8 @@ from vibethinker.algo.advantages import ADVANTAGE_ESTIMATORS, batch_accuracy, ba
 from vibethinker.algo.losses import LossStats, clipped_surrogate
 from vibethinker.config import is_runtime
 from vibethinker.engines import SamplingParams, make_sampler
-from vibethinker.evaluate.prompts import paper_prompt
 from vibethinker.log import get_logger
+from vibethinker.prompts.paper import paper_prompt
 from vibethinker.train import dist, policy
 from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rollout import (

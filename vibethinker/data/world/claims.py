@@ -32,6 +32,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from vibethinker.prompts import fill, load_template, problem_text
+from vibethinker.prompts.paper import paper_prompt
 from vibethinker.types import Problem
 
 TASK_DOMAIN = "clr"  # the training-only domain of these records
@@ -240,9 +242,6 @@ def label_stem(problems: list[Problem], seed: int) -> None:
 
 def _problem_text(p: Problem) -> str:
     """`{problem}` as the `clr` stage fills it (the paper prompt without its answer request)."""
-    from vibethinker.evaluate.prompts import paper_prompt
-    from vibethinker.prompts import problem_text
-
     return problem_text(paper_prompt(p))
 
 
@@ -253,8 +252,6 @@ def extraction_example(p: Problem, trace: str, template: str) -> tuple[str, str]
         return None
     claims, answer = got
     reply = "\n".join(f"{i + 1}. {c}" for i, c in enumerate(claims)) + f"\nFinal answer: {answer}"
-    from vibethinker.prompts import fill
-
     return fill(template, problem=_problem_text(p), response=trace, m=M), reply
 
 
@@ -264,16 +261,12 @@ def verification_example(p: Problem, claim: str, template: str) -> tuple[str, st
     j = judge(p, facts, claim)
     if j is None:
         return None
-    from vibethinker.prompts import fill
-
     reply = f"<think>{j[1]}</think>\\boxed{{{j[0]}}}"
     return fill(template, problem=_problem_text(p), claim=claim), reply
 
 
 def clr_examples(train: list[Problem], seed: int, scale: float = 1.0) -> list[Problem]:
     """The CLR skill examples (domain `clr`) built from the math and stem `train` problems."""
-    from vibethinker.prompts import load_template
-
     ext_t = load_template("", "clr_extract.txt", ("{response}",))
     ver_t = load_template("", "clr_verify.txt", ("{claim}",))
     rng = random.Random(f"vibethinker-world:{seed}:clr")
