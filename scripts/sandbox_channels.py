@@ -5,11 +5,12 @@ A sender check encodes a random symbol, a receiver check (the next one) decodes 
 prints how many symbols arrived intact. Channels:
 - `pipe-inode`: the host-wide inode counter of pipes; the sender makes 200 x v pipes (v in 0..15),
   the receiver compares pipe inode numbers before and after.
-- `page-cache`: residency of the first page of files under /usr/share (seldom read); the sender
+- `page-cache`: residency of the first page of files the check sees; the sender
   reads the first page of the files whose bit is 1, the receiver times a read of each (one bit per
   file, 64 per symbol; a bit counts when it arrives right).
 
     python scripts/sandbox_channels.py [--rounds 20]
+    VIBETHINKER_SANDBOX_ROOT=off python scripts/sandbox_channels.py   # the host's /usr bound
 """
 
 from __future__ import annotations
@@ -18,14 +19,17 @@ import argparse
 import secrets
 
 from vibethinker import sandbox as sb
+from vibethinker.sandbox import bwrap, rootfs
 from vibethinker.verifiers.code import run_stdio_case
 
 LIM = sb.Limits(timeout=10)
 PIPE_READ = "import os\nr, w = os.pipe()\nprint(os.fstat(r).st_ino)\n"
-FILES = (  # 64 files of /usr/share chosen by a seed both checks know: cold unless read lately
+FILES = (  # 64 files the check can see, chosen by a seed both checks know
     "import os, random, time\n"
-    "ALL = sorted(os.path.join(d, f) for d, _, fs in os.walk('/usr/share') for f in fs\n"
-    "             if os.path.isfile(os.path.join(d, f)) and not os.path.islink(os.path.join(d, f)))\n"
+    "ALL = sorted(os.path.join(d, f) for d, _, fs in os.walk('/') for f in fs\n"
+    "             if not d.startswith(('/proc', '/sys', '/dev', '/tmp'))\n"
+    "             and os.path.isfile(os.path.join(d, f)) and not os.path.islink(os.path.join(d, f))\n"
+    "             and os.path.getsize(os.path.join(d, f)) > 0)\n"
     "FILES = random.Random(PICK).sample(ALL, min(64, len(ALL)))\n"
 )
 PAGE_READ = FILES + (
@@ -75,6 +79,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=20)
     a = ap.parse_args()
+    root = rootfs.resident_root(bwrap.python_executable())
+    print(
+        f"read-only view: {root or 'the host /usr (VIBETHINKER_SANDBOX_ROOT=off or unavailable)'}"
+    )
     ok, n = pipe_inode(a.rounds)
     print(f"pipe-inode: {ok} of {n} 4-bit symbols intact (1 in 16 by chance)")
     ok, n = page_cache(max(1, a.rounds // 4))

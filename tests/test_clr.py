@@ -18,8 +18,8 @@ from vibethinker.algo.clr import (
     reliability,
     verdict_or_zero,
 )
-from vibethinker.verifiers.claims import symbolic_verdict
 from vibethinker.types import Completion, Problem
+from vibethinker.verifiers.claims import symbolic_verdict
 
 # ---------------------------------------------------------------- pure functions
 

