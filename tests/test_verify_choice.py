@@ -145,6 +145,8 @@ def test_option_text_and_word_start():
     assert committed_letters("Answer: D-mannose", sugars) == ["B"]
     assert committed_letters("Answer: D-mannose") == []  # no choices: a word, not D
     assert committed_letters("Answer: D-galactose, the C4 epimer", sugars) == ["C"]
+    assert committed_letters("Answer: D-mannose or L-glucose", sugars) == ["B", "A"]  # a hedge
+    assert committed_letters("Answer: B, 2 m/s", CHOICES) == ["B"]  # B's own text restated
     # the longest option text wins: "2" is a prefix of "2 m/s"
     assert committed_letters("Answer: 2 m/s", ["2", "2 m/s"]) == ["B"]
     # an option line must carry its own option's text

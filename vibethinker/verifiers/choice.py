@@ -8,7 +8,8 @@ simple-evals and lm-eval):
    that wraps a letter removed: `$`, `*`, backticks, `\\(`/`\\)`, `\\text{}`, `\\textbf{}`,
    `\\mathrm{}`, `\\mathbf{}`, `\\emph{}` (their content stays).
 2. An answer statement is `\\boxed{..}`, `Answer: ..` (also "Final answer:", "answer is: .."),
-   "the answer/option/choice is ..", "the correct option: ..", or "(option) X is (the) correct".
+   "the answer/option/choice is ..", "the correct option: ..", "(option) X is (the) correct" or
+   "X is the answer".
    What follows it is read as a letter token (`B`, `(B)`, `[B]`, `option B`, lower-case `b`)
    or as an option's text (`Answer: D-mannose` when "D-mannose" is one of the choices).
 3. A letter token is not a letter when it is the first character of a word (`D-mannose`,
@@ -48,24 +49,29 @@ _TOKEN = r"[\(\[]?\s*([A-Za-z])\s*[\)\]]?"
 _NOT_WORD = r"(?!\w)(?!-\w)(?!['’]\w)(?!\.\w)"
 _ARTICLE = re.compile(r"\s+(?!(?:" + _COMMIT_WORDS + r")\b)[a-z]|\s*[=<>^_+]")
 # "the answer is definitely C": an adverb between the statement and its letter
-_ADVERB = r"(?:(?i:definitely|clearly|certainly|indeed|likely|probably|most\s+likely)\s+)?"
-_LETTER = re.compile(r"\s*" + _ADVERB + r"(?:(?i:option|choice)\s*)?" + _TOKEN + _NOT_WORD)
-# a further letter offered in the same statement: "A or B", "A, C", "B (or possibly C)"
-_ALT = re.compile(
-    r"\s*\(?\s*(?:[,/&]|\bor\b|\band\b|\bpossibly\b|\bperhaps\b|\bmaybe\b)"
-    r"(?:\s*\b(?:or|possibly|perhaps|maybe|also|even|else)\b)*\s*"
-    r"(?:(?i:option|choice)\s*)?" + _TOKEN + _NOT_WORD
+_ADVERB = (
+    r"(?:(?i:definitely|clearly|certainly|indeed|likely|probably|most\s+likely|therefore|thus|"
+    r"hence|then)\s+)?"
 )
+_LETTER = re.compile(r"\s*" + _ADVERB + r"(?:(?i:option|choice)\s*)?" + _TOKEN + _NOT_WORD)
+# what offers a further answer in the same statement: "A or B", "A, C", "B (or possibly C)"
+_CONNECT = re.compile(
+    r"\s*\(?\s*(?:[,/&]|\bor\b|\band\b|\bpossibly\b|\bperhaps\b|\bmaybe\b)"
+    r"(?:\s*\b(?:or|possibly|perhaps|maybe|also|even|else)\b)*"
+)
+_WORDY = re.compile(r"[/&]|\b(?:or|and|possibly|perhaps|maybe)\b")
 _STATEMENTS = [
     # "Answer: B", "Final Answer: (B)", "answer is: B", "The correct option: C"
     re.compile(r"answer\s*(?:is\s*)?:|(?:correct|right|best|final)\s+(?:option|choice)\s*:", re.I),
-    # "the answer is (B)", "the correct option is B", "the answer would be C"
-    re.compile(r"\b(?:answer|option|choice)\s+(?:would\s+be|is|=)(?=\s)", re.I),
+    # "the answer is (B)", "the correct option is B", "the answer would/should be C"
+    re.compile(
+        r"\b(?:answer|option|choice)\s+(?:(?:would|should|must|will)\s+be|is|=)(?=\s)", re.I
+    ),
 ]
-# letter first: "Option B is correct", "(C) is the correct answer", "A is correct"
+# letter first: "Option B is correct", "(C) is the correct answer", "C is the answer"
 _LETTER_FIRST = re.compile(
     r"(?<![\w-])(?:(?i:option|choice)\s+)?[\(\[]?([A-Z])[\)\]]?\s+is\s+(?:the\s+)?"
-    r"(?i:correct|right|best)\b"
+    r"(?i:correct|right|best|answer)\b"
 )
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{([^{}]{0,200})\}")
 _MARKUP = re.compile(r"\\(?:text(?:bf|rm|it)?|math(?:rm|bf|it)?|emph)\s*\{([^{}]*)\}")
@@ -141,20 +147,25 @@ def _letter_at(text: str, pos: int) -> tuple[str, int] | None:
     return c.upper(), m.end()
 
 
-def _read_body(text: str, pos: int, opts: list[str]) -> tuple[list[str], int]:
-    """Letters offered from `pos` on (an option text, or a letter and its alternatives)."""
+def _one_at(text: str, pos: int, opts: list[str]) -> tuple[str, int] | None:
+    """One answer at `pos`: an option's text (rule 3's exception) or a letter token."""
     hit = _option_text_at(text, pos, opts) if opts else None
-    if hit is None:
-        hit = _letter_at(text, pos)
+    return hit if hit is not None else _letter_at(text, pos)
+
+
+def _read_body(text: str, pos: int, opts: list[str]) -> tuple[list[str], int]:
+    """Answers offered from `pos` on: one, then any alternatives (rule 5). After a bare comma
+    only a letter is an alternative: "B, 2 m/s" restates B's text, it offers nothing new."""
+    hit = _one_at(text, pos, opts)
     if hit is None:
         return [], pos
     letters, end = [hit[0]], hit[1]
-    while more := _ALT.match(text, end):
-        c = more.group(1)
-        if (c in "AI" or c.islower()) and _ARTICLE.match(text, more.end()):
+    while conn := _CONNECT.match(text, end):
+        more = _one_at(text, conn.end(), opts if _WORDY.search(conn.group(0)) else [])
+        if more is None:
             break
-        letters.append(c.upper())
-        end = more.end()
+        letters.append(more[0])
+        end = more[1]
     return letters, end
 
 
