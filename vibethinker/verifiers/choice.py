@@ -1,31 +1,28 @@
 """Multiple-choice (STEM) verifier: the letter of the final answer statement in the answer part.
 
-The committed-answer rule (docs/VERIFY_CHOICE.md has the case table and the comparison with
-simple-evals and lm-eval):
+The committed-answer rule (docs/VERIFY_CHOICE.md has it with reasons, the case table and the
+comparison with simple-evals and lm-eval; the paper does not say how such answers are read):
 
-1. Only the answer part counts (the text after `</think>`; none when the model was cut off while
-   thinking). It is read after NFKC (full-width `Ｂ` and `：` become `B` and `:`) with markup
-   that wraps a letter removed: `$`, `*`, backticks, `\\(`/`\\)`, `\\text{}`, `\\textbf{}`,
-   `\\mathrm{}`, `\\mathbf{}`, `\\emph{}` (their content stays).
-2. An answer statement is `\\boxed{..}`, `Answer: ..` (also "Final answer:", "answer is: .."),
-   "the answer/option/choice is ..", "the correct option: ..", "(option) X is (the) correct" or
-   "X is the answer".
-   What follows it is read as a letter token (`B`, `(B)`, `[B]`, `option B`, lower-case `b`)
-   or as an option's text (`Answer: D-mannose` when "D-mannose" is one of the choices).
-3. A letter token is not a letter when it is the first character of a word (`D-mannose`,
-   `C3`, `Because`, `i.e.`), and for `A`, `I` and lower-case letters also when an ordinary word
-   follows (`A number of ...`, `a bit`), save a word that continues a commitment (`A because`,
-   `A is correct`, `A since`). A word that is itself an option text counts as that option.
-4. The LAST answer statement counts; earlier ones are drafts (a revised answer, a named
-   distractor). "The answer is X" framed as someone else's or a first guess ("one might think the
-   answer is A", "it is tempting to say", "at first") or as a condition ("the answer would be A
-   if ...") is not a statement.
-5. A hedge is two different letters offered in the final statement: `A or B`, `A, C`, `B (or
-   possibly C)`, or two statements joined only by a connector (`\\boxed{A} or \\boxed{B}`). It
-   scores 0. The same letter twice is no hedge.
-6. With no answer statement, a last line that is an option line (`(C)`, `C.`, `C) 3 m/s` with
-   that option's text) counts, unless the line before is an option line too (a restated list).
-7. A letter beyond the number of choices is invalid.
+1. Only the answer part counts (after `</think>`; none when cut off while thinking).
+2. It is read after NFKC (full-width `Ｂ`, `：`) with the markup that wraps a letter removed:
+   `$`, `*`, backticks, `\\(`/`\\)`, `\\text{}`, `\\textbf{}`, `\\mathrm{}`, `\\mathbf{}`, `\\emph{}`.
+3. An answer statement is `\\boxed{..}`, `Answer: ..` ("Final answer:", "answer is: .."), "the
+   answer/option/choice is ..", "the correct option: ..", "(option) X is (the) correct" or
+   "X is the answer". What follows is a letter token (`B`, `(B)`, `[B]`, `option B`, `b`) or an
+   option's text (`Answer: 2 m/s` is B when option B reads "2 m/s").
+4. A letter that starts a word is no letter (`D-mannose`, `C3`, `Because`, `i.e.`); for `A`, `I`
+   and lower-case letters neither is one followed by an ordinary word (`A number of ...`), save a
+   word that continues a commitment (`A because`, `A is correct`). A word that is itself an
+   option's text counts as that option.
+5. The LAST statement counts; earlier ones are drafts (a revision, a named distractor). "The answer
+   is X" framed as a guess in its own clause ("one might think", "tempting", "at first glance")
+   or followed by a condition ("would be A if") is no statement.
+6. A hedge is two different answers in the final statement (`A or B`, `A, C`, `B (or possibly
+   C)`), or two statements separated only by space or a connector (`\\boxed{A} or \\boxed{B}`).
+   It scores 0; the same letter twice is no hedge.
+7. With no statement, a last line that is an option line (`(C)`, `C.`, `C) 3 m/s` with that
+   option's text) counts, unless the line before is one too (a restated list).
+8. A letter beyond the number of choices is invalid.
 """
 
 from __future__ import annotations
@@ -99,7 +96,7 @@ class _Statement:
     framed: bool = False  # "the answer is X" as someone else's guess or a condition
 
 
-def clean(text: str) -> str:
+def _clean(text: str) -> str:
     """NFKC plus the markup that wraps a letter removed (`$D$`, `**B**`, `\\textbf{C}`)."""
     s = unicodedata.normalize("NFKC", text)
     for _ in range(3):  # nested \text{\textbf{B}}: at most three levels
@@ -116,7 +113,7 @@ def _norm(s: str) -> str:
 
 def _options(choices: Sequence[str] | None) -> list[str]:
     """Option texts as compared with the response: cleaned, lower-case, spaces collapsed."""
-    return [_norm(clean(c)) for c in choices or []]
+    return [_norm(_clean(c)) for c in (choices or [])[:26]]  # letters stop at Z
 
 
 def _option_text_at(text: str, pos: int, opts: list[str]) -> tuple[str, int] | None:
@@ -136,7 +133,7 @@ def _option_text_at(text: str, pos: int, opts: list[str]) -> tuple[str, int] | N
 
 
 def _letter_at(text: str, pos: int) -> tuple[str, int] | None:
-    """The letter token at `pos` under rule 3, with where it ends."""
+    """The letter token at `pos` under rule 4, with where it ends."""
     m = _LETTER.match(text, pos)
     if m is None:
         return None
@@ -148,13 +145,13 @@ def _letter_at(text: str, pos: int) -> tuple[str, int] | None:
 
 
 def _one_at(text: str, pos: int, opts: list[str]) -> tuple[str, int] | None:
-    """One answer at `pos`: an option's text (rule 3's exception) or a letter token."""
+    """One answer at `pos`: an option's text (rule 4's exception) or a letter token."""
     hit = _option_text_at(text, pos, opts) if opts else None
     return hit if hit is not None else _letter_at(text, pos)
 
 
 def _read_body(text: str, pos: int, opts: list[str]) -> tuple[list[str], int]:
-    """Answers offered from `pos` on: one, then any alternatives (rule 5). After a bare comma
+    """Answers offered from `pos` on: one, then any alternatives (rule 6). After a bare comma
     only a letter is an alternative: "B, 2 m/s" restates B's text, it offers nothing new."""
     hit = _one_at(text, pos, opts)
     if hit is None:
@@ -170,7 +167,7 @@ def _read_body(text: str, pos: int, opts: list[str]) -> tuple[list[str], int]:
 
 
 def _framed(text: str, start: int, end: int) -> bool:
-    """Rule 4: the sentence before the statement frames it as a guess, or a condition follows."""
+    """Rule 5: the sentence before the statement frames it as a guess, or a condition follows."""
     lo = max(start - 120, 0)  # bounded: a statement costs O(1) however long the text
     for m in _CLAUSE.finditer(text, lo, start):
         lo = m.end()  # the frame must be in the statement's own clause
@@ -197,7 +194,7 @@ def _statements(text: str, opts: list[str]) -> list[_Statement]:
 
 
 def _final_statement(stmts: list[_Statement], text: str) -> tuple[str, ...]:
-    """Rules 4-5: the last unframed statement, joined with the one before it when only a
+    """Rules 5-6: the last unframed statement, joined with the one before it when only a
     connector separates them."""
     live = [s for s in stmts if not s.framed]
     if not live:
@@ -216,7 +213,7 @@ def _final_statement(stmts: list[_Statement], text: str) -> tuple[str, ...]:
 
 
 def _option_line(text: str, opts: list[str]) -> tuple[str, ...]:
-    """Rule 6: the last non-empty line as an option line, unless it closes a restated list."""
+    """Rule 7: the last non-empty line as an option line, unless it closes a restated list."""
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
 
     def read(line: str) -> str | None:
@@ -242,7 +239,7 @@ def committed_letters(text: str, choices: Sequence[str] | None = None) -> list[s
     """The letters the final answer statement of `text` offers (upper-case, in order, no
     duplicates): one letter is an answer, several a hedge, none no answer. `choices` (option
     texts) lets an option's text stand for its letter."""
-    s, opts = clean(text), _options(choices)
+    s, opts = _clean(text), _options(choices)
     letters = _final_statement(_statements(s, opts), s)
     return list(letters or _option_line(s, opts))
 
