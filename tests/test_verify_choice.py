@@ -159,3 +159,16 @@ def test_long_response_reads_the_end():
     text = "Answer: A\n" * 50_000 + "Then again, Answer: B"
     assert committed_letters(text) == ["B"]
     assert committed_letters("Answer: B or " * 50_000) == ["B"]
+
+
+def test_vote_and_answer_keys_read_an_option_text_as_its_letter():
+    # majority voting (construct) and answer clustering (evaluate) use the same committed-answer
+    # rule as the verifier, with the problem's options
+    from vibethinker.construct.pipeline import final_answer
+    from vibethinker.evaluate.metrics import answer_key
+    from vibethinker.types import Problem
+
+    p = Problem(id="s", domain="stem", prompt="q", answer="B", choices=["1 m/s", "2 m/s", "3 m/s"])
+    assert final_answer("stem", "Answer: 2 m/s", p.choices) == "B"
+    assert answer_key(p, "Answer: 2 m/s") == "B"
+    assert final_answer("stem", "Answer: 2 m/s") is None  # without the options: no letter

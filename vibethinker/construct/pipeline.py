@@ -128,15 +128,15 @@ def decontam_queries(queries: list[Problem], ctx: Context) -> list[Problem]:
     return out
 
 
-def final_answer(domain: str, text: str) -> str | None:
+def final_answer(domain: str, text: str, choices: list[str] | None = None) -> str | None:
     """The answer a response commits to: math the last \\boxed{} of the answer part, stem the
-    single letter it commits to (None when it hedges)."""
+    single letter it commits to (an option's text counts as its letter; None when it hedges)."""
     part = answer_part(text)
     if part is None:
         return None
     if domain == "math":
         return last_boxed(part)
-    letters = set(committed_letters(part))
+    letters = set(committed_letters(part, choices))
     return letters.pop() if len(letters) == 1 else None
 
 
@@ -179,7 +179,7 @@ def label(queries: list[Problem], samples: list[list[str]], ctx: Context) -> lis
     for i, (q, texts) in enumerate(zip(queries, samples)):
         expanded = q.meta.get("axis") in AXES
         if q.domain in SAME:
-            v = majority_vote([final_answer(q.domain, t) for t in texts], SAME[q.domain])
+            v = majority_vote([final_answer(q.domain, t, q.choices) for t in texts], SAME[q.domain])
             q.meta.update(vote_margin=round(v.margin, 4), vote_share=round(v.share, 4))
             if expanded:
                 ok = v.label is not None and v.margin >= cfg.vote_min_margin

@@ -35,6 +35,8 @@ from typing import Any
 
 from vibethinker.algo.passk import avg_at_n, maj_at_k, pass_at_k
 from vibethinker.types import Group
+from vibethinker.verifiers.choice import committed_letters
+from vibethinker.verifiers.extract import answer_part, final_boxed
 
 VOTING_DOMAINS = ("math", "stem")
 _CORRECT = ("<correct>",)  # the cluster of verified-correct answers (a tuple: no string clash)
@@ -69,8 +71,6 @@ def _as_number(s: str) -> Fraction | None:
 def answer_key(problem: Any, response: str) -> str | None:
     """The normalised final answer of a response, None when it gives none (or for domains that
     have no votable answer)."""
-    from vibethinker.verifiers.extract import answer_part, final_boxed
-
     if problem.domain == "math":
         boxed = final_boxed(response)
         return normalize_answer(boxed) if boxed is not None else None
@@ -78,13 +78,7 @@ def answer_key(problem: Any, response: str) -> str | None:
         part = answer_part(response)
         if part is None:
             return None
-        try:
-            from vibethinker.verifiers.choice import committed_letters
-
-            letters = set(committed_letters(part))
-        except ImportError:  # fall back to the boxed content
-            boxed = final_boxed(response)
-            letters = {boxed.strip().strip("()")} if boxed else set()
+        letters = set(committed_letters(part, getattr(problem, "choices", None)))
         return letters.pop() if len(letters) == 1 else None
     return None
 
