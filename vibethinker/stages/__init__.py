@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -44,18 +43,51 @@ def register(
     return deco
 
 
+# Every stage of the package, name -> module (in recipe order): reading this dict tells which
+# file holds a stage; importing one stage does not import the others (`get`).
+MODULES: dict[str, str] = {
+    "construct": "construct",
+    "data": "data",
+    "model": "model",
+    "sft": "sft",
+    "probe_merge": "probe_merge",
+    "rl": "rl",
+    "distill": "distill",
+    "reward_model": "reward_model",
+    "eval": "eval",
+    "clr": "clr",
+    "headline": "headline",
+    "verify": "verify",
+}
+
+
+def _user_modules() -> list[str]:
+    """User stages: VIBETHINKER_STAGE_MODULES=pkg.mod1,pkg.mod2 (each calls `register`)."""
+    return [m.strip() for m in os.environ.get("VIBETHINKER_STAGE_MODULES", "").split(",") if m]
+
+
+def names() -> list[str]:
+    """Every stage name, without importing a stage module (user stages are imported)."""
+    for mod in _user_modules():
+        importlib.import_module(mod)
+    return sorted({*MODULES, *STAGES})
+
+
 def load_all() -> dict[str, StageSpec]:
-    """Import every module of this package (each registers its stages); lazily, on first use."""
-    for mod in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{mod.name}")
-    # User stages: VIBETHINKER_STAGE_MODULES=pkg.mod1,pkg.mod2 (each calls `register`).
-    for mod in filter(None, os.environ.get("VIBETHINKER_STAGE_MODULES", "").split(",")):
-        importlib.import_module(mod.strip())
+    """Import every stage module (each registers its stages)."""
+    for mod in dict.fromkeys(MODULES.values()):
+        importlib.import_module(f"{__name__}.{mod}")
+    for mod in _user_modules():
+        importlib.import_module(mod)
     return STAGES
 
 
 def get(name: str) -> StageSpec:
-    load_all()
+    if name in MODULES:
+        importlib.import_module(f"{__name__}.{MODULES[name]}")
+    else:
+        for mod in _user_modules():
+            importlib.import_module(mod)
     if name not in STAGES:
         from vibethinker.config import close_matches
 

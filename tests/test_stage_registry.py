@@ -1,0 +1,30 @@
+"""The static stage registry: every stage module is listed, and each registers what it says."""
+
+from __future__ import annotations
+
+import pkgutil
+
+from vibethinker import stages
+
+
+def test_every_stage_module_is_in_the_registry_and_registers_its_name():
+    files = {m.name for m in pkgutil.iter_modules(stages.__path__)}
+    assert set(stages.MODULES.values()) == files
+    registered = stages.load_all()
+    assert set(stages.MODULES) <= set(registered)
+    for name, mod in stages.MODULES.items():
+        assert registered[name].fn.__module__ == f"vibethinker.stages.{mod}", name
+
+
+def test_names_do_not_import_stage_modules():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from vibethinker import stages\n"
+        "n = stages.names()\n"
+        "print(len(n), any(m.startswith('vibethinker.stages.') for m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [str(len(stages.MODULES)), "False"]
