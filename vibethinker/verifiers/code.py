@@ -57,7 +57,6 @@ under these limits (every case, each possibly retried): batch.py's per-item limi
 
 from __future__ import annotations
 
-import codecs
 import os
 import secrets
 from collections.abc import Callable
@@ -81,7 +80,6 @@ _log = get_logger("verifiers.code")
 DEFAULT_TIMEOUT = 10.0  # s per stdin/stdout case, and per function-style check (whole check)
 DEFAULT_MEMORY_MB = 1024  # the paper is silent; typical judges allow 256 MB - 1 GB
 MAX_OUTPUT = 16 * 2**20  # bytes of stdout kept from a stdin/stdout run (also RLIMIT_FSIZE)
-CHUNK = 1 << 16  # bytes of captured output the comparison holds at a time
 STARTUP_SLACK_S = 30.0  # backstop room for starting a sandbox on a loaded machine
 
 T = TypeVar("T")
@@ -97,55 +95,6 @@ def backstop(problem: Problem, timeout: float = DEFAULT_TIMEOUT) -> float:
     sandbox), plus start-up slack. Slow but correct solutions finish inside it."""
     cases = len(problem.tests or []) + int(bool(problem.test_code and problem.entry_point))
     return max(1, cases) * 2 * timeout + STARTUP_SLACK_S
-
-
-def normalize_output(text: str) -> list[str]:
-    """Lines with trailing whitespace removed, trailing empty lines dropped."""
-    lines = [ln.rstrip() for ln in text.replace("\r\n", "\n").split("\n")]
-    while lines and not lines[-1]:
-        lines.pop()
-    return lines
-
-
-def output_matches(fd: int, expected: str, limit: int = MAX_OUTPUT) -> bool:
-    """Whether the output captured in `fd` equals `expected` up to trailing whitespace per line
-    and trailing empty lines (the rule of `normalize_output`, decoded as UTF-8 with
-    replacement), read in CHUNK-sized pieces from offset 0 with an exit at the first difference.
-    Memory: one chunk plus the expected output, whatever the program printed; time: linear in
-    the bytes read, and past the expected lines only whitespace is read on (in C)."""
-    want = normalize_output(expected)
-    dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    k, head, off = 0, "", 0  # current line, its first len(want[k]) chars, bytes read
-    while True:
-        b = os.pread(fd, min(CHUNK, limit - off), off) if off < limit else b""
-        off += len(b)
-        text = dec.decode(b, final=not b)
-        pos = 0
-        while pos < len(text):
-            if k >= len(want):  # past the expected lines: only whitespace may follow
-                if not text[pos:].isspace():
-                    return False
-                break
-            nl = text.find("\n", pos)
-            seg = text[pos : len(text) if nl < 0 else nl]
-            room = len(want[k]) - len(head)
-            if room > 0:
-                head += seg[:room]
-                seg = seg[room:]
-                if not want[k].startswith(head):
-                    return False
-            if seg and not seg.isspace():  # beyond the expected line: trailing whitespace only
-                return False
-            if nl < 0:
-                break
-            if head != want[k]:
-                return False
-            k, head, pos = k + 1, "", nl + 1
-        if not b:
-            break
-    if k < len(want) and head == want[k]:  # the last line had no newline
-        k += 1
-    return k >= len(want)
 
 
 def _run(
