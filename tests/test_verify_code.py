@@ -195,8 +195,6 @@ def test_codec_round_trip_and_strictness():
             ns["dec"](garbage)
 
 
-
-
 def test_sandbox_none_warns_and_still_works(caplog):
     with caplog.at_level(logging.WARNING, logger="vibethinker"):
         s = verify_code(ADD_FN, block("def add(a, b):\n    return a + b"), sandbox="none")

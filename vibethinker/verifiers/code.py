@@ -213,7 +213,9 @@ def _verify_function(problem: Problem, code: str, mode: str, limits: sb.Limits) 
     missing = missing_names(prompt, test, entry)
     if missing:
         _log.warning("%s: the test needs %s, defined by no trusted code", problem.id, missing)
-        return Score(0.0, False, "unverifiable", "undefined in prompt and test: " + ",".join(missing))
+        return Score(
+            0.0, False, "unverifiable", "undefined in prompt and test: " + ",".join(missing)
+        )
     ok, reason = run_function_check(
         code, test, entry, mode, limits, prompt, lcb=grader_of(problem) == "lcb"
     )
