@@ -64,19 +64,46 @@ def _compiles(src: str) -> bool:
     return True
 
 
+PY_TAGS = ("", "python", "py", "python3", "py3")
+MAX_FENCES = 200  # fences of a prompt looked at as possible openers
+
+
+def _python_spans(text: str) -> list[str]:
+    """Every "```python" (or untagged) fence taken as an opener, its text up to the next fence or
+    the end: finds the code when prose before it has a fence of its own ("in a ```python code
+    block") that throws the pairing of `fenced_blocks` off."""
+    out, pos = [], 0
+    for _ in range(MAX_FENCES):
+        i = text.find("```", pos)
+        if i < 0:
+            break
+        j = i + 3
+        while j < len(text) and (text[j].isalnum() or text[j] in "_+.-"):
+            j += 1
+        nl = text.find("\n", j)
+        if nl < 0:
+            break
+        end = text.find("```", nl + 1)
+        if text[i + 3 : j].lower() in PY_TAGS:
+            out.append(text[nl + 1 : end if end >= 0 else len(text)])
+        pos = i + 3
+    return out
+
+
 @functools.lru_cache(maxsize=4096)
 def _prompt_code(prompt: str) -> str:
-    blocks = [b for lang, b in fenced_blocks(prompt) if lang.lower() in ("", "python", "py")]
-    for b in reversed(blocks):  # the last python block that compiles (not a `>>>` example)
-        if _compiles(b):
+    blocks = [b for lang, b in fenced_blocks(prompt) if lang.lower() in PY_TAGS]
+    for b in [*reversed(blocks), *reversed(_python_spans(prompt))]:
+        if b.strip() and _compiles(b):  # the last python block that compiles (not `>>>` ones)
             return b
     return prompt if _compiles(prompt) else ""
 
 
 def trusted_prompt(problem: Problem) -> str:
     """The problem's own code that the test may rely on (HumanEval's helpers such as `poly`):
-    the adapters' `meta["code_prompt"]`, else the prompt's last python block that compiles, else
-    the prompt itself when it compiles, else "" (a prose prompt)."""
+    the adapters' `meta["code_prompt"]`, else the prompt's last python block that compiles (a
+    fence in the prose before it tolerated), else the prompt itself when it compiles, else ""
+    (a prose prompt)."""
     c = (problem.meta or {}).get("code_prompt")
     if isinstance(c, str):
         return c if _compiles(c) else ""
