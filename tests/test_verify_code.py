@@ -449,10 +449,12 @@ def test_streaming_comparison_agrees_with_lcb_rule(out, want):
         os.close(fd)
 
 
-def test_streaming_comparison_agrees_on_random_outputs():
+@pytest.mark.parametrize("chunk", [1 << 16, 1, 3])
+def test_streaming_comparison_agrees_on_random_outputs(chunk, monkeypatch):
     import os
     import random
 
+    monkeypatch.setattr(code_rules, "CHUNK", chunk)  # small chunks: lines and chars split
     rng = random.Random(9)
     alphabet = ["a", "1", " ", "\t", "\n", "\r", "\r\n", "\u00a0", "\xff", "\u2028", "é", ".0"]
     for _ in range(300):

@@ -27,6 +27,7 @@ import codecs
 import dis
 import functools
 import os
+import re
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from types import CodeType
@@ -36,6 +37,7 @@ from vibethinker.verifiers.extract import fenced_blocks
 
 GRADERS = ("lcb", "humaneval")
 CHUNK = 1 << 16  # bytes of captured output held at a time
+_NON_SPACE = re.compile(r"\S")  # str.isspace()'s whitespace, as str.strip() strips it
 MIN_LINE_CAP = 1 << 16  # chars a stripped output line may have (or 4x the longest expected)
 # Names the sandboxed interpreter always has although `dir(builtins)` on the host may not.
 ALWAYS_DEFINED = frozenset(dir(builtins)) | {"exit", "quit", "__file__", "__builtins__"}
@@ -162,28 +164,42 @@ def lines_equal(got: str, want: str) -> bool:
         return False
 
 
-def _stripped_lines(fd: int, limit: int, cap: int) -> Iterator[str | None]:
-    """The captured output's lines (split at "\\n"), each stripped, read in CHUNK pieces from
-    offset 0; None (then stop) for a line longer than `cap` once stripped."""
+def _stripped_lines(fd: int, limit: int, cap: int) -> Iterator[tuple[int, str | None]]:
+    """The captured output's non-blank lines (split at "\\n"), each stripped, with the number
+    of blank lines before it: (blanks, line), read in CHUNK pieces from offset 0. Runs of
+    whitespace are skipped in C (a regex search and a count), so a program that prints millions
+    of blank lines costs milliseconds. (blanks, None), then stop, for a line longer than `cap`
+    once stripped."""
     dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    buf, off = "", 0
+    buf, blanks, off = "", 0, 0
     while True:
         b = os.pread(fd, min(CHUNK, limit - off), off) if off < limit else b""
         off += len(b)
-        parts = dec.decode(b, final=not b).split("\n")
-        for i, part in enumerate(parts):
-            buf = buf + part if buf else part.lstrip()
+        text = dec.decode(b, final=not b)
+        pos = 0
+        while pos < len(text):
+            if not buf:  # at the start of a line: skip its leading whitespace (and blank lines)
+                m = _NON_SPACE.search(text, pos)
+                end = m.start() if m else len(text)
+                blanks += text.count("\n", pos, end)
+                pos = end
+                if m is None:
+                    break
+            nl = text.find("\n", pos)
+            buf += text[pos : nl if nl >= 0 else len(text)]
             if len(buf) > cap:
                 buf = buf.rstrip()
                 if len(buf) > cap:
-                    yield None
+                    yield blanks, None
                     return
-            if i < len(parts) - 1:
-                yield buf.rstrip()
-                buf = ""
+            if nl < 0:
+                break
+            yield blanks, buf.rstrip()
+            buf, blanks, pos = "", 0, nl + 1
         if not b:
             break
-    yield buf.rstrip()
+    if buf.strip():
+        yield blanks, buf.strip()
 
 
 def lcb_output_matches(fd: int, expected: str, limit: int) -> bool:
@@ -195,19 +211,15 @@ def lcb_output_matches(fd: int, expected: str, limit: int) -> bool:
     if want == [""]:
         want = []
     cap = max(4 * max((len(w) for w in want), default=0), MIN_LINE_CAP)
-    k, blank, started = 0, 0, False
-    for line in _stripped_lines(fd, limit, cap):
+    k, started = 0, False
+    for blanks, line in _stripped_lines(fd, limit, cap):
         if line is None:
             return False
-        if not line:
-            blank += started  # inner blank lines count; leading and trailing ones do not
-            continue
-        started = True
-        for _ in range(blank):
-            if k >= len(want) or want[k]:
+        if started and blanks:  # inner blank lines count; leading and trailing ones do not
+            if k + blanks > len(want) or any(want[k : k + blanks]):
                 return False
-            k += 1
-        blank = 0
+            k += blanks
+        started = True
         if k >= len(want) or not lines_equal(line, want[k]):
             return False
         k += 1
