@@ -141,6 +141,10 @@ STDIO: dict[str, tuple[list[tuple[str, str]], dict[str, str]]] = {
             "    print(' '.join('1.0' if i == j else '0.00' for j in range(n)))",
             "one-line": "n = int(input())\n"
             "print(' '.join('1' if i == j else '0' for i in range(n) for j in range(n)))",
+            "nbsp-separator": "n = int(input())\nfor i in range(n):\n"
+            "    print('\\u00a0'.join('1' if i == j else '0' for j in range(n)))",
+            "fullwidth-digits": "n = int(input())\nfor i in range(n):\n"
+            "    print(' '.join('\\uff11' if i == j else '\\uff10' for j in range(n)))",
             "transposed-wrong": "n = int(input())\nfor i in range(n):\n"
             "    print(' '.join('0' if i == j else '1' for j in range(n)))",
         },

@@ -43,6 +43,10 @@ DECISIONS: dict[str, tuple[bool, str]] = {
         True,
         "LCB keeps the 4300-digit int->str limit; a judge doesn't",
     ),
+    "lcb-stdio/sum/sys-exit-1": (False, "a nonzero exit status is a runtime error (judges)"),
+    "lcb-stdio/yesno/exit-code-3": (False, "a nonzero exit status is a runtime error (judges)"),
+    "lcb-stdio/grid/nbsp-separator": (False, "numbers are ASCII tokens: LCB splits at U+00A0"),
+    "lcb-stdio/grid/fullwidth-digits": (False, "numbers are ASCII tokens: LCB reads U+FF11 as 1"),
     "lcb-stdio/sum/numpy": (False, "numpy is not in the sandbox's interpreter path (bwrap.py)"),
     "lcb-fn/pairsum/numpy": (False, "numpy is not in the sandbox's interpreter path (bwrap.py)"),
     "humaneval/32/redefined-poly": (

@@ -67,12 +67,15 @@ def test_stdio_reasons():
     assert verify_code(ADD_STDIO, "no code here").reason == "no_code_block"
     s = verify_code(ADD_STDIO, block("while True:\n    pass"), timeout=1.0)
     assert s.reason == "timeout" and not s.correct
-    # the right output and a failing exit status: SystemExit of any code ends the program
-    # normally (LiveCodeBench's grader swallows it), an exit that skips it does not
-    sys_exit = "a, b = map(int, input().split())\nprint(a + b, flush=True)\nimport sys\nsys.exit(3)"
-    assert verify_code(ADD_STDIO, block(sys_exit)).correct
-    bad_exit = sys_exit.replace("import sys\nsys.exit(3)", "import os\nos._exit(3)")
-    assert verify_code(ADD_STDIO, block(bad_exit)).reason == "runtime_error"
+    # the right output but a failing exit status is not a pass (LiveCodeBench's grader ignores
+    # a SystemExit's code; judges and we do not), exit() and quit() are normal ends
+    for tail in ("import sys\nsys.exit(3)", "import os\nos._exit(3)"):
+        bad_exit = "a, b = map(int, input().split())\nprint(a + b, flush=True)\n" + tail
+        assert verify_code(ADD_STDIO, block(bad_exit)).reason == "runtime_error"
+    for tail in ("exit()", "quit()", "exit(0)"):
+        assert verify_code(
+            ADD_STDIO, block("a, b = map(int, input().split())\nprint(a + b)\n" + tail)
+        ).correct
     # sys.exit(0) after a correct answer is a normal end of program
     good_exit = "a, b = map(int, input().split())\nprint(a + b)\nimport sys\nsys.exit(0)"
     assert verify_code(ADD_STDIO, block(good_exit)).correct
@@ -392,12 +395,14 @@ def _memfd(data: bytes) -> int:
 def lcb_rule(out: str, want: str) -> bool:
     """LiveCodeBench's stdin/stdout check, written out whole (the spec the streaming
     comparison must agree with): strip, split at newlines, strip each line, same line count,
-    each line equal as text or as a list of decimals."""
+    each line equal as text or (ASCII lines only, stricter than LCB) as a list of decimals."""
 
     def lines(v: str) -> list[str]:
         return [ln.strip() for ln in v.strip().split("\n")]
 
     def decimals(line: str) -> list[Decimal] | None:
+        if not line.isascii():  # our one departure: numbers are ASCII tokens
+            return None
         try:
             return [Decimal(t) for t in line.split()]
         except ArithmeticError:
@@ -437,6 +442,9 @@ def output_matches(fd: int, want: str) -> bool:
         ("1 2\n", "1\n2"),
         ("inf nan\n", "inf nan"),
         ("1e400\n", "1e401"),
+        ("1\u00a02\n", "1 2"),
+        ("\uff11 2\n", "1 2"),
+        ("1 2\u00a0\n", "1 2"),
     ],
 )
 def test_streaming_comparison_agrees_with_lcb_rule(out, want):

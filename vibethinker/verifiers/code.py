@@ -19,7 +19,7 @@ Why the verdict can be trusted (the submission is adversarial; see tests/test_sa
   captured file in 64 KB chunks and stops at the first difference: whatever the program
   printed, the grader holds one chunk, one line (capped) and the expected output, never the
   program's whole output. Expected outputs never enter the sandbox. The exit status must also
-  be 0 (a SystemExit of any code gives 0, as LCB swallows it), but it is never sufficient.
+  be 0 (stricter than LCB, which ignores a SystemExit's code), but it is never sufficient.
 - function-style tests (`problem.test_code` defining `check(candidate)`, `problem.entry_point`):
   one sandbox, two processes. The sandbox's first process forks: the child becomes the SERVER
   (switches to a fresh random uid, closes every grader fd, points 0/1/2 at /dev/null), the parent
@@ -158,8 +158,8 @@ DETAIL_BYTES = 256  # output kept for Score.detail (evaluation only; never shown
 
 
 def _verify_stdio(code: str, tests: list[dict[str, str]], mode: str, limits: sb.Limits) -> Score:
-    """Every case under LiveCodeBench's rules (code_rules.lcb_output_matches): the exit status
-    must be 0, which a SystemExit of any code gives under those rules (LCB swallows it)."""
+    """Every case under LiveCodeBench's rules (code_rules.lcb_output_matches); the exit status
+    must be 0 (LCB swallows a SystemExit of any code: a listed difference, docs/VERIFY_CODE.md)."""
     for case in tests:
         want, stdin = str(case.get("output", "")), str(case.get("input", ""))
         rc, res = _run(

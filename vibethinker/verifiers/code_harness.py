@@ -55,8 +55,8 @@ def _prepare(g, code, lcb):
 
 # stdin/stdout: read "flags\n" + the program from CODE_FD, run it as a real __main__ module (so
 # multiprocessing can pickle its functions) with the test's stdin/stdout. Flag "L": LCB rules
-# (LCB_IMPORTS when named; SystemExit, whatever its code, ends the program normally, as LCB's
-# grader swallows it).
+# (LCB_IMPORTS when named, recursion limit). A SystemExit of nonzero code stays a nonzero exit
+# status (a runtime error, as judges count it), although LCB's grader swallows it.
 RUNNER = r"""
 _drop(0)
 import os, sys
@@ -74,13 +74,7 @@ _m.__builtins__ = _bi
 sys.modules["__main__"] = _m
 _code = compile(src, "solution.py", "exec")
 _prepare(_m.__dict__, _code, b"L" in flags)
-if b"L" in flags:
-    try:
-        exec(_code, _m.__dict__)
-    except SystemExit:
-        pass
-else:
-    exec(_code, _m.__dict__)
+exec(_code, _m.__dict__)
 """
 
 # Function-style, submission side (the forked child): import the program, then answer requests.

