@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import builtins
 import codecs
-import dis
 import functools
 import os
 import re
+import symtable
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
-from types import CodeType
 
 from vibethinker.types import Problem
 from vibethinker.verifiers.extract import fenced_blocks
@@ -112,17 +111,33 @@ def trusted_prompt(problem: Problem) -> str:
     return _prompt_code(problem.prompt or "")
 
 
-def _scan(code: CodeType, loads: set[str], stores: set[str]) -> bool:
-    """Global names `code` (and its nested code) reads and binds; False on `import *`."""
-    for ins in dis.get_instructions(code):
-        op = ins.opname
-        if op in ("LOAD_GLOBAL", "LOAD_NAME"):
-            loads.add(str(ins.argval))
-        elif op in ("STORE_NAME", "STORE_GLOBAL", "DELETE_NAME", "DELETE_GLOBAL"):
-            stores.add(str(ins.argval))
-        elif op == "IMPORT_STAR":
-            return False
-    return all(_scan(c, loads, stores) for c in code.co_consts if isinstance(c, CodeType))
+_STAR_IMPORT = re.compile(r"\bimport\s*\*|\bimport\s*\(\s*\*")
+
+
+def _scan(src: str, loads: set[str], stores: set[str]) -> bool:
+    """Global names `src` reads (module level, or declared or implicitly global in a function,
+    class or comprehension) and binds (module level, or `global` and assigned); from its symbol
+    tables, no bytecode walk. False on `import *` (any name may be bound)."""
+    if _STAR_IMPORT.search(src):
+        return False
+    stack = [symtable.symtable(src, "code.py", "exec")]
+    while stack:
+        t = stack.pop()
+        module = t.get_type() == "module"
+        for sym in t.get_symbols():
+            name = sym.get_name()
+            if module:
+                if sym.is_assigned() or sym.is_imported():
+                    stores.add(name)
+                if sym.is_referenced():
+                    loads.add(name)
+            else:
+                if sym.is_global() and sym.is_referenced():
+                    loads.add(name)
+                if sym.is_declared_global() and sym.is_assigned():
+                    stores.add(name)
+        stack.extend(t.get_children())
+    return True
 
 
 @functools.lru_cache(maxsize=4096)
@@ -133,12 +148,11 @@ def missing_names(prompt: str, test_code: str, entry_point: str) -> tuple[str, .
     loads: set[str] = set()
     stores: set[str] = set()
     try:
-        code = compile(test_code, "test.py", "exec", dont_inherit=True)
+        if not _scan(test_code, loads, stores):
+            return ()
     except (SyntaxError, ValueError):
         return ()
-    if prompt and not _scan(compile(prompt, "prompt.py", "exec", dont_inherit=True), set(), stores):
-        return ()
-    if not _scan(code, loads, stores):
+    if prompt and not _scan(prompt, set(), stores):
         return ()
     head = entry_point.partition(".")[0]
     return tuple(sorted(loads - stores - ALWAYS_DEFINED - {entry_point, head}))
