@@ -605,3 +605,25 @@ def test_a_sandbox_cgroup_gets_a_cpu_quota():
             assert int(f.read()) == 50_000
     finally:
         cg.remove()
+
+
+def test_missing_names_are_the_globals_no_trusted_code_binds():
+    miss = code_rules.missing_names
+    test = (
+        "import math\n"
+        "K = 2\n"
+        "def check(candidate):\n"
+        "    global G\n"
+        "    G = 1\n"
+        "    xs = [poly(x) for x in range(K)]\n"
+        "    assert math.fabs(candidate(xs)) < G and helper() and Solution\n"
+        "class T:\n"
+        "    a = 1\n"
+        "    b = a + W\n"
+    )
+    # attributes (fabs), locals, builtins, bound names and the entry point's class are not asked
+    assert miss("", test, "Solution.f") == ("W", "helper", "poly")
+    assert miss("def poly(x):\n    return x\nhelper = len\nW = 0\n", test, "Solution.f") == ()
+    # a star import may bind anything; broken test code is the harness's to report
+    assert miss("from helpers import *\n", test, "f") == ()
+    assert miss("", "def check(c) assert", "f") == ()
