@@ -30,10 +30,15 @@ USAGE = """usage: vibethinker plan RECIPE.yaml [gpus=N] [gpu_mem_gb=M | gpu=NAME
                         [prompt_tokens=T] [recipe overrides: model=..., <stage>.<key>=...]
 
 Predicted peak memory per device for every stage of the recipe, whether it fits, and the knob
-that makes it fit. gpus: processes under torchrun (FSDP2 for the training stages; default 1);
-gpu_mem_gb: memory per device (default 80) or gpu= one of {gpus}; device=cpu: fp32 on CPU (the
-arithmetic scripts/plan_check.py measures); prompt_tokens: the assumed prompt length (2048).
-Exit status 0 when every stage fits, 1 when one needs a knob."""
+that makes it fit.
+
+  gpus=N          processes under torchrun (FSDP2 for the training stages); default 1
+  gpu_mem_gb=M    memory per device in GB; default 80
+  gpu=NAME        instead of gpu_mem_gb: {gpus}
+  device=cpu      fp32 on CPU (the arithmetic scripts/plan_check.py measures)
+  prompt_tokens=T the assumed prompt length of sampled and RL rows; default 2048
+
+Exit status 0 when every stage fits, 1 when one needs a knob, 2 for bad input."""
 
 
 @dataclass
@@ -261,7 +266,10 @@ def cmd_plan(args: list[str], values: dict[str, str], show_help: bool = False) -
         raise ConfigError(f"plan: one recipe, got {args}; options are key=value")
     own = {k: values.pop(k) for k in list(values) if k in PLAN_KEYS}
     gpus, mem, cuda = parse_gpu(own)
-    prompt = int(own.get("prompt_tokens", "2048"))
+    prompt = own.get("prompt_tokens", "2048")
+    if not prompt.isdigit() or int(prompt) < 1:
+        raise ConfigError(f"plan: prompt_tokens={prompt!r}: expected a whole number of tokens")
+    prompt = int(prompt)
     recipe = load_recipe(args[0], values)
     if not lookup(recipe.model or ""):
         lookup_err = f"recipe {recipe.path}: model {recipe.model!r}"
