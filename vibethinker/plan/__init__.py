@@ -280,5 +280,5 @@ def cmd_plan(args: list[str], values: dict[str, str], show_help: bool = False) -
     print(format_table(plans, gpus, mem, cuda))
     ck = ckpt_table(plans, recipe, gpus, mem, cuda)
     if ck:
-        print("\nActivation checkpointing (training stages, update phase, GB):\n" + ck)
+        print("\nActivation checkpointing (training stages, update phase, GB):\n\n" + ck)
     return 0 if all(sp.fits is not False for sp in plans) else 1

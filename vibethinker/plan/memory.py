@@ -16,7 +16,8 @@ Activation bytes per token and layer, Qwen2 layer as transformers runs it (sdpa 
 With activation checkpointing a layer keeps only its fp32 input (4 h B per token); backward
 recomputes one layer at a time (factor `RECOMPUTE` of one layer's activations, measured on CPU).
 A packed row's block-diagonal mask is [len, len] bool; CPU's sdpa then builds one layer's fp32
-scores at a time (heads x len^2 x 4 B, measured); CUDA's kernels keep no score matrix.
+scores at a time (heads x len^2 x 4 B, measured); CUDA's kernels keep no score matrix. The LM
+head's logits and a recomputed layer are never alive together: the larger counts.
 """
 
 from __future__ import annotations
@@ -62,41 +63,59 @@ def layer_act_bytes(s: ModelShape, cuda: bool) -> float:
     return 4.0 * 6 * h + 2.0 * (7 * h + 2 * kv + 4 * i)
 
 
-def train_state(s: ModelShape, gpus: int, cuda: bool, lora_r: int = 0) -> list[Term]:
-    """Weights, gradients and AdamW moments per device. Full fine-tuning: 16 B/param fp32,
-    sharded over `gpus` by FSDP2; LoRA: frozen fp32 weights replicated (DDP), 16 B per adapter
-    parameter. On CUDA the bf16 copies of the weights: autocast's cache on one device, FSDP2's
-    unsharded layers (two at a time) and root (embedding/head with its fp32 gradient) on N."""
-    p = s.params()
+def train_state(s: ModelShape, gpus: int, cuda: bool, lora_r: int = 0, grads: str = "all",
+                ckpt: bool = True) -> list[Term]:  # fmt: skip
+    """Weights, AdamW moments and gradients per device. Full fine-tuning: fp32, 12 B/param
+    plus 4 B/param of gradients, sharded over `gpus` by FSDP2; LoRA: frozen fp32 weights
+    replicated (DDP), 16 B per adapter parameter. `grads`: "all" (after backward), "head" (when
+    backward has reached only the LM head/embedding) or "none" (between steps). On CUDA the bf16
+    weight copies: on one device those the backward holds (every layer's without checkpointing,
+    only the head's with it); under FSDP2 the unsharded root (embedding/head with its fp32
+    gradient) and two unsharded layers."""
+    p, n = s.params(), gpus
+    shard = f", /{n}" if n > 1 else ""
     if lora_r:
         out = [Term("weights (fp32, frozen)", 4.0 * p),
                Term("LoRA adapters + grads + AdamW", 16.0 * s.lora_params(lora_r))]  # fmt: skip
-        return out + ([Term("bf16 weight copies (autocast)", 2.0 * p)] if cuda else [])
-    out = [Term(f"weights+grads+AdamW (fp32{f', /{gpus}' if gpus > 1 else ''})", 16.0 * p / gpus)]
-    if cuda and gpus == 1:
-        out.append(Term("bf16 weight copies (autocast)", 2.0 * p))
+    else:
+        out = [Term(f"weights + AdamW moments (fp32{shard})", 12.0 * p / n)]
+        if grads == "all":
+            out.append(Term(f"gradients (fp32{shard})", 4.0 * p / n))
+        elif grads == "head":
+            out.append(Term("gradients so far (LM head)", 4.0 * s.embed_params() / n))
+    if cuda and (n == 1 or lora_r):
+        out.append(Term("bf16 weight copies (autocast)", 2.0 * (s.embed_params() if ckpt else p)))
     elif cuda:
         root = 6.0 * s.embed_params() + 2 * 2.0 * s.layer_params()
         out.append(Term("FSDP2 unsharded root + 2 layers", root))
     return out
 
 
-def activations(s: ModelShape, tokens: int, ckpt: bool, cuda: bool) -> float:
-    """Activation bytes of one forward/backward over `tokens` tokens (all rows of a micro-batch)."""
-    per_layer = layer_act_bytes(s, cuda) * tokens
+def saved_activations(s: ModelShape, tokens: int, ckpt: bool, cuda: bool) -> float:
+    """Activations kept from the forward until backward reaches them: every layer's (no
+    checkpointing) or only each layer's fp32 input (checkpointing)."""
     if not ckpt:
-        return s.layers * per_layer
-    return s.layers * 4.0 * s.hidden * tokens + RECOMPUTE * per_layer
+        return s.layers * layer_act_bytes(s, cuda) * tokens
+    return s.layers * 4.0 * s.hidden * tokens
 
 
-def attention_extra(s: ModelShape, rows: int, row_len: int, masked: bool, cuda: bool) -> float:
-    """Square-in-length terms of packed rows: the dense bool block-diagonal mask [len, len]
-    (transformers builds it from the restarting position ids) and, on CPU, one layer's fp32
-    attention scores at a time (measured: not kept per layer, checkpointing or not)."""
-    if not masked:
-        return 0.0
-    mask = float(rows) * row_len * row_len
-    return mask if cuda else mask + 4.0 * s.heads * rows * row_len * row_len
+def activations(s: ModelShape, tokens: int, ckpt: bool, cuda: bool) -> float:
+    """All activation bytes of one forward/backward over `tokens` tokens: the saved ones plus,
+    with checkpointing, the one layer backward recomputes at a time."""
+    extra = RECOMPUTE * layer_act_bytes(s, cuda) * tokens if ckpt else 0.0
+    return saved_activations(s, tokens, ckpt, cuda) + extra
+
+
+def mask_bytes(rows: int, row_len: int, masked: bool) -> float:
+    """A packed row's dense bool block-diagonal mask [len, len] (transformers builds it from the
+    restarting position ids), one per row."""
+    return float(rows) * row_len * row_len if masked else 0.0
+
+
+def cpu_scores(s: ModelShape, rows: int, row_len: int, masked: bool, cuda: bool) -> float:
+    """CPU sdpa with a mask builds one layer's fp32 scores at a time (measured: not kept per
+    layer); CUDA's kernels keep no score matrix."""
+    return 4.0 * s.heads * rows * row_len * row_len if masked and not cuda else 0.0
 
 
 def head_logits(s: ModelShape, positions: int, chunk: int) -> float:
@@ -142,15 +161,26 @@ class Step:
 
 
 def train_phase(s: ModelShape, st: Step, gpus: int, cuda: bool, name: str = "update") -> Phase:
-    """Peak of one training micro-step: optimizer state + activations + LM head + masks."""
+    """Peak of one training micro-step: the larger of (a) backward at the LM head (saved
+    activations, masks, gradients of the head only) and (b) the optimizer step (all gradients).
+    In (a) the head's logits and a recomputed layer (with CPU's attention scores) are never
+    alive together (the head's backward ends before the layers' begins; measured on CPU), so
+    the larger of the two counts."""
     tokens = st.rows * st.row_len
-    ph = Phase(name, list(train_state(s, gpus, cuda, st.lora_r)))
-    ckpt_txt = "checkpointed" if st.ckpt else "no checkpointing"
-    ph.add(f"activations ({tokens} tok, {ckpt_txt})", activations(s, tokens, st.ckpt, cuda))
-    ph.add("attention mask/scores", attention_extra(s, st.rows, st.row_len, st.masked, cuda))
+    ph = Phase(name, train_state(s, gpus, cuda, st.lora_r, "head", st.ckpt))
+    kept = "layer inputs, checkpointed" if st.ckpt else "every layer"
+    ph.add(f"saved activations ({tokens} tok, {kept})",
+           saved_activations(s, tokens, st.ckpt, cuda))  # fmt: skip
+    ph.add("attention masks", mask_bytes(st.rows, st.row_len, st.masked))
     what = f"chunks of {st.chunk}" if st.chunk and st.head_positions > st.chunk else "at once"
-    ph.add(f"LM head ({st.head_positions} pos, {what})", head_logits(s, st.head_positions,
-                                                                     st.chunk))  # fmt: skip
+    head = head_logits(s, st.head_positions, st.chunk)
+    layer = activations(s, tokens, st.ckpt, cuda) - saved_activations(s, tokens, st.ckpt, cuda)
+    layer += cpu_scores(s, st.rows, st.row_len, st.masked, cuda)
+    if head >= layer:
+        ph.add(f"LM head ({st.head_positions} pos, {what})", head)
+    else:
+        ph.add("one recomputed layer (+ CPU attention scores)", layer)
     if st.gather:
         ph.add("gathered response hidden states", 16.0 * s.hidden * st.head_positions)
-    return ph
+    step = Phase(f"{name} (optimizer step)", train_state(s, gpus, cuda, st.lora_r, "all", True))
+    return ph if ph.total >= step.total else step

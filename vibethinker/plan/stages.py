@@ -141,9 +141,7 @@ def est_rl(cfg: Any, ctx: Context) -> list[Phase]:
     upd = train_phase(s, step, gpus, ctx.cuda)
     if cfg.kl_coef or cfg.log_ref_kl:
         upd.add("frozen reference model (fp32)", 4.0 * s.params())
-    roll = Phase("rollout")
-    for t in train_state(s, gpus, False, cfg.lora_r):  # weights + moments, gradients freed
-        roll.add(t.name.replace("grads+", ""), t.bytes * (12 / 16 if not cfg.lora_r else 1))
+    roll = Phase("rollout", train_state(s, gpus, False, cfg.lora_r, grads="none"))
     colocated = cfg.engine == "vllm" and cfg.vllm_mode == "colocate"
     if cfg.engine == "hf":
         if gpus > 1:
@@ -181,7 +179,7 @@ def est_reward_model(cfg: Any, ctx: Context) -> list[Phase]:
     head (no vocabulary term)."""
     s = _shape(cfg.model, ctx, "reward_model.model")
     rows = 2 * cfg.batch
-    ph = Phase("update", list(train_state(s, 1, ctx.cuda)))
+    ph = Phase("update", train_state(s, 1, ctx.cuda, ckpt=False))
     ph.add(f"activations ({rows} x {cfg.max_len} tok)",
            activations(s, rows * cfg.max_len, False, ctx.cuda))  # fmt: skip
     return [ph]
