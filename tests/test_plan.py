@@ -148,7 +148,7 @@ def test_one_gpu_recipe_first_stages_run_on_cpu_with_the_tiny_model(tmp_path):
     """model=<run_dir>/tiny_model swaps the tiny model in: data, model and two steps of sft1."""
     run_dir = tmp_path / "run"
     over = {"run_dir": str(run_dir), "model": f"{run_dir}/tiny_model", "sft1.max_steps": "2",
-            "sft1.max_len": "1024", "sft1.device": "cpu"}  # fmt: skip
+            "sft1.max_len": "1024"}  # fmt: skip
     rec = load_recipe(ONE_GPU, over)
     for ps in rec.stages[:3]:
         stage_registry.get(ps.stage).fn(ps.config)
