@@ -158,3 +158,29 @@ def test_one_gpu_recipe_first_stages_run_on_cpu_with_the_tiny_model(tmp_path):
     # the first stages' model is the tiny one, not the 1.5B of the recipe
     shape = lookup(str(run_dir / "tiny_model"))
     assert isinstance(shape, ModelShape) and shape.params() < 5e6
+
+
+def test_rl_reads_the_token_budget_key_when_the_config_has_it():
+    from vibethinker.plan.stages import rl_micro_rows
+    from vibethinker.train.rl_config import RLConfig
+
+    budget = dataclasses.make_dataclass(
+        "Budgeted", [("max_tokens_per_micro", int, 0)], bases=(RLConfig,)
+    )
+    seq = 2048 + 16384
+    # without the key: micro_batch rows; with it: as many whole rows as the budget holds (>= 1)
+    assert rl_micro_rows(RLConfig(micro_batch=4), seq, 1) == 4
+    assert rl_micro_rows(budget(micro_batch=4, max_tokens_per_micro=40000), seq, 1) == 2
+    assert rl_micro_rows(budget(micro_batch=4, max_tokens_per_micro=1000), seq, 1) == 1
+    # never more rows than the device's share of the step (prompts x G / gpus)
+    assert rl_micro_rows(RLConfig(micro_batch=64, prompts_per_step=2, group_size=8), seq, 4) == 4
+
+
+def test_vllm_needs_weights_and_one_sequence_within_its_share():
+    rec = load_recipe(ONE_GPU, {"eval_aime.engine": "vllm", "model": "Qwen/Qwen2.5-7B"})
+    ps = next(p for p in rec.stages if p.name == "eval_aime")
+    big = plan_stage(ps.name, ps.stage, ps.config, Context(base=KNOWN["7b"], mem=80 * GIB))
+    assert big.fits  # 14.2 GiB of bf16 weights and one 18K sequence within 0.9 x 80 GB
+    ctx = Context(base=KNOWN["7b"], mem=12 * GIB)  # 0.9 x 12 GB < 14.2 GiB of bf16 weights
+    with pytest.raises(ConfigError, match=r"eval_aime \(eval\) cannot fit 12 GB at any setting"):
+        plan_stage(ps.name, ps.stage, ps.config, ctx)

@@ -55,7 +55,9 @@ class StagePlan:
 
 
 def usable(ctx: Context) -> float:
-    return ctx.mem - (RESERVE_GIB * GIB if ctx.cuda else 0.0)
+    """Device memory a stage may plan for: all of it on CPU; on CUDA less RESERVE_GIB (at most
+    5% of the device, so a vLLM share of 0.9 still fits a small card)."""
+    return ctx.mem - (min(RESERVE_GIB * GIB, 0.05 * ctx.mem) if ctx.cuda else 0.0)
 
 
 def _fits(stage: str, cfg: Any, ctx: Context) -> bool:
@@ -227,7 +229,8 @@ def _detail(ph: Phase) -> str:
 
 def format_table(plans: list[StagePlan], gpus: int, mem: float, cuda: bool) -> str:
     where = f"{gpus} x {mem / GIB:g} GB GPU" if cuda else f"CPU fp32, {mem / GIB:g} GB"
-    reserve = f" (usable {(mem - RESERVE_GIB * GIB) / GIB:g} GB per device)" if cuda else ""
+    use = usable(Context(base=None, mem=mem, cuda=cuda))
+    reserve = f" (usable {use / GIB:g} GB per device)" if cuda else ""
     lines = [f"Plan for {where}{reserve}; GB = GiB per device.", "",
              "| stage | type | peak phase | peak GB | fits | knob | terms of the peak phase (GB) |",
              "|---|---|---|---:|---|---|---|"]  # fmt: skip
