@@ -20,6 +20,7 @@ import resource
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, Qwen2Config
@@ -140,7 +141,10 @@ def child(c: Case) -> dict:
 
 
 def run_case(c: Case) -> dict:
-    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"}
+    root = str(Path(__file__).resolve().parents[1])  # this checkout's vibethinker, not another
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": path}  # fmt: skip
     cmd = [sys.executable, __file__, "--child", json.dumps(asdict(c))]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if out.returncode:
