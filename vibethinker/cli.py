@@ -8,6 +8,8 @@ usage:
   vibethinker status RUN_DIR|RECIPE.yaml [--no-report]                the manifest as a table;
                                                                       rebuilds report.md
   vibethinker stages                                                  list the stages
+  vibethinker plan RECIPE.yaml [gpus=N] [gpu_mem_gb=M] [key=value ...]  will each stage fit?
+                                              peak memory per device, and the knob if not
   vibethinker ablate STUDY.yaml [out=DIR] [--jobs N] [key=value ...]  matched-budget ablation
                                               (docs/ABLATE.md): arms x seeds, table and plot
   vibethinker <command> --help                                        help (keys, defaults, meaning)
@@ -36,9 +38,10 @@ from vibethinker.config import (
 from vibethinker.data.io import DataError
 from vibethinker.log import get_logger, setup_logging
 from vibethinker.malloc import keep_freed_memory
+from vibethinker.plan import cmd_plan
 
 log = get_logger("cli")
-COMMANDS = ("run", "status", "stages", "ablate", "help")
+COMMANDS = ("run", "status", "stages", "ablate", "plan", "help")
 GLOBAL_FLAGS = ("--quiet", "--help", "-h")
 COMMAND_FLAGS = {
     "run": ("--dry-run",),
@@ -298,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_status(args[1:], flags)
         if args[0] == "ablate":
             return cmd_ablate(args[1:], flags)
+        if args[0] == "plan":
+            rest = args[1:]
+            values = parse_overrides([a for a in rest if "=" in a])
+            return cmd_plan([a for a in rest if "=" not in a], values, "--help" in flags)
         if args[0] == "stages":
             for n, s in sorted(stage_registry.load_all().items()):
                 print(f"{n:14s} {s.help}")
