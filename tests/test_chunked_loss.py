@@ -38,7 +38,9 @@ def _grads(fn, h, head, targets, weights):
 
 def _close(a, b, rel=1e-5):
     a, b = a.detach(), b.detach()
-    assert torch.allclose(a, b, rtol=rel, atol=rel * float(b.abs().max())), float((a - b).abs().max())
+    assert torch.allclose(a, b, rtol=rel, atol=rel * float(b.abs().max())), float(
+        (a - b).abs().max()
+    )
 
 
 @pytest.mark.parametrize("chunk", [1, 5, 37, 100])

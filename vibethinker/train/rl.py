@@ -491,8 +491,9 @@ def logprob_inputs(
     rows = trained_rows(adv, opts.kl_coef)
     ref_lp = None
     if lp.ref_model is not None:
-        ref_lp = frozen_logprobs(lp.ref_model, tb, rows, opts.micro_batch,
-                                 opts.max_tokens_per_micro)
+        ref_lp = frozen_logprobs(
+            lp.ref_model, tb, rows, opts.micro_batch, opts.max_tokens_per_micro
+        )
     old_lp = None
     if opts.mini_batches > 1:
         old_lp = frozen_logprobs(lp.model, tb, rows, opts.micro_batch, opts.max_tokens_per_micro)
