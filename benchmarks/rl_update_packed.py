@@ -15,8 +15,8 @@ decides the padded width); random token ids, every row with a non-zero advantage
 The LM head sees the same response positions on both sides (only those go through it), so the
 packed path saves the backbone's padding only; the head's share of the FLOPs bounds the ratio
 (at a 151,936 vocabulary and hidden 256 it is most of them; at Qwen2.5-1.5B shapes the backbone
-is ~85%). Metrics: tokens_per_s (real prompt+response tokens / update seconds), the update
-seconds, and the peak resident memory of each micro-batch (VmHWM reset before each one via
+is ~85%). Metrics: tokens_per_s (real prompt+response tokens / update seconds; and per CPU-second of
+the process, which a shared host's load does not inflate), the update seconds, and the peak resident memory of each micro-batch (VmHWM reset before each one via
 /proc/self/clear_refs): its largest and smallest over the batch.
 """
 
@@ -109,14 +109,15 @@ def _side(args: argparse.Namespace, packed: bool) -> dict:
 
     timed_micro.started = False
     rl._micro_loss = timed_micro
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     u = rl.update(model, optimizer, None, batch, adv, rows, opts)
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     peaks.append(hwm_mb())  # the last micro-batch (and the optimizer step)
     n_tok = int(batch.attention_mask.sum())
     plan = rl.plan_micro(rows, batch, opts.micro_batch, opts.max_tokens_per_micro, False)
     positions = sum(len(r) * batch.input_ids.shape[1] for r, _ in plan) if not packed else n_tok
     return {"metrics": {"tokens_per_s": n_tok / dt, "update_s": dt, "tokens": n_tok,
+                        "tokens_per_cpu_s": n_tok / cpu, "update_cpu_s": cpu,
                         "response_tokens": int(batch.mask.sum()), "micro_batches": len(plan),
                         "backbone_positions": positions, "micro_peak_max_mb": max(peaks),
                         "micro_peak_min_mb": min(peaks), "loss": u["loss"],

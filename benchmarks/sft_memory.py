@@ -80,11 +80,12 @@ def side(args: argparse.Namespace) -> dict:
     if args.side == "before":
         sft.token_loss_sum = whole_logits_loss_sum  # train_step calls it through the module
     rss0 = rss_mb()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     loss, n_loss, _ = sft.train_step(model, [batch], "cpu")
     policy.optimizer_step(model, opt, None, 1.0)
     return {"metrics": {"peak_rss_mb": harness.peak_rss_mb(), "rss_model_mb": rss0,
-                        "step_s": time.perf_counter() - t0, "loss": loss, "loss_tokens": n_loss},
+                        "step_s": time.perf_counter() - t0, "step_cpu_s": time.process_time() - c0,
+                        "loss": loss, "loss_tokens": n_loss},
             "config": {"side": args.side, "tokens": n, "vocab": VOCAB, "hidden": args.hidden,
                        "layers": args.layers, "threads": torch.get_num_threads()}}  # fmt: skip
 
@@ -122,7 +123,7 @@ def main() -> None:
             res = harness.run_side(cmd)
             m = res["metrics"]
             harness.say(f"{s} N={n}: peak {m['peak_rss_mb']:.0f} MB (model+opt "
-                        f"{m['rss_model_mb']:.0f} MB), step {m['step_s']:.1f} s, loss "
+                        f"{m['rss_model_mb']:.0f} MB), step {m['step_s']:.1f} s ({m['step_cpu_s']:.1f} CPU s), loss "
                         f"{m['loss']:.4f}")  # fmt: skip
             rows.append({"side": s, "tokens": n, **m})
     out = {"machine": harness.machine(), "rows": rows, "command": " ".join(sys.argv[1:])}
