@@ -165,8 +165,44 @@ def test_update_packed_equals_padded(budget):
         assert torch.allclose(p1[k], p0[k], rtol=1e-5, atol=1e-5 * scale), k
 
 
-def test_the_rl_config_key_reaches_the_loop():
+def test_the_rl_config_key_defaults_to_the_padded_path_and_refuses_a_negative_budget():
     from vibethinker.stages.rl import RLConfig
+    from vibethinker.train.rl import _check_inputs
+    from vibethinker.types import Problem
 
-    assert RLConfig().max_tokens_per_micro == 0  # the padded path stays the default
-    assert policy is not None
+    assert RLConfig().max_tokens_per_micro == 0
+    with pytest.raises(ValueError, match="max_tokens_per_micro"):
+        _check_inputs([Problem("p", "math", "q", answer="1")], RLOptions(max_tokens_per_micro=-1))
+
+
+def test_the_loop_with_a_token_budget_takes_the_padded_loops_first_step(tmp_path):
+    """`rl.train` with `max_tokens_per_micro` (update, reference-model KL and pi_old forwards
+    all packed, two mini-batches) logs the padded run's first step (same rollouts: the sampling
+    is seeded and the weights are equal until the first update)."""
+    from vibethinker.models.tiny import build_tiny_model
+    from vibethinker.train.rl import train
+    from vibethinker.types import Problem, Score
+
+    probs = [Problem(f"p{i}", "math", f"Compute {i}+{i % 5}.", answer=str(i + i % 5))
+             for i in range(8)]  # fmt: skip
+    tiny = build_tiny_model(tmp_path / "tiny", [p.prompt + " 12345 ok" for p in probs] * 4,
+                            "d1", 300, 0)  # fmt: skip
+
+    def has_digit(problems, responses):
+        return [Score(float(ok), ok, "ok") for ok in (any(c.isdigit() for c in r)
+                                                      for r in responses)]  # fmt: skip
+
+    rows = {}
+    for tokens in (0, 48):
+        model, tok = policy.load_policy(tiny, "cpu")
+        ref = copy.deepcopy(model).eval()
+        opts = RLOptions(steps=1, prompts_per_step=4, group_size=4, max_new_tokens=12, seed=1,
+                         kl_coef=0.1, mini_batches=2, micro_batch=3, truncated_reward="verify",
+                         max_tokens_per_micro=tokens)  # fmt: skip
+        res = train(model, tok, probs, opts, tmp_path / f"run{tokens}", ref_model=ref,
+                    prompt_fn=lambda p: p.prompt, verify=has_digit)  # fmt: skip
+        rows[tokens] = res["history"][0]
+    a, b = rows[0], rows[48]
+    assert a["gen_tokens"] == b["gen_tokens"] and a["trained_rows"] == b["trained_rows"] == 16
+    for k in ("loss", "kl", "entropy", "ratio_mean", "grad_norm", "clip_frac"):
+        assert b[k] == pytest.approx(a[k], rel=1e-4, abs=1e-7), k

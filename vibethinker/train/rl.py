@@ -611,6 +611,9 @@ def run_eval(lp: Loop, eval_problems: Sequence[Problem], step: int) -> None:
 def _check_inputs(problems: Sequence[Problem], opts: RLConfig) -> None:
     if not problems:
         raise ValueError("rl: no training prompts")
+    if opts.max_tokens_per_micro < 0:
+        raise ValueError(f"rl: max_tokens_per_micro must be >= 0 (0: micro_batch padded rows), "
+                         f"got {opts.max_tokens_per_micro}")  # fmt: skip
     if opts.advantage not in ADVANTAGE_ESTIMATORS:
         known = ", ".join(ADVANTAGE_ESTIMATORS)
         raise ValueError(f"unknown advantage {opts.advantage!r}; known: {known}")
