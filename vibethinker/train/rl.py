@@ -17,6 +17,10 @@ On-policy details:
 - Rows whose advantage is exactly 0 (groups with all-equal rewards) contribute no gradient when
   there is no KL term; they are skipped in the forward but still count in the 1/N normalisation,
   so the loss is the paper's mean over ALL sequences. Entropy and clip stats cover trained rows.
+- Micro-batches (`plan_micro`): `micro_batch` rows right-padded to the batch's longest row, or,
+  with `max_tokens_per_micro` > 0, rows packed end to end (per-sample positions, no padding)
+  into micro-batches of at most that many tokens, so that a micro-batch's memory and time follow
+  its tokens, not its longest row (long-tailed response lengths). Same loss and gradients.
 """
 
 from __future__ import annotations
