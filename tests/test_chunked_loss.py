@@ -161,3 +161,21 @@ def test_sft_loss_and_gradients_at_the_real_vocabulary_equal_the_whole_logits_pa
     _close(torch.tensor(got[0]), torch.tensor(want[0]))
     for k in want[1]:
         _close(got[1][k], want[1][k])
+
+
+def test_under_bf16_autocast_the_head_runs_in_bf16_as_head_h_would():
+    """(CPU autocast stands in for CUDA's.) The matmuls run in the autocast dtype, the softmax
+    in fp32: the values are the plain `head(h)` path's under the same autocast; the gradients
+    agree to bf16 rounding (dW is summed over chunks in fp32) and come back in fp32."""
+    h, head, targets, w = _case(m=40, hidden=32, vocab=500)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ref = _grads(_reference, h, head, targets, w)
+
+        def chunk_fn(h, head, t):
+            return chunked.token_logprobs(h, head, t, chunk=7, with_entropy=True)
+
+        got = _grads(chunk_fn, h, head, targets, w)
+    assert got[0].dtype == torch.float32 and got[3].dtype == torch.float32
+    _close(got[0], ref[0], rel=1e-5)
+    for a, b in zip(got[2:], ref[2:]):
+        _close(a, b, rel=2e-2)
