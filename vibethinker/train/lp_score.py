@@ -16,7 +16,8 @@ for many (q, y) at once. What makes it fast, at equal results (BENCHMARKS.md, is
   first; `plan_score_batches`), about `score_tokens` tokens per forward. The mask is dense
   ([B, 1, W, W] booleans, sdpa): a row of width W costs W^2, so rows are no wider than needed.
   A forward of a single response in a single row needs no mask (plain causal attention).
-- **Response positions only** go through the LM head, a chunk at a time.
+- **Response positions only** go through the LM head, a chunk at a time (`chunked.py`: at
+  Qwen2.5's vocabulary 441 positions, 256 MB of fp32 logits, per call).
 - **No K/V copies on CPU** (`native_gqa`): sdpa reads grouped key/value heads as they are.
 - (Outside this module: the CLI keeps freed memory in the process, vibethinker/malloc.py;
   without it each wide forward page-faults its activations back in.)
@@ -33,11 +34,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from vibethinker.train import policy
+from vibethinker.train import chunked, policy
 from vibethinker.train.packing import Sample
 from vibethinker.train.sft import backbone_and_head
 
-HEAD_CHUNK = 4096  # response positions per LM-head call (bounds the [positions, vocab] logits)
+HEAD_CHUNK = 4096  # positions per log-softmax call when a model's own forward gave the logits
 _TRIL = np.tri(1024, dtype=np.bool_)  # causal blocks for prompts up to 1,024 tokens
 
 
@@ -218,6 +219,18 @@ def tree_batch(rows: list[list[int]], units: list, trees: list, pad_id: int):
     )
 
 
+def _node_logprobs(h: torch.Tensor, head: Any, targets: torch.Tensor) -> torch.Tensor:
+    """[M] log-probabilities of `targets`: through the head a chunk at a time
+    (`chunked.token_logprobs`), or from [M, V] logits already computed (head None)."""
+    if head is not None:
+        return chunked.token_logprobs(h, head, targets)[0]
+    parts = []
+    for s in range(0, h.shape[0], HEAD_CHUNK):
+        lp = torch.log_softmax(h[s : s + HEAD_CHUNK].float(), -1)
+        parts.append(lp.gather(-1, targets[s : s + HEAD_CHUNK, None])[:, 0])
+    return torch.cat(parts)
+
+
 @contextlib.contextmanager
 def native_gqa(device: Any) -> Iterator[None]:
     """On CPU, let sdpa read the grouped key/value heads as they are (`enable_gqa`) instead of
@@ -262,13 +275,7 @@ def score_samples(model: Any, samples: list[Sample], pad_id: int, device: Any,
                     h, head = model(**kw).logits[pb, pt], None
                 else:
                     h, head = parts[0](**kw).last_hidden_state[pb, pt], parts[1]
-                node_lp = []
-                for s in range(0, h.shape[0], HEAD_CHUNK):
-                    logits = h[s : s + HEAD_CHUNK]
-                    logits = logits if head is None else head(logits)
-                    lp = torch.log_softmax(logits.float(), -1)
-                    node_lp.append(lp.gather(-1, tg[s : s + HEAD_CHUNK, None].to(device))[:, 0])
-            lp_all = torch.cat(node_lp).double().cpu()
+                lp_all = _node_logprobs(h, head, tg.to(device)).double().cpu()
             sums.index_add_(0, own, lp_all[at])
             cnt.index_add_(0, own, torch.ones_like(own))
     return [(-float(sums[i]) / max(int(cnt[i]), 1), int(cnt[i])) for i in range(len(samples))]

@@ -17,6 +17,10 @@ On-policy details:
 - Rows whose advantage is exactly 0 (groups with all-equal rewards) contribute no gradient when
   there is no KL term; they are skipped in the forward but still count in the 1/N normalisation,
   so the loss is the paper's mean over ALL sequences. Entropy and clip stats cover trained rows.
+- Micro-batches (`plan_micro`): `micro_batch` rows right-padded to the batch's longest row, or,
+  with `max_tokens_per_micro` > 0, rows packed end to end (per-sample positions, no padding)
+  into micro-batches of at most that many tokens, so that a micro-batch's memory and time follow
+  its tokens, not its longest row (long-tailed response lengths). Same loss and gradients.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from vibethinker.config import is_runtime
 from vibethinker.engines import SamplingParams, make_sampler
 from vibethinker.log import get_logger
 from vibethinker.prompts.paper import paper_prompt
-from vibethinker.train import dist, policy
+from vibethinker.train import dist, packing, policy
 from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rollout import (
     Batch,
@@ -112,13 +116,17 @@ def trained_rows(adv: torch.Tensor, kl_coef: float) -> torch.Tensor:
 
 
 @torch.no_grad()
-def frozen_logprobs(model: Any, batch: Batch, rows: torch.Tensor, micro: int) -> torch.Tensor:
-    """[N, T] logprobs of `model` (no grad) for `rows` of the batch (other rows 0)."""
+def frozen_logprobs(
+    model: Any, batch: Batch, rows: torch.Tensor, micro: int, max_tokens: int = 0
+) -> torch.Tensor:
+    """[N, T] logprobs of `model` (no grad) for `rows` of the batch (other rows 0); micro-batches
+    of `micro` rows, or packed ones of at most `max_tokens` tokens (`plan_micro`)."""
     device = next(model.parameters()).device
     out = torch.zeros(batch.mask.shape, dtype=torch.float32)
-    for r, real in micro_chunks(rows, micro, dist.is_wrapped(model)):
+    for r, real in plan_micro(rows, batch, micro, max_tokens, dist.is_wrapped(model)):
         with policy.autocast_context(device):
-            lp, _ = dist.call(model, response_logprobs, batch.rows(r).to(device))
+            lp, _ = dist.call(model, response_logprobs, batch.rows(r).to(device),
+                              packed=max_tokens > 0)  # fmt: skip
         if real:
             out[r] = lp.float().cpu()
     return out
@@ -131,10 +139,41 @@ def micro_chunks(
     a collective (FSDP2, DDP), padded with dummy chunks (row 0, not real) to the largest count
     among processes, so that every process runs as many forwards."""
     chunks = [(rows[s : s + micro], True) for s in range(0, rows.numel(), micro)]
+    return _pad_chunks(chunks, collective)
+
+
+def token_chunks(
+    rows: torch.Tensor, lengths: torch.Tensor, max_tokens: int, collective: bool
+) -> list[tuple[torch.Tensor, bool]]:
+    """(row indices, real) per forward: `rows` grouped into micro-batches of at most
+    `max_tokens` tokens (prompt + response; `lengths` per batch row), longest rows first, first
+    fit (`packing.pack`); a row longer than the budget is a micro-batch of its own. Each
+    micro-batch goes through the model packed, so its cost follows its tokens, not its row
+    count times the longest row (verl's dynamic batch size does the same). Padded with dummy
+    chunks like `micro_chunks` for a collective forward."""
+    order = sorted(rows.tolist(), key=lambda i: (-int(lengths[i]), i))
+    bins = packing.pack([int(lengths[i]) for i in order], max_tokens)
+    chunks = [(torch.tensor([order[j] for j in b], dtype=torch.long), True) for b in bins]
+    return _pad_chunks(chunks, collective)
+
+
+def _pad_chunks(chunks: list, collective: bool) -> list[tuple[torch.Tensor, bool]]:
+    """`chunks` plus dummy ones (row 0, not real) up to the most any process has, when the
+    forward is a collective; as is otherwise."""
     if collective:
         most = int(dist.all_max([len(chunks)])[0])
         chunks += [(torch.zeros(1, dtype=torch.long), False)] * (most - len(chunks))
     return chunks
+
+
+def plan_micro(
+    rows: torch.Tensor, batch: Batch, micro: int, max_tokens: int, collective: bool
+) -> list[tuple[torch.Tensor, bool]]:
+    """The forwards over `rows`: token-budget packed micro-batches when `max_tokens` > 0
+    (`token_chunks`), else `micro` right-padded rows at a time (`micro_chunks`)."""
+    if max_tokens > 0:
+        return token_chunks(rows, batch.attention_mask.sum(1), max_tokens, collective)
+    return micro_chunks(rows, micro, collective)
 
 
 def update(
@@ -154,7 +193,8 @@ def update(
     device = next(model.parameters()).device
     n_seqs = n_seqs or adv.numel()
     st, ent_sum, loss_sum = LossStats(), 0.0, 0.0
-    chunks = micro_chunks(rows, opts.micro_batch, dist.is_wrapped(model))
+    chunks = plan_micro(rows, batch, opts.micro_batch, opts.max_tokens_per_micro,
+                        dist.is_wrapped(model))  # fmt: skip
     for i, (r, real) in enumerate(chunks):
         mb = batch.rows(r).to(device)
         with dist.sync_context(model, last=i == len(chunks) - 1):
@@ -196,7 +236,8 @@ def _micro_loss(
     """(loss, stats, entropy) of one micro-batch of rows `r` (normalised by all n_seqs)."""
     device = mb.input_ids.device
     with policy.autocast_context(device):
-        logp, ent = dist.call(model, response_logprobs, mb, with_entropy=True)
+        logp, ent = dist.call(model, response_logprobs, mb, with_entropy=True,
+                              packed=opts.max_tokens_per_micro > 0)  # fmt: skip
     old = old_logp[r].to(device) if old_logp is not None else logp.detach()
     loss, part = clipped_surrogate(
         logp,
@@ -454,10 +495,12 @@ def logprob_inputs(
     rows = trained_rows(adv, opts.kl_coef)
     ref_lp = None
     if lp.ref_model is not None:
-        ref_lp = frozen_logprobs(lp.ref_model, tb, rows, opts.micro_batch)
+        ref_lp = frozen_logprobs(
+            lp.ref_model, tb, rows, opts.micro_batch, opts.max_tokens_per_micro
+        )
     old_lp = None
     if opts.mini_batches > 1:
-        old_lp = frozen_logprobs(lp.model, tb, rows, opts.micro_batch)
+        old_lp = frozen_logprobs(lp.model, tb, rows, opts.micro_batch, opts.max_tokens_per_micro)
     return tb, rows, old_lp, ref_lp
 
 
@@ -572,6 +615,9 @@ def run_eval(lp: Loop, eval_problems: Sequence[Problem], step: int) -> None:
 def _check_inputs(problems: Sequence[Problem], opts: RLConfig) -> None:
     if not problems:
         raise ValueError("rl: no training prompts")
+    if opts.max_tokens_per_micro < 0:
+        raise ValueError(f"rl: max_tokens_per_micro must be >= 0 (0: micro_batch padded rows), "
+                         f"got {opts.max_tokens_per_micro}")  # fmt: skip
     if opts.advantage not in ADVANTAGE_ESTIMATORS:
         known = ", ".join(ADVANTAGE_ESTIMATORS)
         raise ValueError(f"unknown advantage {opts.advantage!r}; known: {known}")

@@ -109,7 +109,15 @@ class RLConfig:
     max_seconds: float = 0.0
     """Wall-clock cap on the training loop (0: none); the stage then ends early, checkpointed."""
     micro_batch: int = 64
-    """Sequences per forward/backward (gradients accumulate over the batch). Memory knob."""
+    """Sequences per forward/backward (gradients accumulate over the batch), right-padded to the
+    batch's longest row. Memory knob; unused when `max_tokens_per_micro` > 0."""
+    max_tokens_per_micro: int = 0
+    """Padding-free update: > 0 packs the rows (prompt + response) end to end into micro-batches
+    of at most this many tokens (longest first, first fit; a longer row goes alone), each one
+    packed row with per-sample positions, so a micro-batch's memory and time follow its tokens
+    (verl's dynamic batch size / ppo_max_token_len_per_gpu). Also used by the reference and
+    pi_old logprob forwards. 0: `micro_batch` padded rows (the earlier path). Same loss and
+    gradients either way (to rounding). Paper: silent; a memory/speed knob, our default 0."""
     mini_batches: int = 1
     """Optimizer steps per rollout batch. 1 = strictly on-policy (the paper's setting)."""
     max_grad_norm: float = 1.0

@@ -11,7 +11,9 @@
   its final answer) or "verify" (score whatever text is there). The paper only says that
   truncating long traces hurt; it does not say how cut responses are rewarded.
 - `build_batch` + `response_logprobs`: prompt + response rows (right-padded) and the trainer's
-  per-token logprobs of the response tokens; only response positions go through the LM head.
+  per-token logprobs of the response tokens; only response positions go through the LM head,
+  a chunk at a time; the rows go through the backbone as they are (padded) or packed end to
+  end without padding (`packed_inputs`, the RL update's token-budget micro-batches).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import torch
 
 from vibethinker.algo.losses import entropy_from_logits
 from vibethinker.engines import SamplingParams
+from vibethinker.train import chunked
 from vibethinker.types import Completion, Group, Problem, Score
 
 # ----------------------------------------------------------------------------- data order
@@ -163,69 +166,67 @@ def build_batch(prompt_ids: list[list[int]], completions: list[Completion], pad_
     return Batch(inp, att, plens, resp, mask, elp)
 
 
-def _hidden_and_head(model: Any, batch: Batch) -> tuple[torch.Tensor, Any]:
-    """[N, T, H] hidden states that predict each response token, and the LM head."""
+def packed_inputs(batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The batch's rows packed end to end without padding: [1, L] input ids and position ids
+    (restarting at 0 per row, so attention never crosses rows: transformers reads the restarts
+    as sequence boundaries, as for SFT packing, train/packing.py), and [N, T] the position in L
+    whose hidden state predicts each response token (padding entries point at 0)."""
+    lens = batch.attention_mask.sum(1)
+    keep = batch.attention_mask.bool()
+    ids = batch.input_ids[keep][None]
+    start = torch.cumsum(lens, 0) - lens
+    pos = torch.arange(ids.shape[1], device=ids.device) - torch.repeat_interleave(start, lens)
+    t = torch.arange(batch.response_ids.shape[1], device=ids.device)
+    at = (start + batch.prompt_lens - 1)[:, None] + t
+    return ids, pos[None], torch.where(batch.mask, at, torch.zeros_like(at))
+
+
+def _hidden_and_head(model: Any, batch: Batch, packed: bool) -> tuple[torch.Tensor, Any]:
+    """[M, H] hidden states that predict the M real response tokens (in mask order) and the LM
+    head; or, for a head that is more than a matmul, [N, T, V] logits and None."""
     from vibethinker.train.sft import backbone_and_head
 
     parts = backbone_and_head(model)
-    t_len = batch.response_ids.shape[1]
-    s_len = batch.input_ids.shape[1]
-    # response token t of row i sits at prompt_len_i + t and is predicted at prompt_len_i + t - 1
-    idx = batch.prompt_lens[:, None] - 1 + torch.arange(t_len, device=batch.input_ids.device)
-    idx = idx.clamp(max=s_len - 1)
-    if parts is None:  # a head that is more than a matmul: full logits, then select
-        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                       use_cache=False).logits  # fmt: skip
-        return logits.gather(1, idx[..., None].expand(-1, -1, logits.shape[-1])), None
+    if packed:
+        ids, pos, at = packed_inputs(batch)
+        kw = {"input_ids": ids, "position_ids": pos, "use_cache": False}
+        rows = torch.zeros_like(at)
+    else:  # right-padded rows; response token t of row i is predicted at prompt_len_i + t - 1
+        t = torch.arange(batch.response_ids.shape[1], device=batch.input_ids.device)
+        at = (batch.prompt_lens[:, None] - 1 + t).clamp(max=batch.input_ids.shape[1] - 1)
+        kw = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
+              "use_cache": False}  # fmt: skip
+        rows = torch.arange(at.shape[0], device=at.device)[:, None].expand_as(at)
+    if parts is None:  # a head that is more than a matmul: the model's own (whole) logits
+        return model(**kw).logits[rows, at], None
     base, head = parts
-    hidden = base(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                  use_cache=False).last_hidden_state  # fmt: skip
-    return hidden.gather(1, idx[..., None].expand(-1, -1, hidden.shape[-1])), head
-
-
-def _chunk_logp(head: Any, h: torch.Tensor, targets: torch.Tensor, want_ent: bool):
-    """Logprobs of `targets` (and detached entropies) for [M, H] hidden states."""
-    logits = head(h).float()
-    logp = torch.log_softmax(logits, dim=-1)
-    tok = logp.gather(-1, targets[:, None]).squeeze(-1)
-    if not want_ent:
-        return tok, None
-    with torch.no_grad():
-        return tok, -(logp.exp() * logp).sum(-1)
+    return base(**kw).last_hidden_state[rows[batch.mask], at[batch.mask]], head
 
 
 def response_logprobs(
-    model: Any, batch: Batch, with_entropy: bool = False, chunk: int = 8192
+    model: Any,
+    batch: Batch,
+    with_entropy: bool = False,
+    chunk: int | None = None,
+    packed: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """([N, T] log pi(y_t | prompt, y_<t) at temperature 1, [N, T] entropy or None); the
     logprobs carry gradients when grad is enabled (padding positions are 0).
 
-    Only real response positions go through the LM head, `chunk` positions at a time; with
-    gradients on, each chunk is checkpointed, so the [positions, vocab] logits are never all
-    alive at once (64K tokens x a 151K vocabulary would be 40 GB in fp32)."""
-    h, head = _hidden_and_head(model, batch)
+    `packed`: the rows go through the backbone packed end to end in one row of their real tokens
+    (`packed_inputs`: no padding computed); else right-padded as given. Same values either way.
+    Only real response positions go through the LM head, `chunk` positions at a time
+    (`chunked.token_logprobs`), so the [positions, vocab] logits are never whole, in forward or
+    backward (64K tokens x a 151K vocabulary would be 40 GB in fp32)."""
+    h, head = _hidden_and_head(model, batch, packed)
     mask = batch.mask
-    if head is None:  # h already holds logits
+    if head is None:  # h already holds [N, T, V] logits
         logp = torch.log_softmax(h.float(), dim=-1)
         tok = logp.gather(-1, batch.response_ids[..., None]).squeeze(-1) * mask
         ent = entropy_from_logits(h.detach()) if with_entropy else None
         return tok, ent
-    hs, tg = h[mask], batch.response_ids[mask]  # [M, H], [M]
-    parts, ents = [], []
-    for s in range(0, max(hs.shape[0], 1), chunk):
-        args = (head, hs[s : s + chunk], tg[s : s + chunk], with_entropy)
-        if torch.is_grad_enabled() and hs.shape[0] > chunk:
-            from torch.utils.checkpoint import checkpoint
-
-            tok, ent = checkpoint(_chunk_logp, *args, use_reentrant=False)
-        else:
-            tok, ent = _chunk_logp(*args)
-        parts.append(tok)
-        ents.append(ent)
-    flat = torch.cat(parts) if parts else hs.new_zeros(0)
+    flat, ent = chunked.token_logprobs(h, head, batch.response_ids[mask], chunk, with_entropy)
     out = torch.zeros(mask.shape, dtype=flat.dtype, device=flat.device).masked_scatter(mask, flat)
-    ent_out = None
-    if with_entropy:
-        e = torch.cat(ents) if ents else flat.new_zeros(0)
-        ent_out = torch.zeros(mask.shape, dtype=e.dtype, device=e.device).masked_scatter(mask, e)
-    return out, ent_out
+    if ent is not None:
+        ent = torch.zeros(mask.shape, dtype=ent.dtype, device=ent.device).masked_scatter(mask, ent)
+    return out, ent

@@ -9,7 +9,9 @@ or per sequence); per token is the common SFT choice.
 
 Only positions whose next token is trained go through the LM head (`token_loss_sum`): the prompt's
 logits are never computed, which is most of the win over a plain `model(labels=...)` forward when
-prompts are long or the vocabulary is large.
+prompts are long or the vocabulary is large. Those positions go through the head a chunk at a
+time (`chunked.token_logprobs`): the [positions, vocab] logits are never whole, in forward or in
+backward (at 32K positions and a 151,936 vocabulary they would be ~20 GB in fp32).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from vibethinker.log import get_logger
-from vibethinker.train import dist, packing, policy
+from vibethinker.train import chunked, dist, packing, policy
 from vibethinker.train.packing import IGNORE, Sample
 from vibethinker.train.sft_config import SFTConfig
 
@@ -98,12 +100,13 @@ def token_loss_sum(model: Any, batch: dict[str, Any]) -> tuple[torch.Tensor, int
     n = int(sel.sum())
     kw = {"position_ids": batch["position_ids"], "attention_mask": batch["attention_mask"]}
     parts = backbone_and_head(model)
-    if parts is None:
+    if parts is None:  # a head that is more than a matmul: the model's own (whole) logits
         logits = model(input_ids=ids, use_cache=False, **kw).logits[:, :-1][sel]
     else:
         base, head = parts
         hidden = base(input_ids=ids, use_cache=False, **kw).last_hidden_state
-        logits = head(hidden[:, :-1][sel])
+        logp, _ = chunked.token_logprobs(hidden[:, :-1][sel], head, target[sel])
+        return -logp.sum(), n
     return F.cross_entropy(logits.float(), target[sel], reduction="sum"), n
 
 
