@@ -18,7 +18,7 @@ from typing import Any
 from vibethinker.config import ConfigError
 from vibethinker.plan.memory import GIB, Phase
 from vibethinker.plan.shapes import ModelShape, lookup
-from vibethinker.plan.stages import CHUNK_KEYS, ESTIMATORS, Context
+from vibethinker.plan.stages import ESTIMATORS, Context
 from vibethinker.recipe import Recipe, load_recipe
 
 GPUS = {"a10": 24, "l4": 24, "4090": 24, "a100-40": 40, "l40s": 48, "a6000": 48, "a100": 80,
@@ -96,10 +96,6 @@ def knob(stage: str, cfg: Any, ctx: Context) -> str:
     if _has(cfg, "gradient_checkpointing") and not cfg.gradient_checkpointing:
         if _fits(stage, dataclasses.replace(cfg, gradient_checkpointing=True), ctx):
             return "gradient_checkpointing=true"
-    for key in CHUNK_KEYS:  # a chunked SFT LM head, where the config has the key
-        if _has(cfg, key) and not getattr(cfg, key):
-            if _fits(stage, dataclasses.replace(cfg, **{key: 8192}), ctx):
-                return f"{key}=8192"
     for key in BATCH_KEYS:
         if _has(cfg, key) and getattr(cfg, key) > 1:
             v = _largest(stage, cfg, ctx, key, _halvings(getattr(cfg, key), 1))

@@ -32,12 +32,10 @@ from vibethinker.plan.memory import (
     train_state,
 )
 from vibethinker.plan.shapes import ModelShape, lookup, resolve
+from vibethinker.train.chunked import chunk_size
 
 HF_BUDGET = 1 << 17  # engines/hf.py HFSampler's default token budget
-RL_CHUNK = 8192  # train/rollout.py response_logprobs' default LM head chunk
 VLLM_UTIL = 0.9  # vLLM's default gpu_memory_utilization
-# A chunked SFT LM head, when the config has one (the key name of the branch that adds it).
-CHUNK_KEYS = ("loss_chunk", "head_chunk", "logits_chunk")
 
 
 @dataclass(frozen=True)
@@ -95,8 +93,10 @@ def vllm_phase(name: str, s: ModelShape, max_new: int, util: float, ctx: Context
     return ph.add("vLLM short of weights + one sequence's KV", need - util * ctx.mem)
 
 
-def _chunk(cfg: Any) -> int:
-    return next((int(getattr(cfg, k)) for k in CHUNK_KEYS if getattr(cfg, k, 0)), 0)
+def _chunk(s: ModelShape) -> int:
+    """Positions per LM-head chunk: the trainers always chunk a plain linear head
+    (train/chunked.py), `LOGITS_BUDGET // vocab` positions at a time."""
+    return chunk_size(s.vocab)
 
 
 def _train_gpus(cfg: Any, ctx: Context) -> int:
@@ -107,7 +107,7 @@ def _train_gpus(cfg: Any, ctx: Context) -> int:
 
 def _sft_step_phase(cfg: Any, s: ModelShape, ctx: Context, name: str = "update") -> Phase:
     rows = cfg.micro_batch
-    step = Step(rows, cfg.max_len, rows * cfg.max_len, _chunk(cfg), cfg.gradient_checkpointing,
+    step = Step(rows, cfg.max_len, rows * cfg.max_len, _chunk(s), cfg.gradient_checkpointing,
                 masked=getattr(cfg, "pack", True), lora_r=getattr(cfg, "lora_r", 0))  # fmt: skip
     return train_phase(s, step, _train_gpus(cfg, ctx), ctx.cuda, name)
 
@@ -136,7 +136,7 @@ def est_rl(cfg: Any, ctx: Context) -> list[Phase]:
     gpus = _train_gpus(cfg, ctx)
     seq = ctx.prompt_tokens + cfg.max_new_tokens
     rows = rl_micro_rows(cfg, seq, gpus)
-    step = Step(rows, seq, rows * cfg.max_new_tokens, _chunk(cfg) or RL_CHUNK,
+    step = Step(rows, seq, rows * cfg.max_new_tokens, _chunk(s),
                 cfg.gradient_checkpointing, gather=True, lora_r=cfg.lora_r)  # fmt: skip
     upd = train_phase(s, step, gpus, ctx.cuda)
     if cfg.kl_coef or cfg.log_ref_kl:
@@ -168,7 +168,7 @@ def est_distill(cfg: Any, ctx: Context) -> list[Phase]:
     score = Phase("S_LP scoring").add("student weights (fp32)", 4.0 * s.params())
     score.add(f"dense tree mask ({n}^2, bool)", float(n) * n)
     score.add("one layer's activations (no grad)", layer_act_bytes(s, ctx.cuda) * n)
-    score.add("LM head chunk (no grad)", 8.0 * min(n, RL_CHUNK) * s.vocab)
+    score.add("LM head chunk (no grad)", 8.0 * min(n, _chunk(s)) * s.vocab)
     phases.append(score)
     phases.append(_sft_step_phase(cfg, s, ctx, "student SFT"))
     return phases
