@@ -342,6 +342,35 @@ def save_checkpoint(
 SHARDED_DIR = "dcp"
 
 
+def prune_checkpoints(
+    checkpoints: str | os.PathLike, keep_last: int, keep_weights: bool = False
+) -> list[Path]:
+    """After a save, the checkpoints older than the last `keep_last` (0: none): deleted, or
+    with `keep_weights` reduced to their HF weights (the optimizer state and sharded state
+    removed; a trainer_state without optimizer stays, so they still list as checkpoints for
+    probing). The newest `keep_last` keep everything a resume needs. Main process only.
+    Returns the folders that were pruned."""
+    import shutil
+
+    from vibethinker.train import dist
+
+    if keep_last <= 0 or not dist.is_main():
+        return []
+    old = [d for _, d in list_checkpoints(checkpoints)[:-keep_last]]
+    for d in old:
+        if not keep_weights:
+            shutil.rmtree(d)
+            continue
+        shutil.rmtree(d / SHARDED_DIR, ignore_errors=True)
+        state = torch.load(d / STATE_FILE, map_location="cpu", weights_only=False, mmap=True)
+        if state.get("optimizer") is not None:
+            state = {**state, "optimizer": None, "pruned": True}
+            tmp = d / (STATE_FILE + ".tmp")
+            torch.save(state, tmp)
+            os.replace(tmp, d / STATE_FILE)
+    return old
+
+
 def _save_sharded(folder, model, tokenizer, optimizer, scheduler, step, extra) -> Path:
     """N processes: model + optimizer state as a torch.distributed.checkpoint (DCP) folder,
     each process writing its own shards (`dcp/`), each process's RNG state (`rng-RANK.pt`),
