@@ -1,4 +1,4 @@
-"""CLR (PAPER.md, "Test time: CLR"): the pure functions against hand-computed values, the parse
+"""CLR (docs/PAPER.md, "Test time: CLR"): the pure functions against hand-computed values, the parse
 rules on malformed replies, the symbolic claim verifier, and the `clr` stage on a fake sampler
 (exact counters, one call per phase, token accounting) and on a tiny random model."""
 

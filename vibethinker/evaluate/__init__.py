@@ -1,4 +1,4 @@
-"""Evaluation harness: sample n responses per problem, verify, and measure (PAPER.md protocol).
+"""Evaluation harness: sample n responses per problem, verify, and measure (docs/PAPER.md protocol).
 
 `evaluate(sampler, problems, n, ks, params, workers) -> EvalResult` is the one entry point, used by
 the `eval` stage and by other stages (probing, RL evaluation, reports). `write_outputs` writes

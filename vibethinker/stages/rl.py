@@ -1,4 +1,4 @@
-"""Stage `rl`: on-policy RL with MGPO on one domain (PAPER.md stages 2 and 3).
+"""Stage `rl`: on-policy RL with MGPO on one domain (docs/PAPER.md stages 2 and 3).
 
 A recipe runs it once per domain, in sequence (math -> Long2Short math -> code -> stem), each
 starting from the previous one's `final` model; `long2short=true` makes the second math pass

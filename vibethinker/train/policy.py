@@ -3,7 +3,7 @@
 - `load_policy`: a causal LM + tokenizer from a local folder or hub id, in train mode. Weights are
   fp32 everywhere; on GPU the forward runs under bf16 autocast (`autocast_context`), which keeps
   fp32 master weights so that the paper's tiny final LR (8e-8) still moves them (pure bf16
-  weights would round such updates away). fp32 on CPU: bf16 was ~2x slower there (DESIGN.md).
+  weights would round such updates away). fp32 on CPU: bf16 was ~2x slower there (our calibration).
 - `lr_at`: linear warm-up over a fraction of the steps, then cosine decay from the peak to a final
   LR (the paper: 5e-5 -> 8e-8 with 5% warm-up). A pure function; `make_scheduler` wraps it.
 - `optimizer_step`: clip the global grad norm, step AdamW and the schedule, zero the grads.

@@ -1,4 +1,4 @@
-"""The on-policy RL loop (PAPER.md stages 2 and 3): rollout -> verify -> advantages -> loss -> step.
+"""The on-policy RL loop (docs/PAPER.md stages 2 and 3): rollout -> verify -> advantages -> loss -> step.
 
 One step: draw `prompts_per_step` prompts (seeded, resumable order), sample G responses each with
 the Sampler over the LIVE policy (the hf engine shares the trainer's weights, so rollouts come

@@ -35,7 +35,7 @@ class RLConfig:
     """G, responses sampled per prompt. Paper: unpublished; we choose 8."""
     lr: float = 1e-6
     """Peak AdamW learning rate. Paper: unpublished; 1e-6 is common for 1-7B RL; the tiny world
-    uses 1e-4 (docs/README.md calibration: slightly high late, hence the decay)."""
+    uses 1e-4 (our calibration: slightly high late, hence the decay)."""
     final_lr: float = 1e-7
     """LR at the last step (cosine decay from `lr`). Paper: unpublished; a fixed value, not
     derived from `lr`: the default 1e-7 is the default lr / 10 (set both when changing lr)."""
