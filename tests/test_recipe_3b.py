@@ -79,3 +79,17 @@ def test_dry_run_prints_the_resolved_values(capsys):
     out = capsys.readouterr().out
     assert "n_by={'math': 64, 'imo-answerbench': 16" in out
     assert "mode=build" in out and "keep_last=2" in out and "short_claims=unverified" in out
+
+
+def test_n_by_over_a_fixed_n_and_bad_values():
+    from vibethinker.stages.eval import EvalConfig
+
+    assert n_profile(EvalConfig(n=4)) == 4
+    prof = n_profile(EvalConfig(n=4, n_by={"imo-answerbench": 16}))
+    probs = [
+        Problem("a", "math", "x"),
+        Problem("b", "math", "x", meta={"source": "imo-answerbench"}),
+    ]
+    assert samples_per_problem(probs, prof) == [4, 16]
+    with pytest.raises(ValueError, match="n_by"):
+        n_profile(EvalConfig(n_by={"math": 0}))

@@ -90,9 +90,8 @@ def filter_prompts(
     acc = {r: batch_accuracy(torch.tensor(v).view(sc.correct.shape))
            for r, v in rules.items()}  # fmt: skip
     p = acc[truncated_reward]
-    top = 1.0 if keep_solved else 1.0 - 1e-9  # p = 1 passes only with keep_solved
-    inside = {r: (a > 0) & (a <= top) for r, a in acc.items()}
-    keep = [pr for pr, a in zip(problems, p.tolist()) if 0.0 < a <= top]
+    inside = {r: (a > 0) & ((a < 1) | keep_solved) for r, a in acc.items()}  # p = 1: Long2Short
+    keep = [pr for pr, ok in zip(problems, inside[truncated_reward].tolist()) if ok]
     counts = {"prompts_in": len(problems), "dropped_p0": int((p == 0).sum()),
               "dropped_p1": 0 if keep_solved else int((p == 1).sum()),
               "kept_p1": int((p == 1).sum()) if keep_solved else 0, "prompts_out": len(keep),
