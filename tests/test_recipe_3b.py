@@ -93,3 +93,13 @@ def test_n_by_over_a_fixed_n_and_bad_values():
     assert samples_per_problem(probs, prof) == [4, 16]
     with pytest.raises(ValueError, match="n_by"):
         n_profile(EvalConfig(n_by={"math": 0}))
+
+
+def test_sft2_trains_with_the_rl_stages_yarn(stages):
+    """RL's first policy is the model SFT produced: stage 2 trains with the RL stages' YaRN."""
+    sft2, rl = stages["sft2"].config, stages["rl_math"].config
+    assert (sft2.rope_yarn_factor, sft2.rope_original_len) == (
+        rl.rope_yarn_factor,
+        rl.rope_original_len,
+    )
+    assert sft2.rope_yarn_factor == 2.0 and sft2.max_len <= sft2.rope_original_len
