@@ -103,3 +103,16 @@ def test_sft2_trains_with_the_rl_stages_yarn(stages):
         rl.rope_original_len,
     )
     assert sft2.rope_yarn_factor == 2.0 and sft2.max_len <= sft2.rope_original_len
+
+
+def test_paper_references_point_at_docs_paper():
+    """docs/PAPER.md exists and no file cites a bare PAPER.md or DESIGN.md (neither is here)."""
+    import re
+
+    root = Path(RECIPE).parents[1]
+    assert (root / "docs" / "PAPER.md").read_text().count("arXiv") >= 2
+    bare = re.compile(r"(?<![/\w])(PAPER|DESIGN)\.md")
+    for path in [*root.glob("vibethinker/**/*.py"), *root.glob("docs/*.md"), *root.glob("*.md"),
+                 *root.glob("recipes/*.yaml"), *root.glob("scripts/*.py"), *root.glob("tests/*.py")]:  # fmt: skip
+        if path.name != Path(__file__).name:  # this file names them to look for them
+            assert not bare.search(path.read_text()), path

@@ -267,3 +267,13 @@ def test_keep_last_prunes_rl_checkpoints(tiny, tmp_path):
         model, tok, _problems(8), _opts(steps=3, save_every=1), tmp_path / "all", verify=has_digit
     )
     assert len(policy.list_checkpoints(tmp_path / "all" / "checkpoints")) == 3
+
+
+def test_rubric_line_names_the_back_end():
+    from vibethinker.stages.rl import rubric_line
+
+    judge = rubric_line("openai:judge@http://127.0.0.1:8001/v1")
+    assert "LLM judge" in judge and "helpfulness" in judge and "redundancy" in judge
+    bt = rubric_line("hf:runs/x/reward_model/final")
+    assert "reward model" in bt and "Bradley-Terry" in bt and "not the paper's" in bt
+    assert "none" in rubric_line("")

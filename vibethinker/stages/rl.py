@@ -263,6 +263,18 @@ def _se(e: dict) -> str:
     return f" +- {e['stderr']:.3f}" if e.get("stderr") is not None else ""
 
 
+def rubric_line(spec: str) -> str:
+    """Which rubric back-end rewarded the open prompts, in words (the summary says it)."""
+    if spec.startswith("openai:"):
+        return (f"Rubric for open prompts: LLM judge `{spec[7:]}` scoring the paper's four "
+                "criteria (helpfulness, coherence, instruction adherence, redundancy).")  # fmt: skip
+    if spec.startswith("hf:"):
+        return (f"Rubric for open prompts: reward model `{spec[3:]}` (a learned preference, e.g. "
+                "the reward_model stage's Bradley-Terry fallback; not the paper's four "
+                "criteria scored one by one).")  # fmt: skip
+    return "Rubric for open prompts: none (open prompts score 0 and the filter drops them)."
+
+
 def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: float) -> str:
     """Headline numbers: held-out accuracy and correct length at start vs end, train curve
     ends, time per step by phase, filter counts."""
@@ -308,6 +320,8 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
     ]
     if res["resumed_at"]:
         lines.append(f"Resumed at step {res['resumed_at']} (times are this session's).")
+    if cfg.domain == "instruct":
+        lines += ["", rubric_line(cfg.rubric_model)]
     for w in learning_warnings(cfg, counts, hist):
         lines += ["", f"**Warning: RL may have learned nothing.** {w}"]
     Path(path).write_text("\n".join(lines) + "\n")
