@@ -25,6 +25,7 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,14 @@ from vibethinker.construct.evalsets import eval_items
 from vibethinker.construct.expand import AXES, load_template, supervision_error
 from vibethinker.construct.funnel import Funnel
 from vibethinker.construct.pipeline import Context, build_chunk
-from vibethinker.data.io import DataError, _files, _iter_rows, problem_from_dict, problem_to_dict
+from vibethinker.data.io import (
+    DataError,
+    _files,
+    _iter_rows,
+    problem_from_dict,
+    problem_to_dict,
+    split_file,
+)
 from vibethinker.engines import SamplerError, SamplingParams, make_sampler
 from vibethinker.log import get_logger
 from vibethinker.stages import register
@@ -253,7 +261,7 @@ def decontaminate_file(src: str, dst: Path, ctx: Context) -> dict[str, int]:
     tmp = dst.with_name(dst.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         batch: list = []
-        for rec in [*_iter_records(src), None]:
+        for rec in chain(_iter_records(src), [None]):  # streamed: memory flat in the file size
             if rec is not None:
                 batch.append(rec)
             if batch and (rec is None or len(batch) >= ctx.cfg.chunk):
@@ -290,7 +298,7 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
                  index.n_items, len(index), index.template_grams)  # fmt: skip
     if cfg.mode == "decontaminate":
         ctx = Context(None, SamplingParams(), "", "", index, cfg)  # type: ignore[arg-type]
-        decontaminate_file(cfg.seeds, out / "train.jsonl", ctx)
+        decontaminate_file(str(split_file(cfg.seeds, "train.jsonl")), out / "train.jsonl", ctx)
         hist: dict[str, dict] = {"lengths": {}, "difficulty": {}}
         return _finish(cfg, out, ctx, {"seeds_done": 0}, hist, 0)
     prog_path, data_path = out / "progress.json", out / "train.jsonl"
