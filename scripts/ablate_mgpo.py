@@ -8,7 +8,7 @@ Both arms run the `rl` stage from the same starting model with the same seeds, p
 G, steps (no wall-clock cap, so each arm samples exactly steps x prompts x G responses), LR and
 evaluation; only `advantage` differs. Reported whatever they show: per arm and seed, the training
 accuracy curve and the held-out avg@n at every evaluation, and a plot of both.
-DESIGN.md's calibration found run-to-run noise of ~7 points, so one seed per arm cannot separate
+Our calibration found run-to-run noise of ~7 points, so one seed per arm cannot separate
 them; use several seeds (--seeds) when time allows.
 
     python scripts/ablate_mgpo.py --sft runs/tiny/sft/final --data runs/tiny/data \

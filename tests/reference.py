@@ -1,5 +1,5 @@
 """Slow reference forms of the algorithm's formulas, for tests only: plain Python over lists, one
-group at a time, written from PAPER.md rather than from the package's tensor code. The package
+group at a time, written from docs/PAPER.md rather than from the package's tensor code. The package
 keeps one (vectorised) implementation; tests compare it with these on many inputs.
 """
 

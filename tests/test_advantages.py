@@ -201,3 +201,35 @@ def test_lambda_zero_mgpo_is_grpo_exactly():
     a, w = ADVANTAGE_ESTIMATORS["mgpo"](rewards, correct, lam=2.0)
     assert w[0] == 1.0 and w[1] == pytest.approx(0.769800, abs=1e-6)
     assert torch.allclose(a[1], a_grpo[1] * w[1])
+
+
+def test_long2short_all_correct_group_keeps_lambda_without_std():
+    """An all-correct group of 8 with lengths 1K-8K: divided by its own std (the formula
+    literally) lambda 0.02, 0.2 and 1.0 give the same advantages; with all_correct_std=False
+    they are the shift itself, within +-lambda, so lambda sets their size."""
+    lengths = torch.tensor([[1000.0 * (i + 1) for i in range(8)]])
+    correct = torch.ones(1, 8, dtype=torch.bool)
+    ones = torch.ones(1, 8)
+    literal, kept = [], []
+    for lam in (0.02, 0.2, 1.0):
+        shifted = batch_long2short(ones, correct, lengths, lam)
+        literal.append(batch_advantages(shifted, correct, 0.0, all_correct_std=True)[0])
+        adv = batch_advantages(shifted, correct, 0.0, all_correct_std=False)[0]
+        kept.append(adv)
+        assert adv.abs().max().item() == pytest.approx(lam, rel=1e-4)  # the largest shift
+        assert adv[0, 0].item() > 0 > adv[0, -1].item()  # shortest up, longest down
+        assert adv.sum().item() == pytest.approx(0.0, abs=1e-6)
+    assert torch.allclose(literal[0], literal[2], atol=1e-3)  # lambda gone (float32 rounding)
+    assert not torch.allclose(kept[0], kept[2], atol=1e-4)  # lambda kept
+    assert torch.allclose(kept[2], kept[0] * 50, atol=1e-4)
+
+
+def test_all_correct_std_leaves_mixed_groups_alone():
+    """The switch touches only all-correct groups: a half-right group is divided as before."""
+    r = torch.tensor([[1.0, 1.0, 0.0, 0.0], [1.0, 1.1, 0.9, 1.0]])
+    c = torch.tensor([[True, True, False, False], [True, True, True, True]])
+    a_lit = batch_advantages(r, c, 1.0, all_correct_std=True)[0]
+    a_off = batch_advantages(r, c, 1.0, all_correct_std=False)[0]
+    assert torch.allclose(a_lit[0], a_off[0])
+    w1 = math.exp(-math.log(2))  # MGPO weight at p = 1 with lambda 1
+    assert a_off[1].tolist() == pytest.approx([0.0, 0.1 * w1, -0.1 * w1, 0.0], abs=1e-6)

@@ -1,4 +1,4 @@
-"""CLR (PAPER.md, "Test time: CLR"): the pure functions against hand-computed values, the parse
+"""CLR (docs/PAPER.md, "Test time: CLR"): the pure functions against hand-computed values, the parse
 rules on malformed replies, the symbolic claim verifier, and the `clr` stage on a fake sampler
 (exact counters, one call per phase, token accounting) and on a tiny random model."""
 
@@ -27,8 +27,14 @@ from vibethinker.verifiers.claims import symbolic_verdict
 def test_reliability_by_hand():
     # one failed claim of 5: (4/5)^5 = 1024/3125 = 0.32768 (the paper's 0.328)
     assert reliability([1, 1, 1, 1, 0], 5) == pytest.approx(0.32768)
-    # 2 of 3 with M = 5 (fewer than M: the mean over those there are): (2/3)^5 = 32/243
-    assert reliability([1, 0, 1], 5) == pytest.approx(32 / 243)
+    # 2 of 3 with M = 5, fewer than M: the paper's mean over M (absent claims unverified),
+    # (2/5)^5; the `present` rule takes the mean over those there are, (2/3)^5 = 32/243
+    assert reliability([1, 0, 1], 5) == pytest.approx(0.4**5)
+    assert reliability([1, 0, 1], 5, "present") == pytest.approx(32 / 243)
+    assert reliability([1], 5) == pytest.approx(0.2**5) and reliability([1], 5, "present") == 1
+    assert reliability([1] * 7, 5) == 1.0  # more verdicts than M (a caller's list): mean of them
+    with pytest.raises(ValueError, match="short_claims"):
+        reliability([1], 5, "absent")
     assert reliability([1, 1, 1, 1, 1], 5) == 1.0
     assert reliability([0, 0], 5) == 0.0
     assert reliability([], 5) == 0.0  # no claims: no weight
@@ -181,7 +187,7 @@ def _run(tmp_path, model, **kw):
 
 def test_stage_by_hand_one_call_per_phase_and_token_accounting(tmp_path):
     model = FakeModel()
-    outputs, s, rows = _run(tmp_path, model, k=4, repeats=1, m=5)
+    outputs, s, rows = _run(tmp_path, model, k=4, repeats=1, m=5, short_claims="present")
     # one call per phase, batched over both problems: 8 samples, 6 extractions
     # (math: GOOD, BAD, BAD; stem: B, A, A), 9 claims (math: 2 steps x 3; stem: 1 x 3)
     assert [(len(p), n) for p, n in model.calls] == [(2, 4), (6, 1), (6 + 3, 1)]
@@ -578,3 +584,17 @@ def test_world_verification_examples_are_minimal_pairs_decided_by_their_vs(clr_w
         assert all(len(x) == 2 for x in pairs), think
         same = all(x.rsplit("=", 1)[-1].split(") ")[-1] == y for x, y in pairs)
         assert parse_verdict(p.traces[0]) == int(same), p.traces[0]
+
+
+def test_stage_short_claims_default_is_the_papers_mean_over_m(tmp_path):
+    """Default rule: a 2-claim list with both validated gets (2/5)^5, not 1; summary.json
+    reports CLR@K under both rules on the same verdicts, and the run's own r_k follow its rule."""
+    _, s, rows = _run(tmp_path, FakeModel(), k=4, repeats=1, m=5)
+    m1 = [r for r in rows if r["id"] == "m1"]
+    assert [r["r"] for r in m1] == pytest.approx([0.4**5, 0.2**5, 0.2**5, 0.0])
+    sc = s["short_claims"]
+    assert sc["rule"] == "unverified" and set(sc) >= {"unverified", "present", "short_lists"}
+    assert sc["unverified"] == pytest.approx(0.5) and sc["present"] == pytest.approx(0.5)
+    assert sc["short_lists"] == sc["answered"] == 6  # every list is shorter than M = 5
+    _, s2, _ = _run(tmp_path / "p", FakeModel(), k=4, repeats=1, m=5, short_claims="present")
+    assert s2["short_claims"]["unverified"] == sc["unverified"]  # same verdicts, same figure

@@ -227,3 +227,74 @@ def test_pass_domains_copy_records_unchanged(tmp_path):
     assert json.loads(Path(res["funnel"]).read_text())["io"]["clr"] == {"passed": [len(clr)] * 2}
     with pytest.raises(ValueError, match="both constructed and passed"):
         stage.run(ConstructConfig(out=str(tmp_path / "c"), pass_domains=["math"], **base))
+
+
+def _contaminated(world, tmp_path) -> tuple[str, str, list[str]]:
+    """A finished SFT file and an RL prompt file, each with two copies of eval problems."""
+    from dataclasses import replace
+
+    train, ev = load_problems(world["train"]), load_problems(world["eval"])
+    leaks = [replace(ev[i], id=f"leak{i}", traces=[ev[i].prompt + " so"]) for i in (0, 1)]
+    save_problems(tmp_path / "sft.jsonl", [*train[:10], *leaks])
+    rl = [replace(p, traces=None) for p in train[10:20]]
+    rl_leaks = [replace(ev[i], id=f"rl_leak{i}", traces=None) for i in (2, 3)]
+    save_problems(tmp_path / "rl_math.jsonl", [*rl, *rl_leaks])
+    return str(tmp_path / "sft.jsonl"), str(tmp_path / "rl_math.jsonl"), [p.id for p in train]
+
+
+def _clean_ids(world, c: ConstructConfig, records) -> set[str]:
+    """Ids of records none of whose texts overlaps the eval set (the index queried directly)."""
+    from vibethinker.construct.decontam import EvalIndex
+    from vibethinker.construct.evalsets import eval_items
+
+    index = EvalIndex(eval_items(c.eval_sets), c.decontam_n, c.decontam_template_share,
+                      c.decontam_template_min)  # fmt: skip
+    out = set()
+    for p in records:
+        if not any(index.hits([p.prompt, *(p.traces or [])])):
+            out.add(p.id)
+    assert not any(i.startswith(("leak", "rl_leak")) for i in out)  # the planted copies are caught
+    return out
+
+
+def test_decontaminate_mode_runs_no_teacher_and_checks_every_file(world, tmp_path, monkeypatch):
+    """mode=decontaminate: no teacher is made; the finished SFT records and the RL prompt file
+    each lose exactly their eval copies, in order, with their traces untouched."""
+    sft, rl, ids = _contaminated(world, tmp_path)
+
+    def no_teacher(*a, **k):
+        raise AssertionError("decontaminate mode made a teacher")
+
+    monkeypatch.setattr(stage, "make_teacher", no_teacher)
+    monkeypatch.setattr(stage, "make_sampler", no_teacher)
+    c = cfg(world, tmp_path / "out", seeds=sft, files=[rl], mode="decontaminate")
+    res = stage.run(c)
+    clean = _clean_ids(world, c, [*load_problems(sft), *load_problems(rl)])
+    kept = load_problems(res["train"])
+    assert [p.id for p in kept] == [i for i in ids[:10] if i in clean]
+    assert len(kept) >= 5 and all(p.traces for p in kept)  # the world's own overlaps are few
+    assert kept[0].traces == next(p for p in load_problems(sft) if p.id == kept[0].id).traces
+    assert [p.id for p in load_problems(res["rl_math"])] == [i for i in ids[10:20] if i in clean]
+    funnel = json.loads(Path(res["funnel"]).read_text())
+    drops = funnel["drops"]
+    assert sum(v["eval_overlap"] for k, v in drops.items() if k.endswith("/decontam_file")) == (
+        12 + 12 - len(clean)
+    )
+
+
+def test_build_mode_decontaminates_files_too(world, tmp_path):
+    _, rl, ids = _contaminated(world, tmp_path)
+    c = cfg(world, tmp_path / "out", files=[rl], max_seeds=4)
+    res = stage.run(c)
+    clean = _clean_ids(world, c, load_problems(rl))
+    assert [p.id for p in load_problems(res["rl_math"])] == [i for i in ids[10:20] if i in clean]
+    assert load_problems(res["train"])  # the teacher pipeline ran as before
+
+
+def test_decontaminate_mode_bad_config(world, tmp_path):
+    with pytest.raises(ValueError, match="mode"):
+        stage.run(cfg(world, tmp_path, mode="clean"))
+    with pytest.raises(ValueError, match="eval_sets"):
+        stage.run(cfg(world, tmp_path, mode="decontaminate", eval_sets=[]))
+    with pytest.raises(ValueError, match="file names"):
+        stage.run(cfg(world, tmp_path, files=["a/x.jsonl", "b/x.jsonl"]))

@@ -123,7 +123,7 @@ def test_eval_defaults_are_the_paper_profile():
 
     cfg = EvalConfig()
     assert cfg.n == 0 and cfg.max_new_tokens == 0  # the paper's n per domain, no extra cap
-    assert PAPER_N == {"math": 64, "stem": 16, "code": 8, "instruct": 8}
+    assert PAPER_N == {"math": 64, "imo-answerbench": 16, "stem": 16, "code": 8, "instruct": 8}
 
 
 def test_per_domain_n_and_one_notion_of_correct():

@@ -206,3 +206,74 @@ def test_mini_batches_use_frozen_old_logprobs(tiny, tmp_path):
         res = train(model, tok, probs, opts, tmp_path / f"mb{mb}", verify=has_digit)
         rmax = max(r["ratio_max"] for r in res["history"])
         assert (rmax == 1.0) == on_policy, rmax
+
+
+def test_long2short_filter_keeps_all_correct_prompts():
+    """Long2Short keeps p = 1 prompts (their groups carry the pure length signal) and still
+    drops p = 0; the other stages drop both."""
+    from vibethinker.stages.rl import filter_prompts
+
+    probs = _problems(4)
+    pats = [[1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 1, 0]]
+    args = (probs, _ScriptedSampler(pats), 4, None, lambda p: p.prompt, has_seven, "zero")
+    keep, counts = filter_prompts(*args, keep_solved=True)
+    assert [p.id for p in keep] == ["p0", "p2", "p3"]
+    assert counts["dropped_p0"] == 1 and counts["dropped_p1"] == 0 and counts["kept_p1"] == 1
+    keep, counts = filter_prompts(*args)
+    assert [p.id for p in keep] == ["p2", "p3"] and counts["kept_p1"] == 0
+
+
+def test_rl_stage_filter_follows_long2short(tmp_path, monkeypatch):
+    """The stage passes long2short to the filter, and the cached filter is keyed on it."""
+    from vibethinker.stages import rl as rl_stage
+
+    data = tmp_path / "data"
+    data.mkdir()
+    from vibethinker.data.io import save_problems
+
+    save_problems(data / "train.jsonl", _problems(4))
+    pats = [[1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 1, 0]]
+    cfg = RLOptions(data=str(data), out=str(tmp_path / "rl"), filter_rollouts=4, long2short=True)
+    keep, _ = rl_stage.training_prompts(cfg, _ScriptedSampler(pats), lambda p: p.prompt, has_seven)
+    assert len(keep) == 3
+    cfg.long2short = False  # same folder: the cache must not answer for another rule
+    keep, _ = rl_stage.training_prompts(cfg, _ScriptedSampler(pats), lambda p: p.prompt, has_seven)
+    assert len(keep) == 2
+
+
+def test_compute_advantages_all_correct_std_only_under_long2short():
+    from vibethinker.train.rl import compute_advantages
+    from vibethinker.train.rollout import Scored
+
+    correct = torch.ones(1, 4, dtype=torch.bool)
+    sc = Scored(rewards=torch.ones(1, 4), correct=correct,
+                lengths=torch.tensor([[10, 20, 30, 40]]), truncated=torch.zeros(1, 4, dtype=torch.bool))  # fmt: skip
+    small = compute_advantages(sc, RLOptions(long2short=True, l2s_lambda=0.2))[0]
+    assert small.abs().max().item() == pytest.approx(0.2 * 0.5, rel=1e-4)  # MGPO weight 0.5
+    literal = compute_advantages(
+        sc, RLOptions(long2short=True, l2s_lambda=0.2, l2s_all_correct_std=True)
+    )[0]
+    assert literal.abs().max().item() > 0.5  # rescaled to unit size by the group's own std
+
+
+def test_keep_last_prunes_rl_checkpoints(tiny, tmp_path):
+    model, tok = policy.load_policy(tiny, "cpu")
+    opts = _opts(steps=4, save_every=1, keep_last=2)
+    train(model, tok, _problems(8), opts, tmp_path / "k", verify=has_digit)
+    steps = [s for s, _ in policy.list_checkpoints(tmp_path / "k" / "checkpoints")]
+    assert steps == [3, 4]
+    model, tok = policy.load_policy(tiny, "cpu")
+    train(
+        model, tok, _problems(8), _opts(steps=3, save_every=1), tmp_path / "all", verify=has_digit
+    )
+    assert len(policy.list_checkpoints(tmp_path / "all" / "checkpoints")) == 3
+
+
+def test_rubric_line_names_the_back_end():
+    from vibethinker.stages.rl import rubric_line
+
+    judge = rubric_line("openai:judge@http://127.0.0.1:8001/v1")
+    assert "LLM judge" in judge and "helpfulness" in judge and "redundancy" in judge
+    bt = rubric_line("hf:runs/x/reward_model/final")
+    assert "reward model" in bt and "Bradley-Terry" in bt and "not the paper's" in bt
+    assert "none" in rubric_line("")

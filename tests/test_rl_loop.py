@@ -210,7 +210,9 @@ def test_long2short_through_the_loop(tiny, tmp_path, monkeypatch):
         for r, c, n, a in zip(sc.rewards.tolist(), sc.correct.tolist(), sc.lengths.tolist(),
                               adv.tolist()):  # fmt: skip
             shifted = long2short_rewards(r, c, n, 0.2)
-            assert a == [pytest.approx(x, abs=1e-5) for x in advantages([shifted], [c], 0.0)[0][0]]
+            # all-correct groups are centred, not divided by their std (l2s_all_correct_std)
+            ref = advantages([shifted], [c], 0.0, std_scale=not all(c))[0][0]
+            assert a == [pytest.approx(x, abs=1e-5) for x in ref]
             if len(set(n)) > 1:
                 spread += 1
                 shortest, longest = n.index(min(n)), n.index(max(n))

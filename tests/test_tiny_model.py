@@ -170,7 +170,7 @@ def test_size_resolution():
         "intermediate_size": 512,
         "num_attention_heads": 6,
         "num_key_value_heads": 2,
-    }  # DESIGN.md's calibrated 1.2M model
+    }  # the calibrated 1.2M model
     assert [resolve_depth(s, 512) for s in ("1m", "5m", "30m", "d4")] == [3, 5, 9, 4]
     assert resolve_depth("10m", 512) == 6  # 9.6M is the nearest member in log scale
     assert resolve_depth("1200000", 512) == 3

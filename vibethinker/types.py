@@ -1,4 +1,4 @@
-"""The records that flow through every stage (DESIGN.md, Contracts).
+"""The records that flow through every stage.
 
 One typed record per concept, no string-keyed bags: a `Problem` is what the data stages write and
 every other stage reads; a `Completion` is what a Sampler returns; a `Score` is what a verifier

@@ -1,4 +1,4 @@
-"""The algorithm as pure functions, no I/O (DESIGN.md layout; STYLE.md 2).
+"""The algorithm as pure functions, no I/O (STYLE.md 2).
 
 One module per idea, each taking numbers, lists or tensors rather than config objects:
 `advantages` (p(q), MGPO weight, group advantages, Long2Short), `losses` (clipped surrogate, TIS,

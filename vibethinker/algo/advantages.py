@@ -1,4 +1,4 @@
-"""Group advantages for GRPO / MGPO and the Long2Short reward shift (PAPER.md, stages 2 and 3).
+"""Group advantages for GRPO / MGPO and the Long2Short reward shift (docs/PAPER.md, stages 2 and 3).
 
 Over [B, G] tensors: B prompts q, G responses each, rewards r_i and binary verdicts c_i.
 - `batch_accuracy`: p(q) = mean_i 1[c_i]  (the verdict, not `r_i == 1`: after a Long2Short shift
@@ -8,7 +8,10 @@ Over [B, G] tensors: B prompts q, G responses each, rewards r_i and binary verdi
 - `batch_advantages`: MGPO weight w(q) = exp(-lambda * D_ME) (lambda = 0 gives w = 1, i.e. plain
   GRPO) and A_i = w * (r_i - mean(r)) / (std(r) + eps); with `std_scale=False` the division is
   dropped (Dr. GRPO style). std is the population std of the G rewards (divide by G): the paper
-  writes std(r) without saying which; with 0/1 rewards it is sqrt(p(1-p));
+  writes std(r) without saying which; with 0/1 rewards it is sqrt(p(1-p)). With
+  `all_correct_std=False`, groups whose responses are ALL correct are centred but not divided
+  (Long2Short: their only spread is the length shift, and dividing it by its own std would
+  rescale every such group to unit size whatever lambda is; docs/PAPER.md, Stage 3);
 - `batch_long2short`: r_i' = r_i + lambda * (s_i - s_bar) / max_{j in C} |s_j - s_bar| for i in
   the correct set C, s_i = 1 / L_i (a length of 0 counts as 1), s_bar the mean over C; incorrect
   responses keep r_i; no shift when |C| < 2 or all correct lengths are equal. The shift sums to
@@ -64,6 +67,7 @@ def batch_advantages(
     lam: float = 0.0,
     eps: float = 1e-6,
     std_scale: bool = True,
+    all_correct_std: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """[B, G] rewards and verdicts -> ([B, G] advantages, [B] MGPO weights)."""
     if lam < 0:
@@ -72,7 +76,11 @@ def batch_advantages(
     w = torch.exp(-lam * batch_max_entropy_deviation(batch_accuracy(correct)))
     centred = r - r.mean(-1, keepdim=True)
     if std_scale:
-        centred = centred / (r.std(-1, unbiased=False, keepdim=True) + eps)
+        scale = r.std(-1, unbiased=False, keepdim=True) + eps
+        if not all_correct_std:
+            all_correct = correct.bool().all(-1, keepdim=True)
+            scale = torch.where(all_correct, torch.ones_like(scale), scale)
+        centred = centred / scale
     return (w[:, None] * centred).float(), w.float()
 
 

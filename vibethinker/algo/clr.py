@@ -1,4 +1,4 @@
-"""Claim-Level Reliability (CLR), the paper's test-time scaling (PAPER.md, "Test time: CLR").
+"""Claim-Level Reliability (CLR), the paper's test-time scaling (docs/PAPER.md, "Test time: CLR").
 
 Pure functions over strings and numbers, no model, no I/O; the `clr` stage (stages/clr.py)
 composes them with a Sampler. The method, per problem:
@@ -14,8 +14,10 @@ Rules where the paper is silent (docs/CLR.md gives the reasons):
   is ignored. No list line at all (a malformed list) -> boxes are removed, the text is split
   on newlines and `;` and every non-empty piece that is not the answer line is a claim. Empty
   items are dropped; more than M -> the first M are kept. Every case is counted in `ClaimList`.
-- fewer than M claims: the mean runs over the claims there are (the exponent stays M); zero
-  claims -> r = 0 (a trajectory with no checkable support gets no weight).
+- fewer than M claims (`short_claims`): by default the paper's formula, the mean over M with
+  the absent claims unverified (1 validated claim of 1 -> (1/5)^5), so a short claim list does
+  not outrank a full one; `present` takes the mean over the claims there are (1 of 1 -> 1; the
+  exponent stays M). Zero claims -> r = 0 either way.
 - verdicts: in the reply after `</think>` (the whole reply without one): the last `\\boxed{}`
   holding a verdict (1/true/valid/correct/yes -> 1, 0/false/invalid/incorrect/no -> 0), else the
   last `Verdict: <word>`, else the last verdict word in prose (true/false/valid/invalid/
@@ -144,17 +146,24 @@ def verdict_or_zero(verdict: int | None) -> int:
     return 0 if verdict is None else int(verdict)
 
 
-def reliability(verdicts: Sequence[int], m: int) -> float:
-    """`r = (mean of the verdicts)^M`; no verdicts -> 0.
+SHORT_CLAIMS = ("unverified", "present")
+
+
+def reliability(verdicts: Sequence[int], m: int, short_claims: str = "unverified") -> float:
+    """`r = (mean_m v_m)^M`; fewer than M verdicts: the absent ones count as 0 (`unverified`,
+    the paper's mean over M) or the mean runs over those there are (`present`); none -> 0.
 
     >>> round(reliability([1, 1, 1, 1, 0], 5), 5)  # one failed claim of 5: 0.8^5
     0.32768
-    >>> reliability([1, 1], 5), reliability([], 5)  # fewer than M: mean of those there are
-    (1.0, 0.0)
+    >>> round(reliability([1], 5), 5), reliability([1], 5, "present"), reliability([], 5)
+    (0.00032, 1.0, 0.0)
     """
+    if short_claims not in SHORT_CLAIMS:
+        raise ValueError(f"short_claims must be one of {SHORT_CLAIMS}, got {short_claims!r}")
     if not verdicts:
         return 0.0
-    return (sum(verdicts) / len(verdicts)) ** m
+    count = len(verdicts) if short_claims == "present" else max(m, len(verdicts))
+    return (sum(verdicts) / count) ** m
 
 
 def cluster_answers(

@@ -1,4 +1,4 @@
-"""The MGPO policy loss and its helpers: pure functions over tensors (PAPER.md, stage 2).
+"""The MGPO policy loss and its helpers: pure functions over tensors (docs/PAPER.md, stage 2).
 
 Shapes: N sequences (prompts x G, possibly one micro-batch of them), T response positions
 (right-padded), `mask` [N, T] marks real response tokens, `advantages` [N] (one per sequence).

@@ -1,4 +1,4 @@
-"""Weighted parameter averaging of Hugging Face checkpoints (PAPER.md, Diversity-Exploring
+"""Weighted parameter averaging of Hugging Face checkpoints (docs/PAPER.md, Diversity-Exploring
 Distillation: the per-domain specialists are merged, equal weights 1/N in the 1.5B report).
 
 `merge_checkpoints` streams tensor by tensor through safetensors: each input is opened with

@@ -1,4 +1,4 @@
-"""Learning-potential selection (PAPER.md, stage 4): pure functions over numbers and lists.
+"""Learning-potential selection (docs/PAPER.md, stage 4): pure functions over numbers and lists.
 
 - `s_lp(logprobs)`: S_LP(q, y) = -(1/|y|) sum_t log pi_student(y_t | q, y_<t), the mean negative
   log-likelihood of a verified response under the student (high = the student has much to learn).

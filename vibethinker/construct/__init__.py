@@ -1,4 +1,4 @@
-"""Stage 0 data construction, as small pure steps (PAPER.md, stage 0; docs/CONSTRUCT.md).
+"""Stage 0 data construction, as small pure steps (docs/PAPER.md, stage 0; docs/CONSTRUCT.md).
 
 expand (prompt templates, parse the teacher's new problems) -> quality (the teacher's verdict on
 each query) -> vote (majority answer as pseudo-label, vote margin) -> codetests (expanded code

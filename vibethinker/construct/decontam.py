@@ -1,6 +1,6 @@
 """Benchmark decontamination: drop any training sample sharing a word 10-gram with an eval set.
 
-PAPER.md stage 0: normalise (lowercase, strip punctuation and symbols; `ngram.words`), then drop
+docs/PAPER.md stage 0: normalise (lowercase, strip punctuation and symbols; `ngram.words`), then drop
 any sample sharing a 10-gram with any evaluation set. `EvalIndex` holds the eval sets' n-grams;
 `hits(texts)` answers a whole batch at once and names the eval items each text overlaps.
 
@@ -132,3 +132,28 @@ class EvalIndex:
         for t, s in found.items():
             out[t] = sorted(s)
         return out
+
+
+def record_texts(problem) -> list[str]:
+    """The texts of a training record that must not overlap an eval set: its prompt, traces and
+    wrong traces (a Problem; duck-typed to keep this module free of the record types)."""
+    return [problem.prompt, *(problem.traces or []), *(problem.wrong_traces or [])]
+
+
+def split_clean(records: list, index: EvalIndex | None) -> tuple[list, dict[int, list[str]]]:
+    """(records none of whose texts shares an n-gram with an eval item, {position of each
+    dropped record: the eval items it overlaps}); no index keeps everything."""
+    if index is None or not records:
+        return list(records), {}
+    texts, owner = [], []
+    for k, p in enumerate(records):
+        for t in record_texts(p):
+            texts.append(t)
+            owner.append(k)
+    bad: dict[int, set[str]] = {}
+    for k, h in zip(owner, index.hits(texts)):
+        if h:
+            bad.setdefault(k, set()).update(h)
+    return [p for k, p in enumerate(records) if k not in bad], {
+        k: sorted(v) for k, v in bad.items()
+    }

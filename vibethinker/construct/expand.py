@@ -1,6 +1,6 @@
 """Query expansion: seed problem + axis -> teacher prompt; teacher reply -> new Problem.
 
-The four axes are the paper's (PAPER.md stage 0). The template (prompts/construct_expand.txt,
+The four axes are the paper's (docs/PAPER.md stage 0). The template (prompts/construct_expand.txt,
 editable: `expand_prompt=` points at a copy) receives {axis}, {axis_text}, {domain}, {problem},
 {domain_rules}, {fields}; it must keep `<axis>..</axis>` and `<problem>..</problem>` around the
 inserted values when the simulated world teacher answers it (construct/world_teacher.py). The reply

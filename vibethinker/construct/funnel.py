@@ -22,6 +22,7 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("decontam_trace", "queries"),
     ("kept", "queries"),
     ("passed", "records"),  # pass_domains, on_bad_seed=pass: copied unchanged
+    ("decontam_file", "records"),  # mode=decontaminate and `files`: finished records, no teacher
 )
 
 

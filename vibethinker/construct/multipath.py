@@ -1,6 +1,6 @@
 """Multi-path selection: keep up to m correct traces per query that differ in solution path.
 
-PAPER.md keeps "several distinct correct full traces per query". Distinct by path, not wording:
+docs/PAPER.md keeps "several distinct correct full traces per query". Distinct by path, not wording:
 two traces count as the same path when their word n-gram sets overlap (Jaccard) at or above
 `max_overlap`; a reworded copy of one derivation shares most n-grams, another method does not.
 Greedy in the given order (the teacher's sample order), so the result is deterministic.

@@ -1,6 +1,6 @@
 """n-gram text layer: normalisation and the repetition filter (quality control, layer 1).
 
-`words(text)` is the one normalisation every n-gram step uses (PAPER.md stage 0: lowercase,
+`words(text)` is the one normalisation every n-gram step uses (docs/PAPER.md stage 0: lowercase,
 strip punctuation and symbols): lowercased runs of letters and digits; everything else splits.
 
 The repetition statistics are Gopher's (Rae et al. 2021, table A1) as implemented by datatrove's

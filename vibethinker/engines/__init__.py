@@ -1,4 +1,4 @@
-"""Samplers: one interface for everything that samples from a model (DESIGN.md, Contracts).
+"""Samplers: one interface for everything that samples from a model.
 
 Probing, stage-start filters, RL rollouts, distillation, CLR and evaluation all call
 `sampler.generate(prompts, n, params) -> list[list[Completion]]`: for each prompt (a user string,
@@ -29,7 +29,7 @@ Prompt = Union[str, list[Message]]  # noqa: UP007 (a runtime alias; `|` on a str
 
 @dataclass
 class SamplingParams:
-    """Sampling settings. Defaults are the paper's evaluation protocol (PAPER.md): temperature
+    """Sampling settings. Defaults are the paper's evaluation protocol (docs/PAPER.md): temperature
     1.0, top-p 0.95, top-k off, no extra output cap beyond the model's budget."""
 
     temperature: float = 1.0  # 0 means greedy

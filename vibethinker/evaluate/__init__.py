@@ -1,4 +1,4 @@
-"""Evaluation harness: sample n responses per problem, verify, and measure (PAPER.md protocol).
+"""Evaluation harness: sample n responses per problem, verify, and measure (docs/PAPER.md protocol).
 
 `evaluate(sampler, problems, n, ks, params, workers) -> EvalResult` is the one entry point, used by
 the `eval` stage and by other stages (probing, RL evaluation, reports). `write_outputs` writes
@@ -79,11 +79,16 @@ class EvalResult:
 
 
 def samples_per_problem(problems: Sequence[Problem], n: int | Mapping[str, int]) -> list[int]:
-    """n of each problem: one int for all, or a domain -> n map (e.g. the paper's profile:
-    math 64, stem 16, code 8; a domain missing from the map takes its "default" entry, else 8)."""
+    """n of each problem: one int for all, or a map keyed by a problem's `meta.source` (its
+    benchmark) or its domain (e.g. the paper's profile: math 64, imo-answerbench 16, stem 16,
+    code 8); the source's entry first, then the domain's, then "default", else 8."""
     if isinstance(n, int):
         return [n] * len(problems)
-    return [int(n.get(p.domain, n.get("default", 8))) for p in problems]
+    out = []
+    for p in problems:
+        src = (p.meta or {}).get("source")
+        out.append(int(n[src] if src in n else n.get(p.domain, n.get("default", 8))))
+    return out
 
 
 def evaluate(

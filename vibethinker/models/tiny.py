@@ -15,7 +15,7 @@ Choices, and why:
   loss mask, and the model learns to emit the EOS that ends its turn.
 - Sizes form one family indexed by depth d (as in nanochat): d layers, hidden 64*d, FFN ~8/3 of
   hidden (rounded to 64), head_dim 32 (64 from hidden 512 up), about 3 query heads per KV head.
-  d=3 is the calibrated ~1.2M model of DESIGN.md. A size such as "10m" picks the depth whose
+  d=3 is our calibrated ~1.2M model. A size such as "10m" picks the depth whose
   exact parameter count (with this vocabulary) is nearest in log scale.
 """
 
@@ -62,7 +62,7 @@ CHAT_TEMPLATE = (
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
 
-# Named presets -> depth of the family below. "1m" is DESIGN.md's calibrated model.
+# Named presets -> depth of the family below. "1m" is our calibrated model.
 PRESETS = {"1m": 3, "5m": 5, "30m": 9}
 MAX_DEPTH = 24
 
@@ -195,7 +195,7 @@ def tiny_config(
         eos_token_id=eos_token_id,
         pad_token_id=pad_token_id,
         use_sliding_window=False,
-        dtype="float32",  # bf16 autocast was ~2x slower on the calibration CPU (DESIGN.md)
+        dtype="float32",  # bf16 autocast was ~2x slower on the calibration CPU
         **shape,
         **rest,
     )

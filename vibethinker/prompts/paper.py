@@ -1,4 +1,4 @@
-"""Evaluation prompts (PAPER.md, Evaluation protocol): the user turn for each domain.
+"""Evaluation prompts (docs/PAPER.md, Evaluation protocol): the user turn for each domain.
 
 The chat template is the sampler's job; this is only the text of the user turn.
 - math: `{problem} Let's think step by step and output the final answer within \\boxed{}.`

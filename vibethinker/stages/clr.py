@@ -1,4 +1,4 @@
-"""Stage `clr`: Claim-Level Reliability test-time scaling (PAPER.md, "Test time: CLR").
+"""Stage `clr`: Claim-Level Reliability test-time scaling (docs/PAPER.md, "Test time: CLR").
 
 `vibethinker clr model=runs/x/final data=eval.jsonl k=32 repeats=8 out=runs/x/clr` runs, with the
 same model throughout and ONE Sampler call per phase (batched across problems and trajectories):
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vibethinker.algo.clr import (
+    SHORT_CLAIMS,
     ClaimList,
     cluster_answers,
     parse_claims,
@@ -93,6 +94,11 @@ class ClrConfig:
     """Trajectories per problem per repeat. Paper: 32."""
     m: int = 5
     """Claims per trajectory (also the exponent of r_k). Paper: 5."""
+    short_claims: str = "unverified"
+    """A claim list shorter than M: `unverified` (the paper's mean over M: absent claims count
+    as unverified, 1 validated claim -> (1/5)^5) or `present` (the mean over the claims there
+    are: 1 validated claim -> 1, so short lists win). summary.json's `short_claims` reports
+    CLR@K under both rules on the same samples and verdicts."""
     repeats: int = 8
     """Repeats of the whole procedure (Pass@1 is their mean), on disjoint samples. Paper: 8."""
     maj_pool: int = 0
@@ -371,7 +377,9 @@ def decide(trajs: list[Trajectory], how: ClaimVerifier, counters: Counter) -> No
         counters.add("verdicts_0", len(finals) - sum(finals))
 
 
-def as_variant(trajs: list[Trajectory], counters: Counter, name: str, m: int):
+def as_variant(
+    trajs: list[Trajectory], counters: Counter, name: str, m: int, short_claims: str = "unverified"
+):
     """The run of another `claim_verifier` derived from a `both` run (which computed the symbolic
     verdict of every claim and asked the model about every claim): the same samples, claims and
     model verdicts, so variants compare paired. The model verification tokens of claims the
@@ -394,7 +402,7 @@ def as_variant(trajs: list[Trajectory], counters: Counter, name: str, m: int):
             elif v["model"] is None:
                 out.add("verdicts_unparseable")
     decide(trajs, how, out)
-    cluster_phase(trajs, [], m, reuse_clusters=True)
+    cluster_phase(trajs, [], m, reuse_clusters=True, short_claims=short_claims)
     return trajs, out
 
 
@@ -441,13 +449,18 @@ def claim_eval_phase(sampler, problems, texts, template, n, params, seed) -> dic
 
 
 def cluster_phase(
-    trajs: list[Trajectory], problems: list[Problem], m: int, reuse_clusters: bool = False
+    trajs: list[Trajectory],
+    problems: list[Problem],
+    m: int,
+    reuse_clusters: bool = False,
+    short_claims: str = "unverified",
 ) -> None:
     """r_k per trajectory; cluster ids per problem over its whole pool (kept as they are with
     `reuse_clusters`)."""
     by_problem: dict[int, list[Trajectory]] = {}
     for t in trajs:
-        t.r = reliability([v["final"] for v in t.verdicts], m) if t.status == "ok" else 0.0
+        verdicts = [v["final"] for v in t.verdicts]
+        t.r = reliability(verdicts, m, short_claims) if t.status == "ok" else 0.0
         by_problem.setdefault(t.problem, []).append(t)
     if reuse_clusters:
         return
@@ -476,6 +489,8 @@ def check_config(cfg: ClrConfig) -> None:
         raise ValueError(f"claim_verifier must be one of {', '.join(sorted(CLAIM_VERIFIERS))}")
     if cfg.k < 1 or cfg.m < 1 or cfg.repeats < 1:
         raise ValueError("clr: k, m and repeats must be >= 1")
+    if cfg.short_claims not in SHORT_CLAIMS:
+        raise ValueError(f"clr: short_claims must be one of {', '.join(SHORT_CLAIMS)}")
 
 
 @register("clr", ClrConfig, positional=("model", "data"))
@@ -484,7 +499,30 @@ def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
     from vibethinker.evaluate.clr_report import write_clr_outputs
 
     problems, trajs, counters, meta = run_phases(cfg, sampler)
+    meta["short_claims"] = short_claims_compare(problems, trajs, cfg)
+    log.info("clr: CLR@%d by short_claims rule: %s", cfg.k, meta["short_claims"])
     return write_clr_outputs(cfg.out, problems, trajs, cfg.k, cfg.repeats, counters, meta)
+
+
+def short_claims_compare(problems: list[Problem], trajs: list[Trajectory], cfg: ClrConfig):
+    """CLR@K under each `short_claims` rule on the same samples, claims and verdicts, and how
+    many answered trajectories had fewer than M claims; the run's own r_k are left as they are."""
+    from vibethinker.evaluate.clr_report import compare
+
+    saved = [t.r for t in trajs]
+    pools: list[list[Trajectory]] = [[] for _ in problems]
+    for t in trajs:
+        pools[t.problem].append(t)
+    res: dict[str, Any] = {"rule": cfg.short_claims}
+    for rule in SHORT_CLAIMS:
+        cluster_phase(trajs, problems, cfg.m, reuse_clusters=True, short_claims=rule)
+        res[rule] = compare(pools, cfg.k, cfg.repeats)["rows"][-1]["clr"]
+    for t, r in zip(trajs, saved):
+        t.r = r
+    ok = [t for t in trajs if t.sample < cfg.k * cfg.repeats and t.status == "ok"]
+    res["short_lists"] = sum(0 < len(t.verdicts) < cfg.m for t in ok)
+    res["answered"] = len(ok)
+    return res
 
 
 def run_phases(cfg: ClrConfig, sampler: Any = None):
@@ -535,7 +573,7 @@ def run_phases(cfg: ClrConfig, sampler: Any = None):
             sampler, problems, texts, verify_t, cfg.claim_eval, judge_p(3), cfg.seed
         )
     with timed(seconds, "cluster"):
-        cluster_phase(trajs, problems, cfg.m)
+        cluster_phase(trajs, problems, cfg.m, short_claims=cfg.short_claims)
     log.info("clr phases (s): %s", {k: round(v, 1) for k, v in seconds.items()})
     meta = {
         "model": cfg.model,

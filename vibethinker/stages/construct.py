@@ -1,4 +1,4 @@
-"""Stage `construct` (PAPER.md stage 0): seed problems + a teacher -> curriculum-ready SFT data.
+"""Stage `construct` (docs/PAPER.md stage 0): seed problems + a teacher -> curriculum-ready SFT data.
 
 `vibethinker construct seeds=DATA/train.jsonl teacher=openai teacher_model=M eval_sets=[...]`
 streams the seeds in chunks through vibethinker/construct/pipeline.py: query expansion along the
@@ -11,6 +11,11 @@ difficulty.png. Memory stays flat in the number of seeds (one chunk in memory; t
 the only other structure). Each finished chunk is appended and recorded in progress.json, so an
 interrupted run resumes after the last finished chunk. The default teacher, `world`, is the
 SIMULATED teacher of construct/world_teacher.py (no LLM); docs/CONSTRUCT.md lists every choice.
+
+`mode=decontaminate` runs no teacher step: the seed file's records (finished SFT data with their
+traces) are kept or dropped by the 10-gram index alone and written to train.jsonl. In both modes
+every file of `files` (e.g. the RL prompt files) is decontaminated the same way and written to
+out/<its file name>, so every training file of a recipe passes one index.
 """
 
 from __future__ import annotations
@@ -20,16 +25,24 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from vibethinker.construct.decontam import EvalIndex
+from vibethinker.construct.decontam import EvalIndex, split_clean
 from vibethinker.construct.evalsets import eval_items
 from vibethinker.construct.expand import AXES, load_template, supervision_error
 from vibethinker.construct.funnel import Funnel
 from vibethinker.construct.pipeline import Context, build_chunk
 from vibethinker.construct.world_teacher import WorldTeacherSampler
-from vibethinker.data.io import DataError, _files, _iter_rows, problem_from_dict, problem_to_dict
+from vibethinker.data.io import (
+    DataError,
+    _files,
+    _iter_rows,
+    problem_from_dict,
+    problem_to_dict,
+    split_file,
+)
 from vibethinker.engines import SamplerError, SamplingParams, make_sampler
 from vibethinker.log import get_logger
 from vibethinker.stages import register
@@ -128,6 +141,14 @@ class ConstructConfig:
     """Query-quality judge template file (default: prompts/construct_judge.txt)."""
     seed: int = 0
     """Sampling seed (teacher requests carry seed + chunk offsets) and the expansion draw."""
+    mode: str = "build"
+    """build: the whole pipeline with the teacher (expansion, judge, vote, traces) and the
+    decontamination. decontaminate: no teacher: the seeds' records (finished data with traces)
+    are only decontaminated (prompt, traces, wrong traces) and written to train.jsonl."""
+    files: list[str] = field(default_factory=list)
+    """More training files (Problem JSONL; e.g. RL prompt files), decontaminated in either mode
+    and written to out/<file name> (names must differ and not be train.jsonl). Paper: the RL
+    data was strictly decontaminated against the benchmarks."""
 
 
 def iter_seeds(
@@ -198,6 +219,14 @@ def _check(cfg: ConstructConfig) -> None:
         raise ValueError(f"on_bad_seed must be error, drop or pass, got {cfg.on_bad_seed!r}")
     if not cfg.seeds:
         raise ValueError("construct needs seeds=<Problem JSONL or data folder>")
+    if cfg.mode not in ("build", "decontaminate"):
+        raise ValueError(f"construct mode must be build or decontaminate, got {cfg.mode!r}")
+    names = [Path(f).name for f in cfg.files]
+    if len(set(names)) < len(names) or "train.jsonl" in names:
+        raise ValueError(f"construct files {cfg.files}: their file names must differ and not be "
+                         "train.jsonl (each is written to out/<file name>)")  # fmt: skip
+    if cfg.mode == "decontaminate" and not cfg.eval_sets:
+        raise ValueError("construct mode=decontaminate needs eval_sets (nothing to check against)")
     if cfg.n_samples < 1 or cfg.max_traces < 1 or cfg.chunk < 1:
         raise ValueError("n_samples, max_traces and chunk must be >= 1")
 
@@ -208,25 +237,47 @@ def _save_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
-def _decontam_passed(passed: list, ctx: Context) -> list:
-    """Records copied through (pass_domains, on_bad_seed=pass) are decontaminated too: a record
-    whose prompt or any trace shares an n-gram with an eval item is dropped, counted under
-    `passed` / eval_overlap."""
-    if not passed or ctx.index is None:
-        return passed
-    texts, owner = [], []
-    for k, p in enumerate(passed):
-        for t in [p.prompt, *(p.traces or [])]:
-            texts.append(t)
-            owner.append(k)
-    bad: dict[int, set[str]] = {}
-    for k, h in zip(owner, ctx.index.hits(texts)):
-        if h:
-            bad.setdefault(k, set()).update(h)
+def _decontam_records(records: list, ctx: Context, step: str = "passed") -> list:
+    """Records copied through (pass_domains, on_bad_seed=pass, mode=decontaminate, `files`) are
+    decontaminated too: a record whose prompt, trace or wrong trace shares an n-gram with an
+    eval item is dropped, counted under `step` / eval_overlap."""
+    kept, bad = split_clean(records, ctx.index)
     for k, h in bad.items():
-        ctx.eval_hits.update(sorted(h))
-        ctx.funnel.drop(passed[k].domain, "passed", "eval_overlap")
-    return [p for k, p in enumerate(passed) if k not in bad]
+        ctx.eval_hits.update(h)
+        ctx.funnel.drop(records[k].domain, step, "eval_overlap")
+    return kept
+
+
+def _iter_records(path: str) -> Iterator[Any]:
+    """Every record of a Problem JSONL file or folder; a bad line is an error naming it."""
+    for f in _files(Path(path)):
+        for line, row in _iter_rows(f):
+            if isinstance(row, DataError):
+                raise row
+            yield problem_from_dict(row, f, line, (), set())
+
+
+def decontaminate_file(src: str, dst: Path, ctx: Context) -> dict[str, int]:
+    """Stream `src` through the index into `dst` (chunk by chunk); counts in `decontam_file`."""
+    n_in = n_out = 0
+    tmp = dst.with_name(dst.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        batch: list = []
+        for rec in chain(_iter_records(src), [None]):  # streamed: memory flat in the file size
+            if rec is not None:
+                batch.append(rec)
+            if batch and (rec is None or len(batch) >= ctx.cfg.chunk):
+                kept = _decontam_records(batch, ctx, "decontam_file")
+                for d, n in Counter(p.domain for p in batch).items():
+                    ctx.funnel.step(d, "decontam_file", n, sum(p.domain == d for p in kept))
+                f.writelines(
+                    json.dumps(problem_to_dict(p), ensure_ascii=False) + "\n" for p in kept
+                )
+                n_in, n_out = n_in + len(batch), n_out + len(kept)
+                batch = []
+    os.replace(tmp, dst)
+    log.info("decontaminated %s -> %s: %d of %d records kept", src, dst, n_out, n_in)
+    return {"in": n_in, "out": n_out}
 
 
 @register("construct", ConstructConfig, resumable=True)
@@ -247,6 +298,11 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
     if index is not None:
         log.info("eval index: %d items, %d n-grams (%d template n-grams left out)",
                  index.n_items, len(index), index.template_grams)  # fmt: skip
+    if cfg.mode == "decontaminate":
+        ctx = Context(None, SamplingParams(), "", "", index, cfg)  # type: ignore[arg-type]
+        decontaminate_file(str(split_file(cfg.seeds, "train.jsonl")), out / "train.jsonl", ctx)
+        hist: dict[str, dict] = {"lengths": {}, "difficulty": {}}
+        return _finish(cfg, out, ctx, {"seeds_done": 0}, hist, 0)
     prog_path, data_path = out / "progress.json", out / "train.jsonl"
     state = (
         json.loads(prog_path.read_text()) if prog_path.exists() else {"seeds_done": 0, "bytes": 0}
@@ -285,7 +341,7 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
             raise SamplerError(f"teacher failed on seeds {chunk[0][0]}..{chunk[-1][0]}: {e}; "
                                f"{state['seeds_done']} seeds are saved, rerun to resume") from e  # fmt: skip
         passed_in = Counter(p.domain for p in passed)
-        passed = _decontam_passed(passed, ctx)
+        passed = _decontam_records(passed, ctx)
         passed_out = Counter(p.domain for p in passed)
         for d, n in passed_in.items():
             ctx.funnel.step(d, "passed", n, passed_out[d])
@@ -317,13 +373,18 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         flush()
     if n_bad:
         log.warning("%d seed(s) dropped: no supervision (on_bad_seed=drop) or unreadable", n_bad)
-    _save_json(out / "funnel.json", {**ctx.funnel.state(), "bad_seeds": n_bad,
-                                     "eval_hits": dict(ctx.eval_hits), "planted": ctx.planted})  # fmt: skip
+    return _finish(cfg, out, ctx, state, hist, n_bad)
+
+
+def _finish(cfg: ConstructConfig, out: Path, ctx: Context, state: dict, hist: dict, n_bad: int):
+    """Decontaminate `files`, write funnel.json and summary.md; the stage's outputs."""
     from vibethinker.construct.report import write_summary
 
+    outputs = {"train": str(out / "train.jsonl")}
+    for src in cfg.files:
+        decontaminate_file(src, out / Path(src).name, ctx)
+        outputs[Path(src).stem] = str(out / Path(src).name)
+    _save_json(out / "funnel.json", {**ctx.funnel.state(), "bad_seeds": n_bad,
+                                     "eval_hits": dict(ctx.eval_hits), "planted": ctx.planted})  # fmt: skip
     write_summary(out, cfg, ctx, state, hist)
-    return {
-        "train": str(data_path),
-        "funnel": str(out / "funnel.json"),
-        "summary": str(out / "summary.md"),
-    }
+    return {**outputs, "funnel": str(out / "funnel.json"), "summary": str(out / "summary.md")}

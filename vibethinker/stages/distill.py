@@ -1,4 +1,4 @@
-"""Stage `distill`: offline self-distillation by learning potential (PAPER.md, stage 4).
+"""Stage `distill`: offline self-distillation by learning potential (docs/PAPER.md, stage 4).
 
 Each domain's RL specialist (a teacher) samples `n_samples` responses per prompt of its domain
 with the paper's protocol; the domain verifier keeps the correct ones; exact duplicates go. Every

@@ -4,7 +4,8 @@
 writes `samples.jsonl` (every sample with its score and reason), `summary.json`, `summary.md`
 (a markdown table per domain and subdomain) and `passk.png`. Defaults follow the paper's
 protocol: temperature 1.0, top-p 0.95, top-k off, the paper's prompts, the model's chat template,
-n per domain (math 64, stem/GPQA 16, code 8; `PAPER_N`) and no extra output cap (each response
+n per domain and benchmark (math 64, IMO-AnswerBench 16, stem/GPQA 16, code 8; `PAPER_N`) and
+no extra output cap (each response
 may fill the model's context: `max_new_tokens=0`).
 """
 
@@ -19,9 +20,10 @@ from vibethinker.stages import register
 
 log = get_logger("stages.eval")
 
-# Samples per problem in the paper's protocol (PAPER.md, Evaluation protocol): math 64, GPQA
-# (our stem) 16, code 8. Instruction following is not given; we choose 8.
-PAPER_N = {"math": 64, "stem": 16, "code": 8, "instruct": 8}
+# Samples per problem in the paper's protocol (docs/PAPER.md, Evaluation protocol): math 64,
+# IMO-AnswerBench 16 (a math benchmark: keyed by its problems' `meta.source`), GPQA (our stem)
+# 16, code 8. Instruction following is not given; we choose 8.
+PAPER_N = {"math": 64, "imo-answerbench": 16, "stem": 16, "code": 8, "instruct": 8}
 
 
 @dataclass
@@ -37,8 +39,12 @@ class EvalConfig:
     out: str = "runs/eval"
     """Output folder: samples.jsonl, summary.json, summary.md, passk.png."""
     n: int = 0
-    """Samples per problem; 0 = the paper's per-domain profile (PAPER_N: math 64, stem 16,
-    code 8, instruct 8). Paper: math 64, IMO-AnswerBench 16, GPQA 16, code 8."""
+    """Samples per problem; 0 = the paper's profile (PAPER_N: math 64, imo-answerbench 16,
+    stem 16, code 8, instruct 8). Paper: math 64, IMO-AnswerBench 16, GPQA 16, code 8."""
+    n_by: dict[str, int] = field(default_factory=dict)
+    """Per-benchmark n on top of `n`: keys are a problem's `meta.source` (its benchmark, e.g.
+    imo-answerbench; the adapters set it) or a domain; a problem takes its source's entry, else
+    its domain's, else `n` (n = 0: PAPER_N's). Empty = `n` alone."""
     k: list[int] = field(default_factory=list)
     """k values for pass@k and maj@k; empty = follow n: the powers of two below n, and n (n=4:
     1, 2, 4; the per-domain profile: up to its largest n). k > n are dropped."""
@@ -140,6 +146,17 @@ def load_eval_problems(cfg: EvalConfig):
     return select(problems, cfg.limit, list(cfg.domains))
 
 
+def n_profile(cfg: EvalConfig) -> int | dict[str, int]:
+    """The n of `evaluate`: one int, or a source/domain -> n map (`n_by` over `n` or PAPER_N)."""
+    if cfg.n > 0 and not cfg.n_by:
+        return cfg.n
+    base = dict(PAPER_N) if cfg.n <= 0 else {"default": cfg.n}
+    bad = {k: v for k, v in cfg.n_by.items() if not isinstance(v, int) or v < 1}
+    if bad:
+        raise ValueError(f"eval: n_by values must be integers >= 1, got {bad}")
+    return {**base, **cfg.n_by}
+
+
 def default_ks(n: int | dict) -> list[int]:
     """k values that follow n: 1, 2, 4, ... below the largest n, and that n."""
     top = max(n.values()) if isinstance(n, dict) else n
@@ -170,7 +187,7 @@ def run(cfg: EvalConfig) -> dict[str, str]:
         stop=list(cfg.stop),
         seed=cfg.seed,
     )
-    n = cfg.n if cfg.n > 0 else PAPER_N
+    n = n_profile(cfg)
     log.info("eval: %d problems x %s samples with %s", len(problems), n, cfg.engine)
     sampler = make_engine(cfg)
     judged = None

@@ -28,7 +28,7 @@ class ModelConfig:
     """Problem records whose prompts and traces train the tokenizer: a JSONL file or a data
     folder (its train.jsonl when present, else every data file inside)."""
     size: str = "1m"
-    """Preset 1m (~1.2M params: 3 layers, hidden 192; DESIGN.md's calibrated model), 5m (~5.4M),
+    """Preset 1m (~1.2M params: 3 layers, hidden 192; our calibrated model), 5m (~5.4M),
     30m (~32M); a depth "dN" (N layers, hidden 64*N); or a count like "10m" (nearest depth)."""
     vocab_size: int = 512
     """Tokenizer size, bytes + merges + 6 special/added tokens (fewer if the text is small).

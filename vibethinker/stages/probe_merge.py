@@ -1,4 +1,4 @@
-"""Stage `probe_merge`: Diversity-Exploring Distillation (PAPER.md, stage 1).
+"""Stage `probe_merge`: Diversity-Exploring Distillation (docs/PAPER.md, stage 1).
 
 Every saved checkpoint of the SFT stage(s) is scored by Pass@K on the probe set of each
 (sub)domain; the argmax checkpoint of each probe group is that group's specialist; the specialists

@@ -1,4 +1,4 @@
-"""Stage `rl`: on-policy RL with MGPO on one domain (PAPER.md stages 2 and 3).
+"""Stage `rl`: on-policy RL with MGPO on one domain (docs/PAPER.md stages 2 and 3).
 
 A recipe runs it once per domain, in sequence (math -> Long2Short math -> code -> stem), each
 starting from the previous one's `final` model; `long2short=true` makes the second math pass
@@ -7,7 +7,8 @@ reshape rewards among correct answers toward shorter ones.
     vibethinker rl model=runs/tiny/sft2/final data=runs/tiny/data domain=math out=runs/rl_math
 
 Before training, the stage-start filter samples `filter_rollouts` responses per training prompt
-with the starting model and drops prompts it always or never solves (p in {0, 1}). Outputs in
+with the starting model and drops prompts it always or never solves (p in {0, 1}; Long2Short
+keeps p = 1: its length shift acts among correct responses). Outputs in
 `out`: final/ (HF folder), checkpoints/, metrics.jsonl (one row per step), evals.jsonl (held-out
 avg@n every `eval_every` steps, step 0 = the start), curves.png, summary.md, prompts.jsonl and
 filter.json (the filtered training prompts and the counts). Interrupted runs resume exactly.
@@ -70,10 +71,12 @@ def filter_prompts(
     prompt_fn: Any,
     verify: Any,
     truncated_reward: str = "zero",
+    keep_solved: bool = False,
 ) -> tuple[list[Problem], dict[str, Any]]:
-    """Stage-start filter: keep prompts whose accuracy over n rollouts is strictly in (0, 1).
-    A rollout cut at max_new_tokens is judged by `truncated_reward`, as training will reward
-    it; `truncation_decisions` counts the prompts whose keep/drop the rule decided."""
+    """Stage-start filter: keep prompts whose accuracy over n rollouts is strictly in (0, 1);
+    with `keep_solved` (Long2Short) also those at p = 1, whose all-correct groups carry the
+    length signal. A rollout cut at max_new_tokens is judged by `truncated_reward`, as training
+    will reward it; `truncation_decisions` counts the prompts whose keep/drop the rule decided."""
     import torch
 
     from vibethinker.algo.advantages import batch_accuracy
@@ -87,10 +90,11 @@ def filter_prompts(
     acc = {r: batch_accuracy(torch.tensor(v).view(sc.correct.shape))
            for r, v in rules.items()}  # fmt: skip
     p = acc[truncated_reward]
-    inside = {r: (a > 0) & (a < 1) for r, a in acc.items()}
-    keep = [pr for pr, a in zip(problems, p.tolist()) if 0.0 < a < 1.0]
+    inside = {r: (a > 0) & ((a < 1) | keep_solved) for r, a in acc.items()}  # p = 1: Long2Short
+    keep = [pr for pr, ok in zip(problems, inside[truncated_reward].tolist()) if ok]
     counts = {"prompts_in": len(problems), "dropped_p0": int((p == 0).sum()),
-              "dropped_p1": int((p == 1).sum()), "prompts_out": len(keep),
+              "dropped_p1": 0 if keep_solved else int((p == 1).sum()),
+              "kept_p1": int((p == 1).sum()) if keep_solved else 0, "prompts_out": len(keep),
               "start_accuracy": round(float(p.mean()), 4), "rollouts": n,
               "truncated_rollouts": int(sum(cut)), "truncated_reward": truncated_reward,
               "truncation_decisions": int((inside["zero"] != inside["verify"]).sum())}  # fmt: skip
@@ -101,7 +105,7 @@ def _filter_key(cfg: RLConfig) -> dict[str, Any]:
     """Every setting the cached filter depends on: prompts, sampling, and whatever changes the
     rewards or verdicts (math judge, instruct rule form, rubric back-end and its settings)."""
     keys = ("model", "data", "data_probs", "domain", "filter_rollouts", "max_prompts",
-            "max_new_tokens",
+            "long2short", "max_new_tokens",
             "temperature", "top_p", "prompt_style", "seed", "truncated_reward",
             "math_judge", "rule_reward", "rubric_model", "rubric_prompt", "rubric_weight",
             "rubric_threshold", "rubric_fail_value")  # fmt: skip
@@ -129,7 +133,7 @@ def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -
         params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=0,
                                 max_new_tokens=cfg.max_new_tokens, seed=cfg.seed + 99)  # fmt: skip
         probs, counts = filter_prompts(probs, sampler, cfg.filter_rollouts, params, prompt_fn,
-                                       verify, cfg.truncated_reward)  # fmt: skip
+                                       verify, cfg.truncated_reward, cfg.long2short)  # fmt: skip
         if counts["truncated_rollouts"]:
             log.warning("rl filter: %d of %d rollouts hit max_new_tokens=%d (judged by "
                         "truncated_reward=%s); %d keep/drop decisions depend on it",
@@ -259,6 +263,18 @@ def _se(e: dict) -> str:
     return f" +- {e['stderr']:.3f}" if e.get("stderr") is not None else ""
 
 
+def rubric_line(spec: str) -> str:
+    """Which rubric back-end rewarded the open prompts, in words (the summary says it)."""
+    if spec.startswith("openai:"):
+        return (f"Rubric for open prompts: LLM judge `{spec[7:]}` scoring the paper's four "
+                "criteria (helpfulness, coherence, instruction adherence, redundancy).")  # fmt: skip
+    if spec.startswith("hf:"):
+        return (f"Rubric for open prompts: reward model `{spec[3:]}` (a learned preference, e.g. "
+                "the reward_model stage's Bradley-Terry fallback; not the paper's four "
+                "criteria scored one by one).")  # fmt: skip
+    return "Rubric for open prompts: none (open prompts score 0 and the filter drops them)."
+
+
 def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: float) -> str:
     """Headline numbers: held-out accuracy and correct length at start vs end, train curve
     ends, time per step by phase, filter counts."""
@@ -304,6 +320,8 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
     ]
     if res["resumed_at"]:
         lines.append(f"Resumed at step {res['resumed_at']} (times are this session's).")
+    if cfg.domain == "instruct":
+        lines += ["", rubric_line(cfg.rubric_model)]
     for w in learning_warnings(cfg, counts, hist):
         lines += ["", f"**Warning: RL may have learned nothing.** {w}"]
     Path(path).write_text("\n".join(lines) + "\n")

@@ -1,4 +1,4 @@
-"""Stage `sft`: curriculum SFT (PAPER.md, stage 1). A recipe runs it twice.
+"""Stage `sft`: curriculum SFT (docs/PAPER.md, stage 1). A recipe runs it twice.
 
 Stage 1 (broad): every trace of every problem, 5 epochs. Stage 2 (hard, long): start from stage
 1's model, keep only traces of at least `min_trace_tokens` tokens, and only prompts that a
@@ -69,7 +69,7 @@ def filter_easy_prompts(
     truncated_reward: str = "zero",
 ) -> tuple[list[Problem], dict[str, Any]]:
     """Sample `rollouts` responses per prompt, verify them, keep prompts whose error rate is at
-    least `min_error` (PAPER.md stage 2: 8 rollouts, drop error rate < 0.75). A rollout cut at
+    least `min_error` (docs/PAPER.md stage 2: 8 rollouts, drop error rate < 0.75). A rollout cut at
     `max_new_tokens` is judged by `truncated_reward` ("zero": an error; "verify": its text is
     scored), the rl stage's rule; the counts say how many rollouts were cut and how many
     keep/drop decisions the rule decided (`truncation_decisions`)."""

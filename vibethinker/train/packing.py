@@ -1,7 +1,7 @@
 """SFT samples: chat-formatted tokenisation with an assistant-only mask, packing, collation.
 
 A *sample* is one (prompt, trace) pair: every trace of a problem is its own sample, so multi-path
-data trains every path (PAPER.md, multi-path distillation). A *row* is what one sequence of the
+data trains every path (docs/PAPER.md, multi-path distillation). A *row* is what one sequence of the
 batch holds: one sample, or several packed end to end.
 
 Packing without cross-contamination: in a packed row the position ids restart at 0 for each

@@ -3,7 +3,7 @@
 - `load_policy`: a causal LM + tokenizer from a local folder or hub id, in train mode. Weights are
   fp32 everywhere; on GPU the forward runs under bf16 autocast (`autocast_context`), which keeps
   fp32 master weights so that the paper's tiny final LR (8e-8) still moves them (pure bf16
-  weights would round such updates away). fp32 on CPU: bf16 was ~2x slower there (DESIGN.md).
+  weights would round such updates away). fp32 on CPU: bf16 was ~2x slower there (our calibration).
 - `lr_at`: linear warm-up over a fraction of the steps, then cosine decay from the peak to a final
   LR (the paper: 5e-5 -> 8e-8 with 5% warm-up). A pure function; `make_scheduler` wraps it.
 - `optimizer_step`: clip the global grad norm, step AdamW and the schedule, zero the grads.
@@ -340,6 +340,35 @@ def save_checkpoint(
 
 
 SHARDED_DIR = "dcp"
+
+
+def prune_checkpoints(
+    checkpoints: str | os.PathLike, keep_last: int, keep_weights: bool = False
+) -> list[Path]:
+    """After a save, the checkpoints older than the last `keep_last` (0: none): deleted, or
+    with `keep_weights` reduced to their HF weights (the optimizer state and sharded state
+    removed; a trainer_state without optimizer stays, so they still list as checkpoints for
+    probing). The newest `keep_last` keep everything a resume needs. Main process only.
+    Returns the folders that were pruned."""
+    import shutil
+
+    from vibethinker.train import dist
+
+    if keep_last <= 0 or not dist.is_main():
+        return []
+    old = [d for _, d in list_checkpoints(checkpoints)[:-keep_last]]
+    for d in old:
+        if not keep_weights:
+            shutil.rmtree(d)
+            continue
+        shutil.rmtree(d / SHARDED_DIR, ignore_errors=True)
+        state = torch.load(d / STATE_FILE, map_location="cpu", weights_only=False, mmap=True)
+        if state.get("optimizer") is not None:
+            state = {**state, "optimizer": None, "pruned": True}
+            tmp = d / (STATE_FILE + ".tmp")
+            torch.save(state, tmp)
+            os.replace(tmp, d / STATE_FILE)
+    return old
 
 
 def _save_sharded(folder, model, tokenizer, optimizer, scheduler, step, extra) -> Path:

@@ -1,4 +1,4 @@
-"""Instruct RL rewards (PAPER.md stage 5): rule validators for explicit constraints, a rubric
+"""Instruct RL rewards (docs/PAPER.md stage 5): rule validators for explicit constraints, a rubric
 reward for open prompts, mixed per prompt.
 
 For a prompt WITH instructions (IFEval ids) the rule reward is `rule_reward`: "strict" (1 when

@@ -1,4 +1,4 @@
-"""The on-policy RL loop (PAPER.md stages 2 and 3): rollout -> verify -> advantages -> loss -> step.
+"""The on-policy RL loop (docs/PAPER.md stages 2 and 3): rollout -> verify -> advantages -> loss -> step.
 
 One step: draw `prompts_per_step` prompts (seeded, resumable order), sample G responses each with
 the Sampler over the LIVE policy (the hf engine shares the trainer's weights, so rollouts come
@@ -96,15 +96,21 @@ class Timer:
 
 def compute_advantages(sc: Scored, opts: RLConfig) -> tuple[torch.Tensor, torch.Tensor]:
     """[B, G] advantages and [B] MGPO weights from the verified groups."""
-    # Note: with std scaling, a group whose responses are ALL correct gets a nonzero std after
-    # the Long2Short shift, so its (small) shifts are rescaled to unit size; this is the paper's
-    # A_i formula applied to r' as written (its MGPO weight at p = 1 still damps it).
+    # With std scaling, a group whose responses are ALL correct has a nonzero std after the
+    # Long2Short shift; dividing by it (the A_i formula applied to r' as written) rescales its
+    # shifts to unit size whatever l2s_lambda is. `l2s_all_correct_std=False` leaves them as
+    # the shift (RLConfig; docs/EVIDENCE.md has the measurement).
     rewards = sc.rewards
     if opts.long2short:
         rewards = batch_long2short(rewards, sc.correct, sc.lengths, opts.l2s_lambda)
     est = ADVANTAGE_ESTIMATORS[opts.advantage]
     return est(
-        rewards, sc.correct, lam=opts.lambda_mgpo, eps=opts.adv_eps, std_scale=opts.std_scale
+        rewards,
+        sc.correct,
+        lam=opts.lambda_mgpo,
+        eps=opts.adv_eps,
+        std_scale=opts.std_scale,
+        all_correct_std=opts.l2s_all_correct_std or not opts.long2short,
     )
 
 
@@ -667,6 +673,7 @@ def _checkpoint(lp: Loop, done: int, stop_at: int | None, out_of_time: bool) -> 
             step=done,
             extra=extra,
         )
+        policy.prune_checkpoints(lp.out / "checkpoints", opts.keep_last)
     if out_of_time and not interrupted:
         log.warning(
             "rl: wall-clock cap of %.0f s reached after %d/%d steps",

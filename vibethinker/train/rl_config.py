@@ -35,7 +35,7 @@ class RLConfig:
     """G, responses sampled per prompt. Paper: unpublished; we choose 8."""
     lr: float = 1e-6
     """Peak AdamW learning rate. Paper: unpublished; 1e-6 is common for 1-7B RL; the tiny world
-    uses 1e-4 (DESIGN.md calibration: slightly high late, hence the decay)."""
+    uses 1e-4 (our calibration: slightly high late, hence the decay)."""
     final_lr: float = 1e-7
     """LR at the last step (cosine decay from `lr`). Paper: unpublished; a fixed value, not
     derived from `lr`: the default 1e-7 is the default lr / 10 (set both when changing lr)."""
@@ -59,9 +59,16 @@ class RLConfig:
     adv_eps: float = 1e-6
     """eps in (r - mean) / (std + eps). Paper: unpublished."""
     long2short: bool = False
-    """Long2Short reward shift among correct responses (PAPER.md stage 3)."""
+    """Long2Short reward shift among correct responses (docs/PAPER.md stage 3)."""
     l2s_lambda: float = 0.2
     """Long2Short lambda. Paper: 0.2."""
+    l2s_all_correct_std: bool = False
+    """Long2Short with std_scale: divide an ALL-correct group's shifted rewards by their own std,
+    as the paper's A_i formula does when applied literally (true). Then every such group's
+    advantages have unit size whatever l2s_lambda is (lambda 0.02, 0.2 and 1.0 train alike).
+    False (default): such groups are centred but not divided, so their advantages are the
+    shift itself, within +-l2s_lambda (times the MGPO weight); mixed groups are divided as
+    usual. Paper: silent on this case; our default, measured in docs/EVIDENCE.md."""
     max_new_tokens: int = 65536
     """Response token cap (the RL context). Paper: 64K from the first step (not 16K -> 32K)."""
     truncated_reward: str = "zero"
@@ -87,7 +94,9 @@ class RLConfig:
     for the correction, C unpublished; we choose 2."""
     filter_rollouts: int = 8
     """Stage-start filter: rollouts per prompt with the starting model; prompts with accuracy 0
-    or 1 are dropped (0: no filter). Paper: the filter yes, n unpublished; we choose 8."""
+    or 1 are dropped (0: no filter), except under `long2short`, which keeps p = 1 prompts (their
+    all-correct groups carry the pure length signal; the paper's shift acts among correct
+    responses) and drops only p = 0. Paper: the filter yes, n unpublished; we choose 8."""
     max_prompts: int = 0
     """Use at most this many training prompts of the domain (a seeded sample; 0: all)."""
     on_empty_filter: str = "error"
@@ -106,6 +115,10 @@ class RLConfig:
     """At most this many held-out problems of the domain (the first ones)."""
     save_every: int = 0
     """Checkpoint every k steps (0: only at the end). Resume restarts from the last one."""
+    keep_last: int = runtime(0)
+    """Keep only the last N checkpoints under checkpoints/ (older ones are deleted after each
+    save; final/ is never touched); 0 keeps all. A 3B checkpoint with optimizer state is tens
+    of GB. Not in the paper."""
     max_seconds: float = 0.0
     """Wall-clock cap on the training loop (0: none); the stage then ends early, checkpointed."""
     micro_batch: int = 64

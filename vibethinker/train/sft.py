@@ -170,6 +170,7 @@ def train(
     def save(done: int) -> None:
         policy.save_checkpoint(policy.step_dir(out / "checkpoints", done), model, tokenizer,
                                optimizer=optimizer, scheduler=scheduler, step=done, extra=extra)  # fmt: skip
+        policy.prune_checkpoints(out / "checkpoints", opts.keep_last, keep_weights=True)
 
     bar = dist.progress_bar(total, start, "sft")
     from vibethinker.log import make_tracker  # experiment tracking (report_to)

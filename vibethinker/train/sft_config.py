@@ -53,6 +53,10 @@ class SFTConfig:
     """Pack several samples per row (attention and positions stay per sample). Paper: packing."""
     save_every: int = 0
     """Save a checkpoint every k steps (0: only the last). Paper: k unpublished."""
+    keep_last: int = runtime(0)
+    """Keep the optimizer state of only the last N checkpoints (0: all keep it). Older ones keep
+    their weights, which probe_merge probes (the paper probes every checkpoint); the optimizer
+    state is most of a 3B checkpoint (fp32 moments: tens of GB). Not in the paper."""
     max_grad_norm: float = 1.0
     """Gradient clipping (global L2 norm). Paper: unpublished; 1.0 is customary."""
     weight_decay: float = 0.0

@@ -1,6 +1,6 @@
 """Rubric reward for open prompts: one `Judge` interface, two backends.
 
-Instruct RL (PAPER.md) rewards open-ended answers with a judge besides the IFEval rules. A judge
+Instruct RL (docs/PAPER.md) rewards open-ended answers with a judge besides the IFEval rules. A judge
 maps (prompt, response) to a `Score` with value in [0, 1]:
 
 - `EndpointJudge` ("openai"): an OpenAI-compatible chat endpoint grades the response against a

@@ -1,4 +1,4 @@
-"""An LLM judge as a second opinion for math (PAPER.md: "math-verify plus an LLM judge").
+"""An LLM judge as a second opinion for math (docs/PAPER.md: "math-verify plus an LLM judge").
 
 The rule verifier (math.py) decides first. The judge is consulted only where the rules cannot
 decide (timeout, unparseable answer, verifier error) or say wrong (wrong_answer, numeric or shape

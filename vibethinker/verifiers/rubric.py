@@ -1,4 +1,4 @@
-"""Rubric reward for open prompts (PAPER.md stage 5): one interface, two back-ends.
+"""Rubric reward for open prompts (docs/PAPER.md stage 5): one interface, two back-ends.
 
 `make_rubric(spec)` returns a `RubricReward` whose `score(pairs)` maps (prompt, answer) pairs to
 `RubricResult(value, reason)`: value in [0, 1], or None when the back-end failed (the caller

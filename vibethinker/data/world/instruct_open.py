@@ -1,6 +1,6 @@
 """Open instruction prompts of the world's instruct domain: no rules, scored by a rubric reward.
 
-Three kinds, each with a procedural teacher answer (PAPER.md stage 5: "rubric-based reward model
+Three kinds, each with a procedural teacher answer (docs/PAPER.md stage 5: "rubric-based reward model
 for open prompts"): a short explanation of a topic ("Explain coffee in two short sentences."), a
 one-sentence summary of a three-sentence passage, and a polite rewrite of a blunt request.
 Problems carry `instructions=None`, subdomain "open", 2-3 correct traces (different fact choices

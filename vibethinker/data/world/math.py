@@ -3,7 +3,7 @@
 Every problem is solved by one or more *paths*: a list of arithmetic steps `a op b = r` whose
 operands are literals or earlier results. A path renders as a compact trace,
 `<think>3*4=12;12-2=10</think>\\boxed{10}`, the format a ~1M-parameter model learned in the
-calibration run (DESIGN.md). Distinct paths are distinct solution methods (another order of
+calibration run. Distinct paths are distinct solution methods (another order of
 operations, the formula instead of iteration, guess-and-check, a verification step); commuted
 operands are only a fallback when a problem has fewer than three. Difficulty = steps of the
 canonical path (1-4). All values are non-negative integers, so answers are digits only.
