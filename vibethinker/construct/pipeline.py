@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from vibethinker.construct.codetests import agreed_tests
 from vibethinker.construct.decontam import EvalIndex
@@ -32,16 +31,42 @@ from vibethinker.verifiers.math import check_answer
 log = get_logger("construct")
 
 
+@dataclass(frozen=True)
+class Settings:
+    """The numbers the chunk pipeline reads (the construct stage's config documents each one and
+    builds this record: `stages/construct.py settings`)."""
+
+    seed: int
+    axes: tuple[str, ...]  # expansion axes, cycled with the seed's position
+    expansions_per_seed: int
+    expand_fraction: float  # share of seeds that get expansions (hash of id and seed)
+    keep_seeds: bool  # the seed itself stays a query
+    judge_seeds: bool  # the quality judge also sees kept seeds
+    n_samples: int  # teacher samples per query (the vote)
+    vote_min_margin: float
+    workers: int  # verification worker processes
+    code_min_agree: int  # teacher solutions that must agree on a code test's output
+    code_min_tests: int
+    max_traces: int  # reasoning paths kept per query
+    path_max_overlap: float
+    path_ngram: int
+    rep_min_words: int
+    rep_max_dup_line: int
+    rep_max_top: float
+    rep_max_dup: float
+    chunk: int = 256  # seeds (or records) per chunk
+
+
 @dataclass
 class Context:
     """What every chunk needs: the teacher, templates, the eval index, settings, counters."""
 
-    sampler: Sampler
+    sampler: Sampler | None  # None: no teacher step (decontamination only)
     params: SamplingParams  # teacher sampling settings (seed set per chunk)
     expand_template: str
     judge_template: str
     index: EvalIndex | None
-    cfg: Any  # the stage's ConstructConfig (flat: read by field name)
+    settings: Settings
     funnel: Funnel = field(default_factory=Funnel)
     eval_hits: Counter = field(default_factory=Counter)  # eval item id -> queries dropped
     planted: dict[str, int] = field(
@@ -52,13 +77,15 @@ class Context:
 def _gen(ctx: Context, prompts: list[str], n: int, seed: int) -> list[list[str]]:
     if not prompts:
         return []
+    if ctx.sampler is None:
+        raise ValueError("construct: this step needs a teacher (mode=decontaminate has none)")
     res = ctx.sampler.generate(prompts, n, replace(ctx.params, seed=seed))
     return [[c.text if isinstance(c.text, str) else "" for c in row] for row in res]
 
 
 def expand(seeds: list[tuple[int, Problem]], ctx: Context, seed: int) -> list[Problem]:
     """Seeds kept as queries (when `keep_seeds`) plus the parsed expansions."""
-    cfg = ctx.cfg
+    cfg = ctx.settings
     jobs = []
     for idx, s in seeds:
         if (hash_unit(s.id, cfg.seed) < cfg.expand_fraction) and cfg.axes:
@@ -96,7 +123,7 @@ def hash_unit(key: str, seed: int) -> float:
 
 def judge(queries: list[Problem], ctx: Context, seed: int) -> list[Problem]:
     """The teacher's query-quality verdicts; non-valid and unparsable verdicts drop the query."""
-    todo = [q for q in queries if q.meta.get("axis") in AXES or ctx.cfg.judge_seeds]
+    todo = [q for q in queries if q.meta.get("axis") in AXES or ctx.settings.judge_seeds]
     verdicts = _gen(ctx, [judge_prompt(ctx.judge_template, q) for q in todo], 1, seed)
     bad: set[int] = set()
     for q, v in zip(todo, verdicts):
@@ -175,7 +202,7 @@ def label(queries: list[Problem], samples: list[list[str]], ctx: Context) -> lis
     """Give each query its supervision from the samples where it has none: majority vote (math,
     stem), agreed sandbox outputs (expanded code). Returns the indices of queries kept; writes
     vote margin and share into meta."""
-    cfg, keep, code_jobs = ctx.cfg, [], []
+    cfg, keep, code_jobs = ctx.settings, [], []
     for i, (q, texts) in enumerate(zip(queries, samples)):
         expanded = q.meta.get("axis") in AXES
         if q.domain in SAME:
@@ -229,7 +256,9 @@ def correct_traces(
     """Each query's correct samples (verifier against its label / tests), in sample order, and
     its teacher pass rate in meta (the curriculum's difficulty signal)."""
     items = [(q, t) for q, texts in zip(queries, samples) for t in dict.fromkeys(texts) if t]
-    scores = verify_batch([p for p, _ in items], [t for _, t in items], workers=ctx.cfg.workers)
+    scores = verify_batch(
+        [p for p, _ in items], [t for _, t in items], workers=ctx.settings.workers
+    )
     ok = {(id(p), t): s.correct for (p, t), s in zip(items, scores)}
     out = []
     for q, texts in zip(queries, samples):
@@ -246,7 +275,7 @@ def correct_traces(
 
 def select_and_filter(q: Problem, good: list[str], ctx: Context) -> list[str]:
     """Multi-path selection, then the repetition filter on the chosen traces."""
-    cfg = ctx.cfg
+    cfg = ctx.settings
     paths = select_paths(good, cfg.max_traces, cfg.path_max_overlap, cfg.path_ngram)
     ctx.funnel.step(q.domain, "multipath", len(good), len(paths))
     kept = []
@@ -268,7 +297,7 @@ def build_chunk(seeds: list[tuple[int, Problem]], ctx: Context, chunk_seed: int)
     queries = expand(seeds, ctx, chunk_seed)
     queries = judge(queries, ctx, chunk_seed + 1)
     queries = decontam_queries(queries, ctx)
-    samples = _gen(ctx, [q.prompt for q in queries], ctx.cfg.n_samples, chunk_seed + 2)
+    samples = _gen(ctx, [q.prompt for q in queries], ctx.settings.n_samples, chunk_seed + 2)
     live = []
     for i, (q, texts) in enumerate(zip(queries, samples)):
         n_empty = sum(1 for t in texts if not t.strip())

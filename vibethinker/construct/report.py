@@ -6,6 +6,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from vibethinker.construct.progress import Progress
+
 
 def _plot(path: Path, hist: dict[str, Counter], xlabel: str, title: str) -> None:
     import matplotlib
@@ -31,19 +33,19 @@ def _mean(c: Counter) -> float:
     return sum(float(k) * v for k, v in c.items()) / n if n else 0.0
 
 
-def write_summary(out: Path, cfg: Any, ctx: Any, state: dict, hist: dict[str, dict]) -> None:
+def write_summary(out: Path, cfg: Any, ctx: Any, state: Progress, hist: dict[str, dict]) -> None:
     lines = [
         "# construct", "",
         f"Teacher `{cfg.teacher}`" + (" (SIMULATED world teacher, no LLM)" if cfg.teacher == "world" else "")
-        + f"; {state.get('seeds_done', 0)} seeds, {cfg.n_samples} samples per query, "
+        + f"; {state.seeds_done} seeds, {cfg.n_samples} samples per query, "
         f"vote margin >= {cfg.vote_min_margin}, up to {cfg.max_traces} paths per query.", "",
         "## Funnel (in -> out per step and domain)", "", ctx.funnel.table(), "",
     ]  # fmt: skip
     drops = ctx.funnel.drop_lines()
     if drops:
         lines += ["Drop reasons:", "", *drops, ""]
-    if state.get("bad_seeds"):
-        lines += [f"Seeds without supervision dropped: {state['bad_seeds']}", ""]
+    if state.bad_seeds:
+        lines += [f"Seeds without supervision dropped: {state.bad_seeds}", ""]
     if ctx.index is not None:
         hits = ctx.eval_hits
         lines += ["## Decontamination", "",

@@ -24,7 +24,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,9 @@ from vibethinker.construct.decontam import EvalIndex, split_clean
 from vibethinker.construct.evalsets import eval_items
 from vibethinker.construct.expand import AXES, load_template, supervision_error
 from vibethinker.construct.funnel import Funnel
-from vibethinker.construct.pipeline import Context, build_chunk
+from vibethinker.construct.pipeline import Context, Settings, build_chunk
+from vibethinker.construct.progress import Progress
+from vibethinker.construct.report import write_summary
 from vibethinker.construct.world_teacher import WorldTeacherSampler
 from vibethinker.data.io import (
     DataError,
@@ -189,6 +191,13 @@ def iter_seeds(
             i += 1
 
 
+def settings(cfg: ConstructConfig) -> Settings:
+    """The pipeline's typed settings, taken from the config by field name."""
+    return Settings(
+        **{f.name: getattr(cfg, f.name) for f in fields(Settings)} | {"axes": tuple(cfg.axes)}
+    )
+
+
 def make_teacher(cfg: ConstructConfig) -> Any:
     kw = dict(cfg.teacher_options)
     if cfg.teacher == "openai":
@@ -266,7 +275,7 @@ def decontaminate_file(src: str, dst: Path, ctx: Context) -> dict[str, int]:
         for rec in chain(_iter_records(src), [None]):  # streamed: memory flat in the file size
             if rec is not None:
                 batch.append(rec)
-            if batch and (rec is None or len(batch) >= ctx.cfg.chunk):
+            if batch and (rec is None or len(batch) >= ctx.settings.chunk):
                 kept = _decontam_records(batch, ctx, "decontam_file")
                 for d, n in Counter(p.domain for p in batch).items():
                     ctx.funnel.step(d, "decontam_file", n, sum(p.domain == d for p in kept))
@@ -299,18 +308,16 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         log.info("eval index: %d items, %d n-grams (%d template n-grams left out)",
                  index.n_items, len(index), index.template_grams)  # fmt: skip
     if cfg.mode == "decontaminate":
-        ctx = Context(None, SamplingParams(), "", "", index, cfg)  # type: ignore[arg-type]
+        ctx = Context(None, SamplingParams(), "", "", index, settings(cfg))
         decontaminate_file(str(split_file(cfg.seeds, "train.jsonl")), out / "train.jsonl", ctx)
         hist: dict[str, dict] = {"lengths": {}, "difficulty": {}}
-        return _finish(cfg, out, ctx, {"seeds_done": 0}, hist, 0)
+        return _finish(cfg, out, ctx, Progress(), hist, 0)
     prog_path, data_path = out / "progress.json", out / "train.jsonl"
-    state = (
-        json.loads(prog_path.read_text()) if prog_path.exists() else {"seeds_done": 0, "bytes": 0}
-    )
+    state = Progress.load(prog_path)
     with open(data_path, "a+b") as f:  # drop a chunk that was half written when we stopped
-        f.truncate(state["bytes"])
-    if state["seeds_done"]:
-        log.info("resuming after %d finished seeds", state["seeds_done"])
+        f.truncate(state.bytes)
+    if state.seeds_done:
+        log.info("resuming after %d finished seeds", state.seeds_done)
     ctx = Context(
         sampler=make_teacher(cfg),
         params=SamplingParams(
@@ -319,16 +326,17 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         expand_template=load_template(cfg.expand_prompt or None, "construct_expand.txt"),
         judge_template=load_template(cfg.judge_prompt or None, "construct_judge.txt"),
         index=index,
-        cfg=cfg,
-        funnel=Funnel(state.get("funnel")),
-        eval_hits=Counter(state.get("eval_hits", {})),
+        settings=settings(cfg),
+        funnel=Funnel(state.funnel),
+        eval_hits=Counter(state.eval_hits),
     )
-    ctx.planted.update(state.get("planted", {}))
+    ctx.planted.update(state.planted)
     hist = {
-        k: {d: Counter(v) for d, v in state.get(k, {}).items()} for k in ("lengths", "difficulty")
+        "lengths": {d: Counter(v) for d, v in state.lengths.items()},
+        "difficulty": {d: Counter(v) for d, v in state.difficulty.items()},
     }
     chunk: list = []
-    n_bad = state.get("bad_seeds", 0)
+    n_bad = state.bad_seeds
 
     def flush() -> None:
         nonlocal n_bad
@@ -339,7 +347,7 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
             done = build_chunk(good, ctx, cfg.seed * 1_000_003 + 3 * (chunk[0][0] // cfg.chunk))
         except SamplerError as e:
             raise SamplerError(f"teacher failed on seeds {chunk[0][0]}..{chunk[-1][0]}: {e}; "
-                               f"{state['seeds_done']} seeds are saved, rerun to resume") from e  # fmt: skip
+                               f"{state.seeds_done} seeds are saved, rerun to resume") from e  # fmt: skip
         passed_in = Counter(p.domain for p in passed)
         passed = _decontam_records(passed, ctx)
         passed_out = Counter(p.domain for p in passed)
@@ -348,15 +356,20 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         with open(data_path, "ab") as f:
             for p in done + passed:
                 f.write((json.dumps(problem_to_dict(p), ensure_ascii=False) + "\n").encode())
-            state["bytes"] = f.tell()
+            state.bytes = f.tell()
         for p in done:
             for c in p.meta["trace_chars"]:
                 hist["lengths"].setdefault(p.domain, Counter())[str(c // 20 * 20)] += 1
             hist["difficulty"].setdefault(p.domain, Counter())[str(p.meta["difficulty"])] += 1
-        state.update(seeds_done=chunk[-1][0] + 1, funnel=ctx.funnel.state(), bad_seeds=n_bad,
-                     eval_hits=dict(ctx.eval_hits), planted=ctx.planted,
-                     lengths=hist["lengths"], difficulty=hist["difficulty"])  # fmt: skip
-        _save_json(prog_path, state)
+        state.seeds_done, state.funnel, state.bad_seeds = (
+            chunk[-1][0] + 1,
+            ctx.funnel.state(),
+            n_bad,
+        )
+        state.eval_hits, state.planted = dict(ctx.eval_hits), dict(ctx.planted)
+        state.lengths = {d: dict(c) for d, c in hist["lengths"].items()}
+        state.difficulty = {d: dict(c) for d, c in hist["difficulty"].items()}
+        state.save(prog_path)
         log.info("seeds %d..%d: %d problems kept, %d copied through", chunk[0][0], chunk[-1][0],
                  len(done), len(passed))  # fmt: skip
         chunk.clear()
@@ -364,7 +377,7 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
     for i, p, line, copy in iter_seeds(cfg.seeds, cfg.on_bad_seed, cfg.domains, cfg.pass_domains):
         if cfg.max_seeds and i >= cfg.max_seeds:
             break
-        if i < state["seeds_done"]:
+        if i < state.seeds_done:
             continue
         chunk.append((i, p, line, copy))
         if len(chunk) >= cfg.chunk:
@@ -376,10 +389,8 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
     return _finish(cfg, out, ctx, state, hist, n_bad)
 
 
-def _finish(cfg: ConstructConfig, out: Path, ctx: Context, state: dict, hist: dict, n_bad: int):
+def _finish(cfg: ConstructConfig, out: Path, ctx: Context, state: Progress, hist: dict, n_bad: int):
     """Decontaminate `files`, write funnel.json and summary.md; the stage's outputs."""
-    from vibethinker.construct.report import write_summary
-
     outputs = {"train": str(out / "train.jsonl")}
     for src in cfg.files:
         decontaminate_file(src, out / Path(src).name, ctx)
