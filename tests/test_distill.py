@@ -216,7 +216,7 @@ def test_sample_seed_shares_the_candidates_across_seeds(world, fake_teachers, tm
     monkeypatch.setattr(distill, "make_teacher_sampler", lambda cfg, t: 1 / 0)
     again, _ = distill.load_or_build_candidates(
         _cfg(world, str(out), max_prompts=3, seed=1, sample_seed=0), out)  # fmt: skip
-    assert [c["text"] for c in again] == [c["text"] for c in cands]
+    assert again == cands  # the same records, S_LP and lengths included
     # seed 1 alone: another prompt sample, so the teachers are asked again
     with pytest.raises(ZeroDivisionError):
         distill.load_or_build_candidates(_cfg(world, str(out), max_prompts=3, seed=1), out)

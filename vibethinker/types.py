@@ -99,3 +99,17 @@ class Group:
     @property
     def rewards(self) -> list[float]:
         return [s.value for s in self.scores]
+
+
+@dataclass
+class Candidate:
+    """One verified, deduplicated teacher trace of the distill stage (a row of candidates.jsonl):
+    S_LP is filled by scoring under the student, `bucket` by the selection."""
+
+    problem: Problem
+    text: str  # the teacher's response
+    teacher: str  # the teacher model that wrote it
+    s_lp: float | None = None  # mean student log-prob per response token; None: over max_len
+    tokens: int = 0  # response tokens |y|
+    length: int = 0  # prompt + response tokens
+    bucket: int | None = None  # length bucket of the selection (kept traces only)

@@ -20,6 +20,7 @@ final/ is the student model), summary.md.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -32,7 +33,7 @@ from vibethinker.algo import potential
 from vibethinker.config import ConfigError, runtime
 from vibethinker.log import get_logger
 from vibethinker.stages import register
-from vibethinker.types import Problem
+from vibethinker.types import Candidate, Problem
 
 log = get_logger("stages.distill")
 TEACHER_KEYS = ("model", "data", "domain")
@@ -239,9 +240,8 @@ def make_teacher_sampler(cfg: DistillConfig, teacher: dict[str, str]) -> Any:
 
 
 def sample_teacher(cfg: DistillConfig, teacher: dict[str, str],
-                   problems: list[Problem]) -> tuple[list[dict], dict]:  # fmt: skip
-    """Sample, verify, keep correct untruncated responses: (candidates, counts). A candidate is
-    {problem, text, teacher}."""
+                   problems: list[Problem]) -> tuple[list[Candidate], dict]:  # fmt: skip
+    """Sample, verify, keep correct untruncated responses: (candidates, counts)."""
     import gc
 
     import torch
@@ -261,7 +261,7 @@ def sample_teacher(cfg: DistillConfig, teacher: dict[str, str],
         torch.cuda.empty_cache()
     flat = [(p, c) for p, cs in zip(problems, outs) for c in cs]
     scores = verify_batch([p for p, _ in flat], [c.text for _, c in flat])
-    cands = [{"problem": p, "text": c.text, "teacher": teacher["model"]}
+    cands = [Candidate(p, c.text, teacher["model"])
              for (p, c), s in zip(flat, scores) if s.correct and not c.truncated]  # fmt: skip
     counts = {"prompts": len(problems), "sampled": len(flat),
               "truncated": sum(c.truncated for _, c in flat), "correct": len(cands)}  # fmt: skip
@@ -270,12 +270,12 @@ def sample_teacher(cfg: DistillConfig, teacher: dict[str, str],
     return cands, counts
 
 
-def dedupe(cands: list[dict]) -> list[dict]:
+def dedupe(cands: list[Candidate]) -> list[Candidate]:
     """Drop exact duplicates (same problem, same response text), keeping the first."""
     seen: set[tuple[str, str]] = set()
     out = []
     for c in cands:
-        key = (c["problem"].id, c["text"])
+        key = (c.problem.id, c.text)
         if key not in seen:
             seen.add(key)
             out.append(c)
@@ -285,8 +285,8 @@ def dedupe(cands: list[dict]) -> list[dict]:
 # ----------------------------------------------------------------------------- S_LP scoring
 
 
-def score_candidates(cfg: DistillConfig, cands: list[dict]) -> None:
-    """Add `s_lp`, `tokens` (|y|) and `length` (prompt + trace) to each candidate; traces over
+def score_candidates(cfg: DistillConfig, cands: list[Candidate]) -> None:
+    """Fill `s_lp`, `tokens` (|y|) and `length` (prompt + trace) of each candidate; traces over
     max_len (which SFT would drop) are not scored (s_lp None)."""
     from vibethinker.evaluate import PROMPT_STYLES
     from vibethinker.models import check_context, load_model_and_tokenizer
@@ -303,15 +303,15 @@ def score_candidates(cfg: DistillConfig, cands: list[dict]) -> None:
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
     samples = []
     for c in cands:
-        ids, mask = packing.encode_chat(tok, prompt_fn(c["problem"]), c["text"])
+        ids, mask = packing.encode_chat(tok, prompt_fn(c.problem), c.text)
         samples.append(packing.Sample(ids, mask))
-        c.update(s_lp=None, tokens=sum(mask), length=len(ids))
+        c.s_lp, c.tokens, c.length = None, sum(mask), len(ids)
     fit = [i for i, s in enumerate(samples) if len(s.ids) <= cfg.max_len]
     t0 = time.time()
     scored = score_samples(model, [samples[i] for i in fit], tok.pad_token_id, device,
                            cfg.score_tokens)  # fmt: skip
     for i, (v, _) in zip(fit, scored):
-        cands[i]["s_lp"] = v
+        cands[i].s_lp = v
     log.info("distill: scored %d traces under the student in %.1f s (%d over max_len=%d)",
              len(fit), time.time() - t0, len(cands) - len(fit), cfg.max_len)  # fmt: skip
 
@@ -324,7 +324,7 @@ def candidates_key(cfg: DistillConfig) -> dict[str, Any]:
     return {**{k: getattr(cfg, k) for k in keys}, "seed": sample_seed(cfg)}
 
 
-def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[dict], dict]:
+def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[Candidate], dict]:
     """Sample + verify + dedupe + score, cached in out/candidates.jsonl under a key of the
     settings that shape it (a resumed run does not re-sample the teachers)."""
     from vibethinker.data.io import problem_from_dict, problem_to_dict
@@ -334,10 +334,10 @@ def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[dict],
     if cache.exists() and meta.exists() and json.loads(meta.read_text())["key"] == key:
         log.info("distill: reusing the scored candidates %s", cache)
         rows = [json.loads(x) for x in cache.read_text().splitlines() if x.strip()]
-        for r in rows:
-            r["problem"] = problem_from_dict(r["problem"], cache, 0)
-        return rows, json.loads(meta.read_text())["sampling"]
-    cands: list[dict] = []
+        got = [Candidate(**{**r, "problem": problem_from_dict(r["problem"], cache, i + 1)})
+               for i, r in enumerate(rows)]  # fmt: skip
+        return got, json.loads(meta.read_text())["sampling"]
+    cands: list[Candidate] = []
     sampling: dict[str, dict[str, int]] = {}
     prompts = [teacher_prompts(cfg, t) for t in cfg.teachers]  # every data check first
     for t, problems in zip(cfg.teachers, prompts):
@@ -348,16 +348,17 @@ def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[dict],
             agg[k] = agg.get(k, 0) + v
     for d in sampling:
         sampling[d]["deduplicated"] = 0
-    before = {d: sum(c["problem"].domain == d for c in cands) for d in sampling}
+    before = {d: sum(c.problem.domain == d for c in cands) for d in sampling}
     cands = dedupe(cands)
     for d in sampling:
-        sampling[d]["deduplicated"] = before[d] - sum(c["problem"].domain == d for c in cands)
+        sampling[d]["deduplicated"] = before[d] - sum(c.problem.domain == d for c in cands)
     if cands:
         score_candidates(cfg, cands)
     out.mkdir(parents=True, exist_ok=True)
     with open(cache, "w", encoding="utf-8") as f:
         for c in cands:
-            f.write(json.dumps({**c, "problem": problem_to_dict(c["problem"])}) + "\n")
+            row = {**dataclasses.asdict(c), "problem": problem_to_dict(c.problem)}
+            f.write(json.dumps(row) + "\n")
     meta.write_text(json.dumps({"key": key, "sampling": sampling}, indent=1) + "\n")
     return cands, sampling
 
@@ -365,16 +366,16 @@ def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[dict],
 # ----------------------------------------------------------------------------- selection
 
 
-def select(cfg: DistillConfig, cands: list[dict]) -> tuple[dict[str, list[dict]], dict]:
+def select(cfg: DistillConfig, cands: list[Candidate]) -> tuple[dict[str, list[Candidate]], dict]:
     """Per domain: drop traces over max_len (SFT would drop them), LP selection, the mix quota,
     then (select=random) the random draw with the same count per bucket. Returns (the pool of
     each domain, its Selection, whose indices point into the pool)."""
-    domains = sorted({c["problem"].domain for c in cands})
-    pools = {d: [c for c in cands if c["problem"].domain == d and c["length"] <= cfg.max_len]
+    domains = sorted({c.problem.domain for c in cands})
+    pools = {d: [c for c in cands if c.problem.domain == d and c.length <= cfg.max_len]
              for d in domains}  # fmt: skip
 
     def lp(d: str, quota: int | None) -> potential.Selection:
-        return potential.select_lp([c["tokens"] for c in pools[d]], [c["s_lp"] for c in pools[d]],
+        return potential.select_lp([c.tokens for c in pools[d]], [c.s_lp for c in pools[d]],
                                    cfg.n_buckets, cfg.min_tokens, cfg.outlier_pct,
                                    cfg.band_lo_pct, cfg.band_hi_pct, quota)  # fmt: skip
 
@@ -388,7 +389,7 @@ def select(cfg: DistillConfig, cands: list[dict]) -> tuple[dict[str, list[dict]]
     return pools, sels
 
 
-def check_nonempty(cfg: DistillConfig, kept: dict[str, list[dict]],
+def check_nonempty(cfg: DistillConfig, kept: dict[str, list[Candidate]],
                    funnel: dict | None = None) -> list[str]:  # fmt: skip
     """Warnings (or an error, on_empty_domain=error) for domains whose teachers keep nothing,
     with that domain's funnel (where the traces went)."""
@@ -523,7 +524,7 @@ def plot_s_lp(cands: dict[str, list[dict]], sels: dict, png: Path, method: str) 
             continue
         rows, sel = cands[d], sels[d]
         kept = set(sel.kept)
-        xs, ys = [c["tokens"] for c in rows], [c["s_lp"] for c in rows]
+        xs, ys = [c.tokens for c in rows], [c.s_lp for c in rows]
         ax.scatter(xs, ys, s=6, c="0.7", label="candidates")
         ax.scatter([xs[i] for i in kept], [ys[i] for i in kept], s=8, c="C0", label="kept")
         lo_x = min(xs, default=0)
@@ -579,17 +580,15 @@ def summary_md(cfg: DistillConfig, funnel: dict, warnings: list[str], sft_out: P
     return "\n".join(lines) + "\n"
 
 
-def to_problems(kept: dict[str, list[dict]]) -> list[Problem]:
+def to_problems(kept: dict[str, list[Candidate]]) -> list[Problem]:
     """One Problem per kept trace: the source problem with traces=[trace], id `<id>/t<k>`."""
-    import dataclasses
-
     out = []
     for d in sorted(kept):
         for k, c in enumerate(kept[d]):
-            p = c["problem"]
-            meta = {**p.meta, "problem_id": p.id, "teacher": c["teacher"], "s_lp": c["s_lp"],
-                    "bucket": c["bucket"], "tokens": c["tokens"]}  # fmt: skip
-            out.append(dataclasses.replace(p, id=f"{p.id}/t{k}", traces=[c["text"]],
+            p = c.problem
+            meta = {**p.meta, "problem_id": p.id, "teacher": c.teacher, "s_lp": c.s_lp,
+                    "bucket": c.bucket, "tokens": c.tokens}  # fmt: skip
+            out.append(dataclasses.replace(p, id=f"{p.id}/t{k}", traces=[c.text],
                                            wrong_traces=None, claims=None, meta=meta))  # fmt: skip
     return out
 
@@ -615,12 +614,13 @@ def prepare(cfg: DistillConfig, out: Path) -> tuple[Path, dict, list[str]]:
 
     cands, sampling = load_or_build_candidates(cfg, out)
     pools, sels = select(cfg, cands)
-    kept = {d: [{**pools[d][i], "bucket": sels[d].bucket[i]} for i in sels[d].kept] for d in sels}
-    overlong = {d: sum(c["problem"].domain == d for c in cands) - len(pools[d]) for d in pools}
+    kept = {d: [dataclasses.replace(pools[d][i], bucket=sels[d].bucket[i]) for i in sels[d].kept]
+            for d in sels}  # fmt: skip
+    overlong = {d: sum(c.problem.domain == d for c in cands) - len(pools[d]) for d in pools}
     funnel = funnel_table(sampling, sels, overlong)
     for d in pools:  # how far the selection moved S_LP (kept vs every scored candidate)
-        funnel[d]["s_lp_mean"] = _mean([c["s_lp"] for c in pools[d]])
-        funnel[d]["s_lp_mean_kept"] = _mean([c["s_lp"] for c in kept[d]])
+        funnel[d]["s_lp_mean"] = _mean([c.s_lp for c in pools[d]])
+        funnel[d]["s_lp_mean_kept"] = _mean([c.s_lp for c in kept[d]])
     (out / "funnel.json").write_text(json.dumps(funnel, indent=1) + "\n")
     warnings = check_nonempty(cfg, kept, funnel)
     selected = out / "selected.jsonl"
