@@ -28,22 +28,32 @@ from __future__ import annotations
 import functools
 import logging
 import re
+from decimal import Decimal
 from fractions import Fraction
 
 from vibethinker.types import Problem, Score
-from vibethinker.verifiers.extract import all_boxed, answer_part, last_boxed
+from vibethinker.verifiers.extract import (
+    after_last_box,
+    all_boxed,
+    answer_part,
+    last_boxed,
+    stated_answer,
+)
 from vibethinker.verifiers.math_forms import (
     container,
     decimal_places,
     drop_name,
     expand_pm,
+    has_letters,
     is_name,
+    is_quantity,
     pred_items,
     rewrite,
     significant_digits,
     split_top,
     split_unit,
     strip_group,
+    text_match,
 )
 
 MAX_ANSWER_CHARS = 1000  # longer boxed content is not a final answer (and a parser-bomb risk)
@@ -132,6 +142,12 @@ def verify_math(problem: Problem, response: str) -> Score:
         seen.add(key)
         if not check_answer(problem.answer, box).correct:
             return Score(0.0, False, "hedged_answer")
+    # A final answer stated in prose after the last box is a second commitment: when it is not
+    # the gold the response gives two answers, scored as a hedge is (the box alone does not win).
+    stated = stated_answer(after_last_box(part))
+    if stated is not None and _normalize(strip_group(stated)) not in seen:
+        if not check_answer(problem.answer, stated).correct:
+            return Score(0.0, False, "contradicted_answer")
     return score
 
 
@@ -147,10 +163,17 @@ def check_answer(gold: str, pred: str) -> Score:
     gold, pred = rewrite(strip_group(gold)), rewrite(strip_group(pred))
     if _normalize(gold) == _normalize(pred):
         return Score(1.0, True, "ok")
+    text = text_match(gold, pred)
+    if text is not None:
+        return Score(float(text), text, "ok" if text else "wrong_answer")
     gold, g_unit = split_unit(gold)
     pred, p_unit = split_unit(pred)
     if g_unit and p_unit and g_unit != p_unit:
         return Score(0.0, False, "unit_mismatch")
+    if "%" in (g_unit, p_unit) and g_unit != p_unit:
+        share = _percent_of_one(gold, pred) if p_unit == "%" else _percent_of_one(pred, gold)
+        if share is not None:
+            return Score(float(share), share, "ok" if share else "wrong_answer")
     g_eq, p_eq = split_top(gold, ("=",)), split_top(pred, ("=",))
     if len(g_eq) == len(p_eq) == 2 and is_name(g_eq[0]) and is_name(p_eq[0]):
         if _normalize(g_eq[0]) != _normalize(p_eq[0]):
@@ -160,6 +183,10 @@ def check_answer(gold: str, pred: str) -> Score:
         named = drop_name(pred)
         if named is not None:
             pred = named
+        else:
+            restated = _check_restated(gold, pred)
+            if restated is not None:
+                return restated
     g_items = container(gold)
     if g_items is not None or expand_pm(gold) is not None and container(pred) is not None:
         return _check_collection(gold, pred)
@@ -175,6 +202,38 @@ def check_answer(gold: str, pred: str) -> Score:
     if batch.in_guarded_worker():
         return equivalent(gold, pred)
     return batch.guarded_call(equivalent, (gold, pred), timeout=CHECK_TIMEOUT_S)
+
+
+def _percent_of_one(number: str, percent: str) -> bool | None:
+    """`percent` (its `%` split off) against a `number` written as a fraction strictly between -1
+    and 1: read as a fraction of one (`50` for 1/2, so `\\frac12\\%` is 1/200). None otherwise:
+    the percent is then a label (`25\\%` is 25; against the decimal 0.25 it stays a label, as
+    the grading corpus decided before this rule)."""
+    g_text = _normalize(number)
+    g = _as_fraction(g_text) if _FRAC_RE.match(g_text) else None
+    if g is None or not 0 < abs(g) < 1:
+        return None
+    p_text = _normalize(percent)
+    p = _as_fraction(p_text)
+    if p is None:
+        return False  # a share of one written in a form we cannot read exactly
+    shifted = str(Decimal(p_text) / 100) if _DEC_RE.match(p_text) else str(p / 100)
+    return p / 100 == g or _decimal_match(abs(g - p / 100), _repeating(g), number, shifted)
+
+
+def _check_restated(gold: str, pred: str) -> Score | None:
+    """`quantity = value` restating what was asked (math_forms: restated quantities): the value is
+    the answer. None when `pred` is no such form (left to the other checks)."""
+    parts = [p.strip() for p in split_top(pred, ("=",))]
+    if len(parts) < 2 or not all(parts) or not all(is_quantity(p) for p in parts[:-1]):
+        return None
+    value = parts[-1]
+    if any(_normalize(p) == _normalize(value) for p in parts[:-1]):
+        return None  # `0 = 0` says nothing
+    for left in parts[:-1]:
+        if not has_letters(left) and not check_answer(value, left).correct:
+            return Score(0.0, False, "false_equation")  # `2 + 2 = 5`
+    return check_answer(gold, value)
 
 
 def _check_collection(gold: str, pred: str) -> Score:
