@@ -73,9 +73,14 @@ _log = logging.getLogger("vibethinker.verifiers.math")
 _ROMAN_CONST_RE = re.compile(r"\\(?:mathrm|operatorname|text|rm)\s*\{\s*([ei])\s*\}")
 _RELATION_RE = re.compile(r"=|\\le|\\ge|<|>|\\neq|\\approx|\\in\b")
 _HEDGE_RE = re.compile(r"\\pm|\\mp|\\lor|\\vee|\\cup|\bor\b|\band\b|\beither\b", re.IGNORECASE)
+MAX_PROMPT_CHARS = 20000  # prompt text searched for asked quantities
+_SPAN_RE = re.compile(r"\$([^$]{1,200})\$|\\\((.{1,200}?)\\\)")
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _DEC_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)$")
-_FRAC_RE = re.compile(r"^([+-]?)\\[dt]?frac\{([+-]?\d+)\}\{([+-]?\d+)\}$|^([+-]?\d+)/(\d+)$")
+# `\\frac{1}{4}`, `\\frac14`, `\\frac9{19}` (one-digit arguments need no braces), `1/4`
+_FRAC_RE = re.compile(
+    r"^([+-]?)\\[dt]?frac(?:\{([+-]?\d+)\}|(\d))(?:\{([+-]?\d+)\}|(\d))$|^([+-]?\d+)/(\d+)$"
+)
 _NOISE_RE = re.compile(r"\s+|\$|\\[,!;: ]|\\left|\\right|\\displaystyle")
 _BRACKET_RE = re.compile(r"[{}()\[\]]")
 # a `^` inside an exponent or right after one: a tower candidate for `_numeric_tower` to judge
@@ -127,7 +132,8 @@ def verify_math(problem: Problem, response: str) -> Score:
     pred = last_boxed(part)
     if pred is None:
         return Score(0.0, False, "no_boxed_answer")
-    score = check_answer(problem.answer, pred)
+    asked = asked_quantities(problem.prompt)
+    score = check_answer(problem.answer, pred, asked)
     if not score.correct:
         return score
     # Several boxes: compared by value, not text (`\frac12` then `0.5` is one answer). Any box
@@ -140,20 +146,23 @@ def verify_math(problem: Problem, response: str) -> Score:
         if key in seen:
             continue
         seen.add(key)
-        if not check_answer(problem.answer, box).correct:
+        if not check_answer(problem.answer, box, asked).correct:
             return Score(0.0, False, "hedged_answer")
     # A final answer stated in prose after the last box is a second commitment: when it is not
     # the gold the response gives two answers, scored as a hedge is (the box alone does not win).
     stated = stated_answer(after_last_box(part))
     if stated is not None and _normalize(strip_group(stated)) not in seen:
-        if not check_answer(problem.answer, stated).correct:
+        if not check_answer(problem.answer, stated, asked).correct:
             return Score(0.0, False, "contradicted_answer")
     return score
 
 
-def check_answer(gold: str, pred: str) -> Score:
+def check_answer(gold: str, pred: str, asked: frozenset[str] = frozenset()) -> Score:
     """Is the boxed content `pred` the answer `gold`? Screens, answer forms (math_forms.py), fast
-    path, then guarded sympy."""
+    path, then guarded sympy. `asked`: the problem's math spans (`asked_quantities`), which a
+    restating box may repeat (`a + b = 4` when the problem asks for $a + b$)."""
+    if asked and not _RELATION_RE.search(gold):
+        pred = _asked_value(pred, asked)
     reason = screen(pred)
     if reason:
         return Score(0.0, False, reason)
@@ -184,7 +193,7 @@ def check_answer(gold: str, pred: str) -> Score:
         if named is not None:
             pred = named
         else:
-            restated = _check_restated(gold, pred)
+            restated = _check_restated(gold, pred, asked)
             if restated is not None:
                 return restated
     g_items = container(gold)
@@ -221,17 +230,41 @@ def _percent_of_one(number: str, percent: str) -> bool | None:
     return p / 100 == g or _decimal_match(abs(g - p / 100), _repeating(g), number, shifted)
 
 
-def _check_restated(gold: str, pred: str) -> Score | None:
+def asked_quantities(prompt: str) -> frozenset[str]:
+    """The problem's inline math spans (`$a+b$`, `\\(f(3)\\)`), normalized: the quantities a
+    restating box may name on its left side."""
+    spans = _SPAN_RE.findall(prompt[:MAX_PROMPT_CHARS])
+    return frozenset(_normalize(a or b).rstrip("?.,") for a, b in spans if len(a or b) <= 200)
+
+
+def _asked_value(pred: str, asked: frozenset[str]) -> str:
+    """The value of `asked = ... = value` when every left side is one of the problem's own spans
+    (never parsed: `1^{(2^{235423523})} = 1` is the value 1); `pred` itself otherwise."""
+    if "=" not in pred:
+        return pred
+    parts = [_normalize(p) for p in split_top(pred, ("=",))]
+    if len(parts) < 2 or not parts[-1] or parts[-1] in parts[:-1]:
+        return pred
+    if all(p in asked and len(p) > 1 for p in parts[:-1]):  # one letter: a name (drop_name)
+        return split_top(pred, ("=",))[-1].strip()
+    return pred
+
+
+def _check_restated(gold: str, pred: str, asked: frozenset[str]) -> Score | None:
     """`quantity = value` restating what was asked (math_forms: restated quantities): the value is
-    the answer. None when `pred` is no such form (left to the other checks)."""
+    the answer. A left side is the problem's own span (`asked`) or passes `is_quantity`; a numeric
+    left side that is not the problem's must be true arithmetic. None when `pred` is no such form
+    (left to the other checks)."""
     parts = [p.strip() for p in split_top(pred, ("=",))]
-    if len(parts) < 2 or not all(parts) or not all(is_quantity(p) for p in parts[:-1]):
+    if len(parts) < 2 or not all(parts):
         return None
-    value = parts[-1]
-    if any(_normalize(p) == _normalize(value) for p in parts[:-1]):
+    lefts, value = [(p, _normalize(p) in asked) for p in parts[:-1]], parts[-1]
+    if not all(from_prompt or is_quantity(p) for p, from_prompt in lefts):
+        return None
+    if any(_normalize(p) == _normalize(value) for p, _ in lefts):
         return None  # `0 = 0` says nothing
-    for left in parts[:-1]:
-        if not has_letters(left) and not check_answer(value, left).correct:
+    for left, from_prompt in lefts:
+        if not from_prompt and not has_letters(left) and not check_answer(value, left).correct:
             return Score(0.0, False, "false_equation")  # `2 + 2 = 5`
     return check_answer(gold, value)
 
@@ -303,9 +336,10 @@ def _as_fraction(s: str) -> Fraction | None:
         return Fraction(s)
     m = _FRAC_RE.match(s)
     if m:
-        sign, num, den = (
-            (m.group(1), m.group(2), m.group(3)) if m.group(2) else ("", *m.group(4, 5))
-        )
+        if m.group(6) is None:
+            sign, num, den = m.group(1), m.group(2) or m.group(3), m.group(4) or m.group(5)
+        else:
+            sign, num, den = "", m.group(6), m.group(7)
         if int(den) != 0:
             return Fraction(int(num), int(den)) * (-1 if sign == "-" else 1)
     return None
