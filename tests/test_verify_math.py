@@ -496,6 +496,8 @@ def test_restated_quantity_from_the_problem():
             False,
         ),
         (r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", r"\begin{bmatrix} 1 \\ 2 \end{bmatrix}", True),
+        (r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", r"\langle 1, 2 \rangle", True),
+        (r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", r"\left\langle 2, 1 \right\rangle", False),
         (r"\begin{pmatrix} 1 & 0 \\ 0 & 1 \end{pmatrix}", "(1, 0, 0, 1)", False),
         (r"\text{ellipse}", r"\text{an ellipse}", True),
         (r"\text{ellipse}", r"\text{Ellipse.}", True),
@@ -563,6 +565,10 @@ def test_stated_answer_and_after_last_box():
     assert stated_answer(" answer is 3x") is None  # not a bare number
     assert stated_answer(" the answer is right") is None
     assert stated_answer("x" * 3000 + " answer: 5") is None  # outside the window
+    assert stated_answer(" the answer is 2 and 3.") is None  # a listing is not read in part
+    assert stated_answer(" the answer is $2$, $3$.") is None
+    two = verify_math(mp("2, 3"), r"\boxed{2, 3}. So the answer is 2 and 3.")
+    assert two.correct
 
 
 REALGOLD = [json.loads(line) for line in (DATA / "math_realgold.jsonl").read_text().splitlines()]

@@ -91,13 +91,18 @@ _STATED_RE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 
+_MORE_RE = re.compile(r"\s*(?:,\s*\$?[-+\d\\]|and\b|or\b|\\pm|\$?\s*\\text\{\s*(?:and|or)\b)")
+
 
 def stated_answer(text: str) -> str | None:
     """The last final answer stated in prose in `text` (`the final answer is $41$`, `Answer: 41`):
     the math of an inline formula, bold text or a bare number; None when there is none. Only the
     first STATED_WINDOW characters are read."""
     found = None
-    for m in _STATED_RE.finditer(text[:STATED_WINDOW]):
+    window = text[:STATED_WINDOW]
+    for m in _STATED_RE.finditer(window):
+        if _MORE_RE.match(window, m.end()):
+            return None  # `2 and 3`, `$2$, $3$`: a listing only partly captured, not read
         found = next(g for g in m.groups() if g is not None).strip().rstrip(".,;:")
     return found or None
 

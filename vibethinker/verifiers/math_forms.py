@@ -21,7 +21,8 @@ The grading policy they implement (decided here, tested in tests/test_verify_mat
   computes the asked quantity (`is_quantity`) and a numeric left side is true arithmetic. A left
   side in free lowercase variables (`3x - y + 13 = 0`) is an equation, not a restatement.
 - **Membership** `n \\in \\{-2, 1\\}` names the values like `n = ...` does.
-- **Column vectors** `\\begin{pmatrix} a \\\\ b \\end{pmatrix}` are the tuple `(a, b)`.
+- **Column vectors** `\\begin{pmatrix} a \\\\ b \\end{pmatrix}` and `\\langle a, b \\rangle` are the
+  tuple `(a, b)`.
 - **Text answers** (`\\text{ellipse}`) match the same words, case and articles aside
   (`\\text{an ellipse}`); a choice label `(C)` matches `C`, `(C)` and `(C) Plane`, and no other
   label. A number in `\\text{}` (`\\text{6}`) is the number.
@@ -119,6 +120,7 @@ _GROUP_SEP = r"(?:\{,\}|,\s*\\!\s*|\\,\s*)"
 _GROUPED_RE = re.compile(r"(?<![\d.])\d{1,3}(?:" + _GROUP_SEP + r"\d{3})+(?!\d)")
 _SEP_RE = re.compile(_GROUP_SEP)
 _WRAP_RE = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
+_ANGLE_VEC_RE = re.compile(r"\\left\s*\\langle(.*)\\right\s*\\rangle|\\langle(.*)\\rangle", re.S)
 _MATRIX_RE = re.compile(r"^\\begin\{([pbBvV]?matrix)\}(.*)\\end\{\1\}$", re.S)
 
 
@@ -143,6 +145,10 @@ def rewrite(s: str) -> str:
     vec = column_vector(s)
     if vec is not None:
         s = vec
+    angle = _ANGLE_VEC_RE.fullmatch(s.strip())
+    inner = (angle.group(1) or angle.group(2) or "") if angle else ""
+    if "," in inner and "\\langle" not in inner and "\\rangle" not in inner:
+        s = "(" + inner + ")"  # `\\langle a, b \\rangle`: a vector, as a tuple
     m = _THOUSANDS_RE.match(s.strip())
     if m:
         s = (m.group(1) or "") + m.group(2).replace("{,}", "").replace(",", "")
