@@ -508,6 +508,8 @@ def test_restated_quantity_from_the_problem():
         (r"\text{(C)}", r"\textbf{(C)}", True),
         (r"\text{(C)}", r"\text{(D) Plane}", False),
         (r"\text{(C)}", r"\text{(C) or (D)}", False),
+        ("(C)", r"\text{(C) Plane}", True),
+        ("(C)", "(D)", False),
         ("6", r"\text{6}", True),
         ("6", r"\text{7}", False),
         (r"\frac{1}{2}", r"\text{0.5}", True),

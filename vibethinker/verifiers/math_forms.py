@@ -405,6 +405,8 @@ def text_match(gold: str, pred: str) -> bool | None:
     """Text gold against a prediction: True/False when the rule decides, None when `gold` is not a
     text answer (or `pred` is neither text nor a bare label), left to the parser."""
     g = text_words(gold)
+    if g is None and re.fullmatch(r"\([A-E]\)", gold.strip()):
+        g = [gold.strip().lower()]  # a bare choice label `(C)` reads as `\\text{(C)}`
     if g is None:
         return None
     p = text_words(pred)
