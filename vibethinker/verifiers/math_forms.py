@@ -14,7 +14,7 @@ The grading policy they implement (decided here, tested in tests/test_verify_mat
 - **Units.** A unit on one side only is ignored (`3 \\text{ cm}` for 3); units on both sides
   must agree when both are known units (`5 m` vs `5 km`, `5 cents` vs `\\$5` are wrong;
   `5 \\text{ meters}` vs `5 m` is fine). Unknown words are left to the parser.
-- **Percent** is a fraction of one when the other side is a number strictly between -1 and 1
+- **Percent** (`\\%`, `\\text{ percent}`) is a fraction of one when the other side is a number strictly between -1 and 1
   (`50\\%` is `\\frac12`; `\\frac12\\%` is not), a label otherwise (`25\\%` is 25, not 0.25).
 - **Restated quantities**: `f(-2)+f(-1)+f(0) = \\frac{14}{3}`, `AF^2+BF^2+CF^2 = 3R^2`,
   `21 + 49 = 70`: a box that ends in the value is the value when every left side only names or
@@ -25,7 +25,7 @@ The grading policy they implement (decided here, tested in tests/test_verify_mat
   tuple `(a, b)`.
 - **Text answers** (`\\text{ellipse}`) match the same words, case and articles aside
   (`\\text{an ellipse}`); a choice label `(C)` matches `C`, `(C)` and `(C) Plane`, and no other
-  label. A number in `\\text{}` (`\\text{6}`) is the number.
+  label. A number in `\\text{}` (`\\text{6}`, `\\text{two}`: zero to twenty) is the number.
 - **Degrees**: `30°`, `30^\\circ`, `30^{\\circ}` and `30 \\text{ degrees}` are all 30 degrees.
 - **Repeating decimals** `0.\\overline{3}`, `0.1\\overline{6}` are the exact fractions 1/3, 1/6.
 - **Thousands**: a number grouped by commas in threes (`32,000`) is one number, not a list;
@@ -115,11 +115,14 @@ def _repeating_to_frac(m: re.Match[str]) -> str:
 
 
 _THOUSANDS_RE = re.compile(r"^(\\\$)?\s*([-+]?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?)$")
-# separators only ever written between digit groups: `{,}`, `,\!` (MATH-500), `\,` (thin space)
-_GROUP_SEP = r"(?:\{,\}|,\s*\\!\s*|\\,\s*)"
+# separators only ever written between digit groups: `{,}`, `,\!` (MATH-500), `\,` and `\ `
+_GROUP_SEP = r"(?:\{,\}|,\s*\\!\s*|\\[, ]\s*)"
 _GROUPED_RE = re.compile(r"(?<![\d.])\d{1,3}(?:" + _GROUP_SEP + r"\d{3})+(?!\d)")
 _SEP_RE = re.compile(_GROUP_SEP)
 _WRAP_RE = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
+NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty".split())}  # fmt: skip
 _ANGLE_VEC_RE = re.compile(r"\\left\s*\\langle(.*)\\right\s*\\rangle|\\langle(.*)\\rangle", re.S)
 _MATRIX_RE = re.compile(r"^\\begin\{([pbBvV]?matrix)\}(.*)\\end\{\1\}$", re.S)
 
@@ -142,6 +145,8 @@ def rewrite(s: str) -> str:
     w = _WRAP_RE.fullmatch(s.strip())
     if w and not re.search(r"[A-Za-z]", w.group(1)) and re.search(r"\d", w.group(1)):
         s = w.group(1)
+    elif w and w.group(1).strip().lower() in NUMBER_WORDS:
+        s = NUMBER_WORDS[w.group(1).strip().lower()]  # `\\text{two}`
     vec = column_vector(s)
     if vec is not None:
         s = vec
@@ -180,6 +185,7 @@ _UNIT_WORDS = {
     "lb": "lb lbs pound pounds",
     "usd": "dollar dollars \\$ $",
     "cent": "cent cents ¢ \\cent",
+    "%": "percent",
     "deg": "deg degree degrees ^\\circ",
     "rad": "rad radian radians",
     "l": "l liter liters litre litres",
