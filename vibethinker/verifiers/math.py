@@ -8,7 +8,9 @@ Pipeline for one response (each step cheap before the expensive one):
 3. fast path: plain integers / decimals / integer fractions compared exactly (AIME's '025'
    equals 25; big integers as integers) -- most checks end here without sympy;
 4. answer forms (math_forms.py): grouping braces, nested boxes, `30°`, `0.\\overline{3}`, units,
-   percent, `name = value`, listings with "and"/"or"/`\\pm`, ordered pairs vs sets; then hedges
+   percent, thousands separators, `name = value`, `n \\in \\{...\\}`, restated quantities
+   (`f(-2)+f(-1)+f(0) = \\frac{14}{3}`, or a span of the problem's own text), text answers,
+   column vectors, listings with "and"/"or"/`\\pm`, ordered pairs vs sets; then hedges
    (`\\pm`, "or", "and" for a single-valued gold) -> 0;
 5. math-verify (its signal-based timeouts off) plus our checks against its known false positives:
    shape leniency the gold does not allow (a set or interval for a number), equations that
@@ -20,7 +22,9 @@ Pipeline for one response (each step cheap before the expensive one):
 Numbers: exact answers are compared exactly (rationals and big integers exactly, other exact
 values to 100 digits); a tolerance exists only for decimals, at their stated precision
 (`_decimal_match`). Several boxes are compared by value: any box that is not the gold makes the
-answer a hedge. An optional LLM judge can give a second opinion (math_judge.py).
+answer a hedge; a final answer stated in prose after the last box that is not the gold makes it
+`contradicted_answer` (the box alone does not win). An optional LLM judge can give a second
+opinion (math_judge.py).
 """
 
 from __future__ import annotations
@@ -39,7 +43,10 @@ from vibethinker.verifiers.extract import (
     last_boxed,
     stated_answer,
 )
+from vibethinker.verifiers.math_forms import ROMAN_CONST_RE as _ROMAN_CONST_RE
 from vibethinker.verifiers.math_forms import (
+    asked_quantities,
+    asked_value,
     container,
     decimal_places,
     drop_name,
@@ -55,6 +62,7 @@ from vibethinker.verifiers.math_forms import (
     strip_group,
     text_match,
 )
+from vibethinker.verifiers.math_forms import normalize as _normalize
 
 MAX_ANSWER_CHARS = 1000  # longer boxed content is not a final answer (and a parser-bomb risk)
 MAX_BRACE_DEPTH = 10
@@ -68,20 +76,14 @@ EXACT_REL_DIGITS = 100  # ...and agree to this many digits (evaluation noise onl
 
 _log = logging.getLogger("vibethinker.verifiers.math")
 
-# `\mathrm{e}` is parsed by latex2sympy as an upright text symbol that then drops out of products
-# (`2\mathrm{e}` -> 2); rewriting the roman constants to their italic forms keeps them.
-_ROMAN_CONST_RE = re.compile(r"\\(?:mathrm|operatorname|text|rm)\s*\{\s*([ei])\s*\}")
 _RELATION_RE = re.compile(r"=|\\le|\\ge|<|>|\\neq|\\approx|\\in\b")
 _HEDGE_RE = re.compile(r"\\pm|\\mp|\\lor|\\vee|\\cup|\bor\b|\band\b|\beither\b", re.IGNORECASE)
-MAX_PROMPT_CHARS = 20000  # prompt text searched for asked quantities
-_SPAN_RE = re.compile(r"\$([^$]{1,200})\$|\\\((.{1,200}?)\\\)")
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _DEC_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)$")
 # `\\frac{1}{4}`, `\\frac14`, `\\frac9{19}` (one-digit arguments need no braces), `1/4`
 _FRAC_RE = re.compile(
     r"^([+-]?)\\[dt]?frac(?:\{([+-]?\d+)\}|(\d))(?:\{([+-]?\d+)\}|(\d))$|^([+-]?\d+)/(\d+)$"
 )
-_NOISE_RE = re.compile(r"\s+|\$|\\[,!;: ]|\\left|\\right|\\displaystyle")
 _BRACKET_RE = re.compile(r"[{}()\[\]]")
 # a `^` inside an exponent or right after one: a tower candidate for `_numeric_tower` to judge
 _TOWER_HINT_RE = re.compile(r"\^\s*\{[^{}]*[{^]|\^\s*[\w.]+\s*\^|\^\s*\{[^{}]*\}\s*\^")
@@ -162,7 +164,7 @@ def check_answer(gold: str, pred: str, asked: frozenset[str] = frozenset()) -> S
     path, then guarded sympy. `asked`: the problem's math spans (`asked_quantities`), which a
     restating box may repeat (`a + b = 4` when the problem asks for $a + b$)."""
     if asked and not _RELATION_RE.search(gold):
-        pred = _asked_value(pred, asked)
+        pred = asked_value(pred, asked)
     reason = screen(pred)
     if reason:
         return Score(0.0, False, reason)
@@ -228,26 +230,6 @@ def _percent_of_one(number: str, percent: str) -> bool | None:
         return False  # a share of one written in a form we cannot read exactly
     shifted = str(Decimal(p_text) / 100) if _DEC_RE.match(p_text) else str(p / 100)
     return p / 100 == g or _decimal_match(abs(g - p / 100), _repeating(g), number, shifted)
-
-
-def asked_quantities(prompt: str) -> frozenset[str]:
-    """The problem's inline math spans (`$a+b$`, `\\(f(3)\\)`), normalized: the quantities a
-    restating box may name on its left side."""
-    spans = _SPAN_RE.findall(prompt[:MAX_PROMPT_CHARS])
-    return frozenset(_normalize(a or b).rstrip("?.,") for a, b in spans if len(a or b) <= 200)
-
-
-def _asked_value(pred: str, asked: frozenset[str]) -> str:
-    """The value of `asked = ... = value` when every left side is one of the problem's own spans
-    (never parsed: `1^{(2^{235423523})} = 1` is the value 1); `pred` itself otherwise."""
-    if "=" not in pred:
-        return pred
-    parts = [_normalize(p) for p in split_top(pred, ("=",))]
-    if len(parts) < 2 or not parts[-1] or parts[-1] in parts[:-1]:
-        return pred
-    if all(p in asked and len(p) > 1 for p in parts[:-1]):  # one letter: a name (drop_name)
-        return split_top(pred, ("=",))[-1].strip()
-    return pred
 
 
 def _check_restated(gold: str, pred: str, asked: frozenset[str]) -> Score | None:
@@ -318,12 +300,6 @@ def screen(s: str) -> str | None:
     if re.search(r"[)}!]\s*!", s):  # (n!)!, {x}!: factorials of computed values
         return "answer_too_complex"
     return None
-
-
-def _normalize(s: str) -> str:
-    s = _NOISE_RE.sub("", s)
-    s = _ROMAN_CONST_RE.sub(r"\1", s)
-    return s.rstrip(".")
 
 
 def _hedged(gold: str, pred: str) -> bool:

@@ -25,7 +25,8 @@ The grading policy they implement (decided here, tested in tests/test_verify_mat
   tuple `(a, b)`.
 - **Text answers** (`\\text{ellipse}`) match the same words, case and articles aside
   (`\\text{an ellipse}`); a choice label `(C)` matches `C`, `(C)` and `(C) Plane`, and no other
-  label. A number in `\\text{}` (`\\text{6}`, `\\text{two}`: zero to twenty) is the number.
+  label. A number in `\\text{}` (`\\text{6}`) is the number; a number word (`\\text{two}`) is not
+  read (left to the LLM judge).
 - **Degrees**: `30°`, `30^\\circ`, `30^{\\circ}` and `30 \\text{ degrees}` are all 30 degrees.
 - **Repeating decimals** `0.\\overline{3}`, `0.1\\overline{6}` are the exact fractions 1/3, 1/6.
 - **Thousands**: a number grouped by commas in threes (`32,000`) is one number, not a list;
@@ -120,9 +121,6 @@ _GROUP_SEP = r"(?:\{,\}|,\s*\\!\s*|\\[, ]\s*)"
 _GROUPED_RE = re.compile(r"(?<![\d.])\d{1,3}(?:" + _GROUP_SEP + r"\d{3})+(?!\d)")
 _SEP_RE = re.compile(_GROUP_SEP)
 _WRAP_RE = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
-NUMBER_WORDS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty".split())}  # fmt: skip
 _ANGLE_VEC_RE = re.compile(r"\\left\s*\\langle(.*)\\right\s*\\rangle|\\langle(.*)\\rangle", re.S)
 _MATRIX_RE = re.compile(r"^\\begin\{([pbBvV]?matrix)\}(.*)\\end\{\1\}$", re.S)
 
@@ -145,8 +143,6 @@ def rewrite(s: str) -> str:
     w = _WRAP_RE.fullmatch(s.strip())
     if w and not re.search(r"[A-Za-z]", w.group(1)) and re.search(r"\d", w.group(1)):
         s = w.group(1)
-    elif w and w.group(1).strip().lower() in NUMBER_WORDS:
-        s = NUMBER_WORDS[w.group(1).strip().lower()]  # `\\text{two}`
     vec = column_vector(s)
     if vec is not None:
         s = vec
@@ -427,3 +423,40 @@ def text_match(gold: str, pred: str) -> bool | None:
     if p is None:
         return None
     return p == g
+
+
+# ---- normalization and the problem's own quantities ---------------------------------------------
+# `\\mathrm{e}` is parsed by latex2sympy as an upright text symbol that then drops out of products
+# (`2\\mathrm{e}` -> 2); rewriting the roman constants to their italic forms keeps them.
+ROMAN_CONST_RE = re.compile(r"\\(?:mathrm|operatorname|text|rm)\s*\{\s*([ei])\s*\}")
+NOISE_RE = re.compile(r"\s+|\$|\\[,!;: ]|\\left|\\right|\\displaystyle")
+MAX_PROMPT_CHARS = 20000  # prompt text searched for asked quantities
+_SPAN_RE = re.compile(r"\$([^$]{1,200})\$|\\\((.{1,200}?)\\\)")
+
+
+def normalize(s: str) -> str:
+    """`s` without spacing, `$`, `\\left`/`\\right` and roman constants' wrappers: the text key
+    two answers are compared by before any parsing."""
+    s = NOISE_RE.sub("", s)
+    s = ROMAN_CONST_RE.sub(r"\1", s)
+    return s.rstrip(".")
+
+
+def asked_quantities(prompt: str) -> frozenset[str]:
+    """The problem's inline math spans (`$a+b$`, `\\(f(3)\\)`), normalized: the quantities a
+    restating box may name on its left side."""
+    spans = _SPAN_RE.findall(prompt[:MAX_PROMPT_CHARS])
+    return frozenset(normalize(a or b).rstrip("?.,") for a, b in spans if len(a or b) <= 200)
+
+
+def asked_value(pred: str, asked: frozenset[str]) -> str:
+    """The value of `asked = ... = value` when every left side is one of the problem's own spans
+    (never parsed: `1^{(2^{235423523})} = 1` is the value 1); `pred` itself otherwise."""
+    if "=" not in pred:
+        return pred
+    parts = [normalize(p) for p in split_top(pred, ("=",))]
+    if len(parts) < 2 or not parts[-1] or parts[-1] in parts[:-1]:
+        return pred
+    if all(p in asked and len(p) > 1 for p in parts[:-1]):  # one letter: a name (drop_name)
+        return split_top(pred, ("=",))[-1].strip()
+    return pred
