@@ -450,6 +450,9 @@ def test_thousands_separators(gold, pred, ok):
         (r"\frac{14}{3}", r"f(-2)+f(-1)+f(0)=\frac{13}{3}", "wrong_answer"),
         ("3R^2", "AF^2+BF^2+CF^2=2R^2", "wrong_answer"),
         ("70", "21 + 48 = 70", "false_equation"),  # false arithmetic ending in the gold
+        ("70", "x = 21 + 49 = 70", "ok"),  # a name, then the computation
+        ("70", "x = 21 + 48 = 70", "false_equation"),
+        ("5", "x = 2x - 5", "wrong_answer"),  # an equation in x, not a value of x
         ("0", "3x-y+13=0", "trivial_equation"),  # still an equation, not a restatement
         ("0", "x - x = 0", "trivial_equation"),
         ("0", "0=0", "trivial_equation"),

@@ -241,7 +241,9 @@ def _check_restated(gold: str, pred: str, asked: frozenset[str]) -> Score | None
     if len(parts) < 2 or not all(parts):
         return None
     lefts, value = [(p, _normalize(p) in asked) for p in parts[:-1]], parts[-1]
-    if not all(from_prompt or is_quantity(p) for p, from_prompt in lefts):
+    # a name may open the chain (`x = 21 + 49 = 70`) unless it is an equation in it (`x = 2x - 5`)
+    named = [is_name(p) and drop_name(f"{p} = {value}") is not None for p, _ in lefts]
+    if not all(a or is_quantity(p) or n for (p, a), n in zip(lefts, named)):
         return None
     if any(_normalize(p) == _normalize(value) for p, _ in lefts):
         return None  # `0 = 0` says nothing
