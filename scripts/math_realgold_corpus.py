@@ -37,6 +37,7 @@ _ASKED_RE = re.compile(
 )
 _FRAC_RE = re.compile(r"^(-?)\\d?frac\s*(?:\{(\d+)\}|(\d))\s*(?:\{(\d+)\}|(\d))$")
 _INT_RE = re.compile(r"^-?\d+$")
+_COPY_PREFIX = "Return your final response within \\boxed{}. "
 
 
 @dataclass
@@ -407,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
         for key in ("problem", "answer", "unique_id"):
             if key not in r:
                 raise SystemExit(f"{args.math500}:{i + 1}: no {key!r} field")
-        items.append(("MATH500", r["unique_id"], r["answer"], r["problem"]))
+        problem = r["problem"].removeprefix(_COPY_PREFIX)  # one public copy prefixes an instruction
+        items.append(("MATH500", r["unique_id"], r["answer"], problem))
     rows = [row for k, it in enumerate(items) for row in rows_for(*it, k)] + known_limit_rows()
     with args.out.open("w") as f:
         for row in rows:
