@@ -127,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     res = score(load(args.corpus))
     print(table(res))
-    print("\nmath-verify verdict reasons:", dict(res["math-verify"]["_reasons"]))
+    for name in ("ours", "math-verify"):
+        print(f"\n{name} verdict reasons:", dict(res[name]["_reasons"].most_common()))
     for name in ("ours", "math-verify") if args.mistakes else ("ours",):
         print(f"\n{name} mistakes (line, class, gold, response end, reason):")
         for key in sorted(res[name]["_mistakes"]):
