@@ -636,3 +636,13 @@ def test_realgold_loader_names_the_bad_row(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"c\.jsonl:2: not JSON"):
         mod.load(bad)
     assert len(mod.load(DATA / "math_realgold.jsonl")) == len(REALGOLD)
+
+
+def test_new_policy_verdicts_are_not_sent_to_the_judge():
+    """`contradicted_answer` and `false_equation` are policy, like hedges: the LLM judge never
+    overturns them (math_judge.JUDGE_REASONS is a prefix list)."""
+    from vibethinker.verifiers.math_judge import JUDGE_REASONS
+
+    for reason in ("contradicted_answer", "false_equation", "hedged_answer"):
+        assert not any(reason.startswith(r) for r in JUDGE_REASONS), reason
+    assert any("trivial_equation".startswith(r) for r in JUDGE_REASONS)
