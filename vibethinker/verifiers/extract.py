@@ -65,13 +65,66 @@ def last_boxed(text: str, max_len: int | None = None) -> str | None:
     last box (truncated output) gives None rather than falling back to an earlier box: the final
     commitment is what counts. `max_len` caps the content length (None if longer).
     """
+    span = _last_box(text)
+    if span is None:
+        return None
+    content, _ = span
+    if content is not None and max_len is not None and len(content) > max_len:
+        return None
+    return content
+
+
+def after_last_box(text: str) -> str:
+    """The text after the last box's closing brace (`last_boxed`'s box); "" when there is no
+    balanced last box."""
+    span = _last_box(text)
+    return "" if span is None or span[0] is None else text[span[1] :]
+
+
+# "the final answer is $41$", "Answer: 41", "**Final answer:** \\(41\\)": bounded quantifiers,
+# applied to a bounded window, so the scan stays linear
+STATED_WINDOW = 2000  # characters after the last box searched for a restated final answer
+_STATED_RE = re.compile(
+    r"\banswer\s*(?:\*\*)?\s*(?:is|:|=|would be|should be|becomes)\s*:?\s*(?:\*\*)?\s*"
+    r"(?:\$\$?([^$]{1,300})\$\$?|\\\((.{1,300}?)\\\)|\\\[(.{1,300}?)\\\]|\*\*([^*]{1,300})\*\*"
+    r"|([-+]?\d[\d,]*(?:\.\d+)?(?:/\d+)?)(?![\w^{\\]|\.\d)|(\([A-E]\))(?!\w))",
+    re.IGNORECASE | re.DOTALL,
+)
+
+_SENTENCE_END_RE = re.compile(r"\n|\.(?:\s|$)")
+_INLINE_MATH_RE = re.compile(r"\$|\\[()]|\*\*")
+_MORE_RE = re.compile(r"\s*(?:,\s*\$?[-+\d\\]|and\b|or\b|\\pm|\$?\s*\\text\{\s*(?:and|or)\b)")
+
+
+def stated_answer(text: str) -> str | None:
+    """The last final answer stated in prose in `text` (`the final answer is $41$`, `Answer: 41`,
+    `the answer is (D)`): the math of an inline formula, bold text, a bare number or a choice
+    label, or a whole listing to the end of its sentence (`4 or 5`, `$-2$ and $1$`); None when
+    there is none. Only the first STATED_WINDOW characters are read."""
+    found = None
+    window = text[:STATED_WINDOW]
+    for m in _STATED_RE.finditer(window):
+        k = next(i for i, g in enumerate(m.groups(), 1) if g is not None)
+        found = m.group(k)
+        if _MORE_RE.match(window, m.end()):  # `2 and 3`, `4 or 5`, `$2$, $3$`: the whole listing
+            rest = _SENTENCE_END_RE.split(window[m.start(k) : m.start(k) + 300], maxsplit=1)[0]
+            found = _INLINE_MATH_RE.sub("", rest)
+        found = found.strip().rstrip(".,;:")
+    return found or None
+
+
+def _last_box(text: str) -> tuple[str | None, int] | None:
+    """(content or None if unbalanced, index just past the box) of the last box command."""
     start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
     while start >= 0:
         is_box, content = _box_at(text, start)
         if is_box:
-            if content is not None and max_len is not None and len(content) > max_len:
-                return None
-            return content
+            if content is None:
+                return None, len(text)
+            i = start + (6 if text.startswith("\\boxed", start) else 5)
+            while text[i] == " ":
+                i += 1
+            return content, i + len(content) + (2 if text[i] == "{" else 0)
         start = max(text.rfind("\\boxed", 0, start), text.rfind("\\fbox", 0, start))
     return None
 

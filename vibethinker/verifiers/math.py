@@ -8,7 +8,9 @@ Pipeline for one response (each step cheap before the expensive one):
 3. fast path: plain integers / decimals / integer fractions compared exactly (AIME's '025'
    equals 25; big integers as integers) -- most checks end here without sympy;
 4. answer forms (math_forms.py): grouping braces, nested boxes, `30°`, `0.\\overline{3}`, units,
-   percent, `name = value`, listings with "and"/"or"/`\\pm`, ordered pairs vs sets; then hedges
+   percent, thousands separators, `name = value`, `n \\in \\{...\\}`, restated quantities
+   (`f(-2)+f(-1)+f(0) = \\frac{14}{3}`, or a span of the problem's own text), text answers,
+   column vectors, listings with "and"/"or"/`\\pm`, ordered pairs vs sets; then hedges
    (`\\pm`, "or", "and" for a single-valued gold) -> 0;
 5. math-verify (its signal-based timeouts off) plus our checks against its known false positives:
    shape leniency the gold does not allow (a set or interval for a number), equations that
@@ -20,7 +22,9 @@ Pipeline for one response (each step cheap before the expensive one):
 Numbers: exact answers are compared exactly (rationals and big integers exactly, other exact
 values to 100 digits); a tolerance exists only for decimals, at their stated precision
 (`_decimal_match`). Several boxes are compared by value: any box that is not the gold makes the
-answer a hedge. An optional LLM judge can give a second opinion (math_judge.py).
+answer a hedge; a final answer stated in prose after the last box that is not the gold makes it
+`contradicted_answer` (the box alone does not win). An optional LLM judge can give a second
+opinion (math_judge.py).
 """
 
 from __future__ import annotations
@@ -28,23 +32,37 @@ from __future__ import annotations
 import functools
 import logging
 import re
+from decimal import Decimal
 from fractions import Fraction
 
 from vibethinker.types import Problem, Score
-from vibethinker.verifiers.extract import all_boxed, answer_part, last_boxed
+from vibethinker.verifiers.extract import (
+    after_last_box,
+    all_boxed,
+    answer_part,
+    last_boxed,
+    stated_answer,
+)
+from vibethinker.verifiers.math_forms import ROMAN_CONST_RE as _ROMAN_CONST_RE
 from vibethinker.verifiers.math_forms import (
+    asked_quantities,
+    asked_value,
     container,
     decimal_places,
     drop_name,
     expand_pm,
+    has_letters,
     is_name,
+    is_quantity,
     pred_items,
     rewrite,
     significant_digits,
     split_top,
     split_unit,
     strip_group,
+    text_match,
 )
+from vibethinker.verifiers.math_forms import normalize as _normalize
 
 MAX_ANSWER_CHARS = 1000  # longer boxed content is not a final answer (and a parser-bomb risk)
 MAX_BRACE_DEPTH = 10
@@ -58,15 +76,14 @@ EXACT_REL_DIGITS = 100  # ...and agree to this many digits (evaluation noise onl
 
 _log = logging.getLogger("vibethinker.verifiers.math")
 
-# `\mathrm{e}` is parsed by latex2sympy as an upright text symbol that then drops out of products
-# (`2\mathrm{e}` -> 2); rewriting the roman constants to their italic forms keeps them.
-_ROMAN_CONST_RE = re.compile(r"\\(?:mathrm|operatorname|text|rm)\s*\{\s*([ei])\s*\}")
 _RELATION_RE = re.compile(r"=|\\le|\\ge|<|>|\\neq|\\approx|\\in\b")
 _HEDGE_RE = re.compile(r"\\pm|\\mp|\\lor|\\vee|\\cup|\bor\b|\band\b|\beither\b", re.IGNORECASE)
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _DEC_RE = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)$")
-_FRAC_RE = re.compile(r"^([+-]?)\\[dt]?frac\{([+-]?\d+)\}\{([+-]?\d+)\}$|^([+-]?\d+)/(\d+)$")
-_NOISE_RE = re.compile(r"\s+|\$|\\[,!;: ]|\\left|\\right|\\displaystyle")
+# `\\frac{1}{4}`, `\\frac14`, `\\frac9{19}` (one-digit arguments need no braces), `1/4`
+_FRAC_RE = re.compile(
+    r"^([+-]?)\\[dt]?frac(?:\{([+-]?\d+)\}|(\d))(?:\{([+-]?\d+)\}|(\d))$|^([+-]?\d+)/(\d+)$"
+)
 _BRACKET_RE = re.compile(r"[{}()\[\]]")
 # a `^` inside an exponent or right after one: a tower candidate for `_numeric_tower` to judge
 _TOWER_HINT_RE = re.compile(r"\^\s*\{[^{}]*[{^]|\^\s*[\w.]+\s*\^|\^\s*\{[^{}]*\}\s*\^")
@@ -117,7 +134,8 @@ def verify_math(problem: Problem, response: str) -> Score:
     pred = last_boxed(part)
     if pred is None:
         return Score(0.0, False, "no_boxed_answer")
-    score = check_answer(problem.answer, pred)
+    asked = asked_quantities(problem.prompt)
+    score = check_answer(problem.answer, pred, asked)
     if not score.correct:
         return score
     # Several boxes: compared by value, not text (`\frac12` then `0.5` is one answer). Any box
@@ -130,14 +148,23 @@ def verify_math(problem: Problem, response: str) -> Score:
         if key in seen:
             continue
         seen.add(key)
-        if not check_answer(problem.answer, box).correct:
+        if not check_answer(problem.answer, box, asked).correct:
             return Score(0.0, False, "hedged_answer")
+    # A final answer stated in prose after the last box is a second commitment: when it is not
+    # the gold the response gives two answers, scored as a hedge is (the box alone does not win).
+    stated = stated_answer(after_last_box(part))
+    if stated is not None and _normalize(strip_group(stated)) not in seen:
+        if not check_answer(problem.answer, stated, asked).correct:
+            return Score(0.0, False, "contradicted_answer")
     return score
 
 
-def check_answer(gold: str, pred: str) -> Score:
+def check_answer(gold: str, pred: str, asked: frozenset[str] = frozenset()) -> Score:
     """Is the boxed content `pred` the answer `gold`? Screens, answer forms (math_forms.py), fast
-    path, then guarded sympy."""
+    path, then guarded sympy. `asked`: the problem's math spans (`asked_quantities`), which a
+    restating box may repeat (`a + b = 4` when the problem asks for $a + b$)."""
+    if asked and not _RELATION_RE.search(gold):
+        pred = asked_value(pred, asked)
     reason = screen(pred)
     if reason:
         return Score(0.0, False, reason)
@@ -147,10 +174,17 @@ def check_answer(gold: str, pred: str) -> Score:
     gold, pred = rewrite(strip_group(gold)), rewrite(strip_group(pred))
     if _normalize(gold) == _normalize(pred):
         return Score(1.0, True, "ok")
+    text = text_match(gold, pred)
+    if text is not None:
+        return Score(float(text), text, "ok" if text else "wrong_answer")
     gold, g_unit = split_unit(gold)
     pred, p_unit = split_unit(pred)
     if g_unit and p_unit and g_unit != p_unit:
         return Score(0.0, False, "unit_mismatch")
+    if "%" in (g_unit, p_unit) and g_unit != p_unit:
+        share = _percent_of_one(gold, pred) if p_unit == "%" else _percent_of_one(pred, gold)
+        if share is not None:
+            return Score(float(share), share, "ok" if share else "wrong_answer")
     g_eq, p_eq = split_top(gold, ("=",)), split_top(pred, ("=",))
     if len(g_eq) == len(p_eq) == 2 and is_name(g_eq[0]) and is_name(p_eq[0]):
         if _normalize(g_eq[0]) != _normalize(p_eq[0]):
@@ -160,6 +194,10 @@ def check_answer(gold: str, pred: str) -> Score:
         named = drop_name(pred)
         if named is not None:
             pred = named
+        else:
+            restated = _check_restated(gold, pred, asked)
+            if restated is not None:
+                return restated
     g_items = container(gold)
     if g_items is not None or expand_pm(gold) is not None and container(pred) is not None:
         return _check_collection(gold, pred)
@@ -175,6 +213,44 @@ def check_answer(gold: str, pred: str) -> Score:
     if batch.in_guarded_worker():
         return equivalent(gold, pred)
     return batch.guarded_call(equivalent, (gold, pred), timeout=CHECK_TIMEOUT_S)
+
+
+def _percent_of_one(number: str, percent: str) -> bool | None:
+    """`percent` (its `%` split off) against a `number` written as a fraction strictly between -1
+    and 1: read as a fraction of one (`50` for 1/2, so `\\frac12\\%` is 1/200). None otherwise:
+    the percent is then a label (`25\\%` is 25; against the decimal 0.25 it stays a label, as
+    the grading corpus decided before this rule)."""
+    g_text = _normalize(number)
+    g = _as_fraction(g_text) if _FRAC_RE.match(g_text) else None
+    if g is None or not 0 < abs(g) < 1:
+        return None
+    p_text = _normalize(percent)
+    p = _as_fraction(p_text)
+    if p is None:
+        return False  # a share of one written in a form we cannot read exactly
+    shifted = str(Decimal(p_text) / 100) if _DEC_RE.match(p_text) else str(p / 100)
+    return p / 100 == g or _decimal_match(abs(g - p / 100), _repeating(g), number, shifted)
+
+
+def _check_restated(gold: str, pred: str, asked: frozenset[str]) -> Score | None:
+    """`quantity = value` restating what was asked (math_forms: restated quantities): the value is
+    the answer. A left side is the problem's own span (`asked`) or passes `is_quantity`; a numeric
+    left side that is not the problem's must be true arithmetic. None when `pred` is no such form
+    (left to the other checks)."""
+    parts = [p.strip() for p in split_top(pred, ("=",))]
+    if len(parts) < 2 or not all(parts):
+        return None
+    lefts, value = [(p, _normalize(p) in asked) for p in parts[:-1]], parts[-1]
+    # a name may open the chain (`x = 21 + 49 = 70`) unless it is an equation in it (`x = 2x - 5`)
+    named = [is_name(p) and drop_name(f"{p} = {value}") is not None for p, _ in lefts]
+    if not all(a or is_quantity(p) or n for (p, a), n in zip(lefts, named)):
+        return None
+    if any(_normalize(p) == _normalize(value) for p, _ in lefts):
+        return None  # `0 = 0` says nothing
+    for left, from_prompt in lefts:
+        if not from_prompt and not has_letters(left) and not check_answer(value, left).correct:
+            return Score(0.0, False, "false_equation")  # `2 + 2 = 5`
+    return check_answer(gold, value)
 
 
 def _check_collection(gold: str, pred: str) -> Score:
@@ -228,12 +304,6 @@ def screen(s: str) -> str | None:
     return None
 
 
-def _normalize(s: str) -> str:
-    s = _NOISE_RE.sub("", s)
-    s = _ROMAN_CONST_RE.sub(r"\1", s)
-    return s.rstrip(".")
-
-
 def _hedged(gold: str, pred: str) -> bool:
     """`\\pm`, "or", "and": the prediction offers alternatives the gold does not have."""
     return bool(_HEDGE_RE.search(pred)) and not _HEDGE_RE.search(gold)
@@ -244,9 +314,10 @@ def _as_fraction(s: str) -> Fraction | None:
         return Fraction(s)
     m = _FRAC_RE.match(s)
     if m:
-        sign, num, den = (
-            (m.group(1), m.group(2), m.group(3)) if m.group(2) else ("", *m.group(4, 5))
-        )
+        if m.group(6) is None:
+            sign, num, den = m.group(1), m.group(2) or m.group(3), m.group(4) or m.group(5)
+        else:
+            sign, num, den = "", m.group(6), m.group(7)
         if int(den) != 0:
             return Fraction(int(num), int(den)) * (-1 if sign == "-" else 1)
     return None

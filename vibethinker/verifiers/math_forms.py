@@ -14,10 +14,23 @@ The grading policy they implement (decided here, tested in tests/test_verify_mat
 - **Units.** A unit on one side only is ignored (`3 \\text{ cm}` for 3); units on both sides
   must agree when both are known units (`5 m` vs `5 km`, `5 cents` vs `\\$5` are wrong;
   `5 \\text{ meters}` vs `5 m` is fine). Unknown words are left to the parser.
-- **Percent** is a label: `25\\%` compares as 25 (so it matches 25 and not 0.25).
+- **Percent** (`\\%`, `\\text{ percent}`) is a fraction of one when the other side is a number strictly between -1 and 1
+  (`50\\%` is `\\frac12`; `\\frac12\\%` is not), a label otherwise (`25\\%` is 25, not 0.25).
+- **Restated quantities**: `f(-2)+f(-1)+f(0) = \\frac{14}{3}`, `AF^2+BF^2+CF^2 = 3R^2`,
+  `21 + 49 = 70`: a box that ends in the value is the value when every left side only names or
+  computes the asked quantity (`is_quantity`) and a numeric left side is true arithmetic. A left
+  side in free lowercase variables (`3x - y + 13 = 0`) is an equation, not a restatement.
+- **Membership** `n \\in \\{-2, 1\\}` names the values like `n = ...` does.
+- **Column vectors** `\\begin{pmatrix} a \\\\ b \\end{pmatrix}` and `\\langle a, b \\rangle` are the
+  tuple `(a, b)`.
+- **Text answers** (`\\text{ellipse}`) match the same words, case and articles aside
+  (`\\text{an ellipse}`); a choice label `(C)` matches `C`, `(C)` and `(C) Plane`, and no other
+  label. A number in `\\text{}` (`\\text{6}`) is the number; a number word (`\\text{two}`) is not
+  read (left to the LLM judge).
 - **Degrees**: `30°`, `30^\\circ`, `30^{\\circ}` and `30 \\text{ degrees}` are all 30 degrees.
 - **Repeating decimals** `0.\\overline{3}`, `0.1\\overline{6}` are the exact fractions 1/3, 1/6.
-- **Thousands**: a number grouped by commas in threes (`32,000`) is one number, not a list.
+- **Thousands**: a number grouped by commas in threes (`32,000`) is one number, not a list;
+  MATH-500's `10,\\!080` and `{,}` separators are unambiguous and read anywhere (`\\frac{1{,}000}{3}`).
 - **Named values on both sides** (`a = 2, b = 3`): the names must match, then the values.
 """
 
@@ -103,11 +116,40 @@ def _repeating_to_frac(m: re.Match[str]) -> str:
 
 
 _THOUSANDS_RE = re.compile(r"^(\\\$)?\s*([-+]?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?)$")
+# separators only ever written between digit groups: `{,}`, `,\!` (MATH-500), `\,` and `\ `
+_GROUP_SEP = r"(?:\{,\}|,\s*\\!\s*|\\[, ]\s*)"
+_GROUPED_RE = re.compile(r"(?<![\d.])\d{1,3}(?:" + _GROUP_SEP + r"\d{3})+(?!\d)")
+_SEP_RE = re.compile(_GROUP_SEP)
+_WRAP_RE = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox)\s*\{([^{}]*)\}")
+_ANGLE_VEC_RE = re.compile(r"\\left\s*\\langle(.*)\\right\s*\\rangle|\\langle(.*)\\rangle", re.S)
+_MATRIX_RE = re.compile(r"^\\begin\{([pbBvV]?matrix)\}(.*)\\end\{\1\}$", re.S)
+
+
+def column_vector(s: str) -> str | None:
+    """`\\begin{pmatrix} a \\\\ b \\end{pmatrix}` -> `(a, b)`; None for anything else (a matrix
+    with columns, a single entry)."""
+    m = _MATRIX_RE.match(s.strip())
+    if not m or "&" in m.group(2):
+        return None
+    rows = [r.strip() for r in m.group(2).split("\\\\") if r.strip()]
+    return "(" + ", ".join(rows) + ")" if len(rows) > 1 else None
 
 
 def rewrite(s: str) -> str:
-    """Degree sign, repeating decimals and thousands separators (`32,000`, `\\$1{,}000`) into
-    forms the parser and fast path read."""
+    """Degree sign, repeating decimals, thousands separators (`32,000`, `\\$1{,}000`,
+    `10,\\!080`), a number in `\\text{}` and column vectors into forms the parser and fast path
+    read."""
+    s = _GROUPED_RE.sub(lambda m: _SEP_RE.sub("", m.group(0)), s)
+    w = _WRAP_RE.fullmatch(s.strip())
+    if w and not re.search(r"[A-Za-z]", w.group(1)) and re.search(r"\d", w.group(1)):
+        s = w.group(1)
+    vec = column_vector(s)
+    if vec is not None:
+        s = vec
+    angle = _ANGLE_VEC_RE.fullmatch(s.strip())
+    inner = (angle.group(1) or angle.group(2) or "") if angle else ""
+    if "," in inner and "\\langle" not in inner and "\\rangle" not in inner:
+        s = "(" + inner + ")"  # `\\langle a, b \\rangle`: a vector, as a tuple
     m = _THOUSANDS_RE.match(s.strip())
     if m:
         s = (m.group(1) or "") + m.group(2).replace("{,}", "").replace(",", "")
@@ -139,6 +181,7 @@ _UNIT_WORDS = {
     "lb": "lb lbs pound pounds",
     "usd": "dollar dollars \\$ $",
     "cent": "cent cents ¢ \\cent",
+    "%": "percent",
     "deg": "deg degree degrees ^\\circ",
     "rad": "rad radian radians",
     "l": "l liter liters litre litres",
@@ -219,8 +262,14 @@ def is_name(lhs: str) -> bool:
     return not _OPERATOR_RE.search(body)
 
 
+_IN_RE = re.compile(r"\\in(?![A-Za-z])")
+
+
 def drop_name(pred: str) -> str | None:
-    """The value of `name = value` (chains `AB = CD = 5` too); None when `pred` is no such form."""
+    """The value of `name = value` (chains `AB = CD = 5` too) or `name \\in values`; None when
+    `pred` is no such form."""
+    if len(_IN_RE.findall(pred)) == 1 and "=" not in pred:
+        pred = _IN_RE.sub("=", pred)
     parts = split_top(pred, ("=",))
     if len(parts) < 2 or any(p.strip() == "" for p in parts):
         return None
@@ -305,3 +354,109 @@ def significant_digits(s: str) -> int:
         digits = m.group(0).replace(".", "").lstrip("0")
         best = max(best, len(digits))
     return best
+
+
+# ---- restated quantities: `f(-2)+f(-1)+f(0) = \\frac{14}{3}` ---------------------------------------
+_SUBSCRIPTED_RE = re.compile(r"[A-Za-z]\s*_\s*(?:\{[^{}]*\}|\w)")
+_FUNC_VALUE_RE = re.compile(r"(?<![A-Za-z\\])[fghpqFGHPQ]\s*\([^()]*\)")
+_QUANTITY_CMDS_RE = re.compile(
+    r"\\(?:angle|measuredangle|triangle|overline|sin|cos|tan|cot|sec|csc|log|ln|frac|dfrac|tfrac"
+    r"|sqrt|cdot|times|left|right|pi|binom|lfloor|rfloor|lceil|rceil|vert|mid|circ)(?![A-Za-z])"
+)
+
+
+def is_quantity(lhs: str) -> bool:
+    """Whether a left side of `lhs = value` only names or computes a quantity: points and segments
+    (`AF^2 + BF^2`), function values (`f(-2) + f(0)`), sequence terms (`a_1 + a_2`), numbers
+    (`21 + 49`). A free lowercase variable (`3x - y + 13`, `x - x`) makes it an equation, and a
+    multiple of a quantity (`2AB`) is another quantity."""
+    t = _SUBSCRIPTED_RE.sub("S", lhs.strip())
+    if re.search(r"\d\s*(?:\\cdot|\\times)?\s*[A-Za-z]", t):
+        return False
+    t = _FUNC_VALUE_RE.sub("F", t)
+    t = _QUANTITY_CMDS_RE.sub(" ", t)
+    if not t.strip() or re.search(r"\\[A-Za-z]", t):
+        return False  # empty, or a command whose meaning we do not know
+    return not re.search(r"[a-z]", t)
+
+
+def has_letters(s: str) -> bool:
+    """Whether `s` names anything (a letter outside LaTeX number commands such as `\\frac`)."""
+    return bool(re.search(r"[A-Za-z]", _QUANTITY_CMDS_RE.sub(" ", s)))
+
+
+# ---- text answers: `\\text{ellipse}`, `\\text{(C)}` -------------------------------------------------
+_TEXT_RE_ANY = re.compile(r"\\(?:text|textbf|textrm|mathrm|mbox|textit)\s*\{([^{}]*)\}")
+_TEXT_ONLY_RE = re.compile(r"^(?:\s*\\(?:text|textbf|textrm|mathrm|mbox|textit)\s*\{[^{}]*\}\s*)+$")
+_ARTICLES = {"a", "an", "the"}
+_LABEL_RE = re.compile(r"^\(?([A-Ea-e])\)?(?=$|[\s.:,)])")
+_ANY_LABEL_RE = re.compile(r"\([A-Ea-e]\)")
+
+
+def text_words(s: str) -> list[str] | None:
+    """The words of an answer written only in `\\text{}` groups, lowercased, articles and end
+    punctuation dropped; None when `s` is not text only."""
+    t = s.strip()
+    if not _TEXT_ONLY_RE.match(t):
+        return None
+    words = " ".join(_TEXT_RE_ANY.findall(t)).lower().replace(",", " ").split()
+    return [w.strip(".") for w in words if w.strip(".") not in _ARTICLES and w.strip(".")]
+
+
+def text_match(gold: str, pred: str) -> bool | None:
+    """Text gold against a prediction: True/False when the rule decides, None when `gold` is not a
+    text answer (or `pred` is neither text nor a bare label), left to the parser."""
+    g = text_words(gold)
+    if g is None and re.fullmatch(r"\([A-E]\)", gold.strip()):
+        g = [gold.strip().lower()]  # a bare choice label `(C)` reads as `\\text{(C)}`
+    if g is None:
+        return None
+    p = text_words(pred)
+    raw = p if p is not None else pred.strip().split()
+    label = _LABEL_RE.match(" ".join(g))
+    if label and len(g) == 1:  # a choice: `(C)` matches `C`, `(C)`, `(C) Plane`
+        first = _LABEL_RE.match(" ".join(raw))
+        if first is None:
+            return False if p is not None else None
+        rest = " ".join(raw)[first.end() :]
+        return first.group(1).lower() == label.group(1).lower() and not _ANY_LABEL_RE.search(rest)
+    if p is None:
+        return None
+    return p == g
+
+
+# ---- normalization and the problem's own quantities ---------------------------------------------
+# `\\mathrm{e}` is parsed by latex2sympy as an upright text symbol that then drops out of products
+# (`2\\mathrm{e}` -> 2); rewriting the roman constants to their italic forms keeps them.
+ROMAN_CONST_RE = re.compile(r"\\(?:mathrm|operatorname|text|rm)\s*\{\s*([ei])\s*\}")
+NOISE_RE = re.compile(r"\s+|\$|\\[,!;: ]|\\left|\\right|\\displaystyle")
+MAX_PROMPT_CHARS = 20000  # prompt text searched for asked quantities
+_SPAN_RE = re.compile(r"\$([^$]{1,200})\$|\\\((.{1,200}?)\\\)")
+
+
+def normalize(s: str) -> str:
+    """`s` without spacing, `$`, `\\left`/`\\right` and roman constants' wrappers: the text key
+    two answers are compared by before any parsing."""
+    s = NOISE_RE.sub("", s)
+    s = ROMAN_CONST_RE.sub(r"\1", s)
+    return s.rstrip(".")
+
+
+def asked_quantities(prompt: str) -> frozenset[str]:
+    """The problem's inline math spans (`$a+b$`, `\\(f(3)\\)`), normalized: the quantities a
+    restating box may name on its left side."""
+    spans = _SPAN_RE.findall(prompt[:MAX_PROMPT_CHARS])
+    return frozenset(normalize(a or b).rstrip("?.,") for a, b in spans if len(a or b) <= 200)
+
+
+def asked_value(pred: str, asked: frozenset[str]) -> str:
+    """The value of `asked = ... = value` when every left side is one of the problem's own spans
+    (never parsed: `1^{(2^{235423523})} = 1` is the value 1); `pred` itself otherwise."""
+    if "=" not in pred:
+        return pred
+    parts = [normalize(p) for p in split_top(pred, ("=",))]
+    if len(parts) < 2 or not parts[-1] or parts[-1] in parts[:-1]:
+        return pred
+    if all(p in asked and len(p) > 1 for p in parts[:-1]):  # one letter: a name (drop_name)
+        return split_top(pred, ("=",))[-1].strip()
+    return pred

@@ -3,8 +3,10 @@
 The rule verifier (math.py) decides first. The judge is consulted only where the rules cannot
 decide (timeout, unparseable answer, verifier error) or say wrong (wrong_answer, numeric or shape
 mismatch, unit mismatch, trivial equation): answer forms the rules do not know may still be right.
-It is never asked about a response with no boxed answer, a hedge (several different answers) or a
-screened parser bomb: those are policy, and a lenient judge there would teach the policy to hedge.
+It is never asked about a response with no boxed answer, a hedge (several different answers), a
+box contradicted by a different final answer stated after it (`contradicted_answer`), false
+arithmetic ending in the gold (`false_equation`) or a screened parser bomb: those are policy, and
+a lenient judge there would teach the policy to hedge.
 It never turns a correct verdict into a wrong one.
 
 The judge sees the problem, the reference answer and the response's final boxed answer only, not
