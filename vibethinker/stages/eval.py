@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vibethinker.config import runtime
+from vibethinker.config import PROMPT_STYLES, Checks, runtime
+from vibethinker.data.adapters import ADAPTERS
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 
@@ -95,6 +96,31 @@ class EvalConfig:
     """LLM judge as a second opinion for math, `MODEL@BASE_URL` (OpenAI-compatible; key from
     OPENAI_API_KEY): asked only where the rules cannot decide or say wrong; cached in `out`.
     Paper: math-verify plus an LLM judge. Empty = rules only."""
+
+    def __post_init__(self) -> None:
+        check_eval(self)
+
+
+def check_eval(cfg: EvalConfig) -> None:
+    """Every key's range; one error naming each bad key (config.Checks)."""
+    c = Checks(cfg)
+    c.at_least(0, "n", "top_k", "max_new_tokens", "context_len", "rope_yarn_factor",
+               "rope_original_len", "limit")  # fmt: skip
+    c.at_least(1, "workers", "token_budget", "concurrency")
+    for i, k in enumerate(cfg.k):
+        if k < 1:
+            c.bad("k", f"k[{i}]={k}: every k must be >= 1")
+    c.at_least(0, "temperature")
+    c.in_range("top_p", 0, 1)
+    c.positive("timeout")
+    c.one_of("format", ["problems", *ADAPTERS])
+    c.one_of("engine", ("hf", "openai", "vllm"))
+    c.one_of("prompt_style", PROMPT_STYLES)
+    c.one_of("dtype", ("auto", "bfloat16", "float16", "float32"))
+    c.one_of("endpoint", ("chat", "completions"))
+    c.domains("domains")
+    c.device(empty_ok=True)
+    c.done()
 
 
 def make_engine(cfg: EvalConfig):

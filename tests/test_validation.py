@@ -1,0 +1,106 @@
+"""Bad keys are refused when the config is built: every problem named in one message, with the
+allowed range, before any output folder is created or any model loads."""
+
+import json
+
+import pytest
+
+from vibethinker.cli import main
+from vibethinker.config import ConfigError, make_config
+from vibethinker.stages.eval import EvalConfig
+from vibethinker.train.rl_config import RLConfig
+from vibethinker.train.sft_config import SFTConfig
+
+ROW = {"id": "m1", "domain": "math", "prompt": "1+1?", "answer": "2", "traces": ["\\boxed{2}"]}
+
+
+@pytest.fixture
+def files(tmp_path):
+    data = tmp_path / "train.jsonl"
+    data.write_text(json.dumps(ROW) + "\n")
+    # A model path that does not exist: a run that got past validation would fail on it instead.
+    return tmp_path, f"model={tmp_path / 'no_model'}", f"data={data}", f"out={tmp_path / 'out'}"
+
+
+@pytest.mark.parametrize(
+    "argv, key, hint",
+    [
+        (["rl", "domain=maths"], "domain", "did you mean math?"),
+        (["rl", "domain=math,cod"], "domain", "did you mean code?"),
+        (["sft", "device=gpu"], "device", "cuda"),
+        (["sft", "global_batch=0"], "global_batch", ">= 1"),
+        (["sft", "micro_batch=0"], "micro_batch", ">= 1"),
+        (["rl", "micro_batch=0"], "micro_batch", ">= 1"),
+        (["rl", "group_size=0"], "group_size", ">= 2"),
+        (["rl", "group_size=1"], "group_size", ">= 2"),
+        (["rl", "steps=0"], "steps", ">= 1"),
+        (["rl", "lr=-1"], "lr", "> 0"),
+        (["sft", "lr=-1"], "lr", "> 0"),
+        (["sft", "warmup_frac=2"], "warmup_frac", "[0, 1)"),
+        (["rl", "warmup_frac=2"], "warmup_frac", "[0, 1)"),
+        (["eval", "n=-2"], "n", ">= 0"),
+        (["eval", "domains=maths"], "domains", "did you mean math?"),
+        (["sft", "domains=math,stme"], "domains", "did you mean stem?"),
+        (["rl", "advantage=ppo"], "advantage", "mgpo"),
+        (["rl", "filter_rollouts=1"], "filter_rollouts", "0 (off) or >= 2"),
+        (["eval", "top_p=0"], "top_p", "(0, 1]"),
+        (["rl", "data_probs=0.5,0.5"], "data_probs", "2 weight(s) for 1 dataset"),
+    ],
+)
+def test_bad_key_is_refused_before_anything_runs(files, capsys, argv, key, hint):
+    tmp, model, data, out = files
+    assert main([argv[0], model, data, out, *argv[1:]]) == 2
+    err = capsys.readouterr().err
+    assert f"{key}=" in err and hint in err, err
+    assert "no_model" not in err  # refused before the model was looked at
+    assert not (tmp / "out").exists()
+
+
+def test_every_problem_in_one_message(files, capsys):
+    tmp, model, data, out = files
+    assert main(["rl", model, data, out, "steps=0", "lr=-1", "group_size=1", "device=gpu"]) == 2
+    err = capsys.readouterr().err
+    for key in ("steps=0", "lr=-1", "group_size=1", "device='gpu'"):
+        assert key in err, err
+    assert "4 problems" in err
+
+
+def test_recipe_names_the_stage_and_writes_nothing(tmp_path, capsys):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"run_dir: {tmp_path / 'run'}\nstages:\n  - stage: rl\n    name: rl_math\n"
+        "    model: m\n    data: d\n    steps: 0\n"
+    )
+    assert main(["run", str(recipe)]) == 2
+    err = capsys.readouterr().err
+    assert "rl_math" in err and "steps=0" in err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "cls, values",
+    [
+        (RLConfig, {}),
+        (SFTConfig, {}),
+        (EvalConfig, {}),
+        (RLConfig, {"domain": "math,stem", "device": "cuda:1", "group_size": 2}),
+        (SFTConfig, {"domains": ["clr", "math"], "max_steps": None, "device": "cpu"}),
+        (EvalConfig, {"n": 0, "device": "", "domains": ["code"]}),
+    ],
+)
+def test_defaults_and_good_values_pass(cls, values):
+    make_config(cls, values)
+
+
+def test_direct_construction_is_checked_too():
+    with pytest.raises(ConfigError, match=r"steps=0: must be >= 1"):
+        RLConfig(steps=0)
+    with pytest.raises(ConfigError, match=r"instruct cannot be mixed"):
+        RLConfig(domain="math,instruct")
+
+
+def test_prompt_style_names_match_the_prompt_functions():
+    from vibethinker.config import PROMPT_STYLES
+    from vibethinker.evaluate import PROMPT_STYLES as functions
+
+    assert set(PROMPT_STYLES) == set(functions)
