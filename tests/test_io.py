@@ -177,3 +177,19 @@ def test_rl_and_sft_take_a_weighted_mixture(tmp_path):
     cfg = SFTConfig(data=f"{a},{b}", data_probs=[1, 1], domains=["math"], out=str(tmp_path / "s"))
     problems, _ = load_training_set(cfg, tokenizer=None)
     assert sum(p.id.startswith("b") for p in problems) == 8  # 16 math records, half from b
+
+
+@pytest.mark.parametrize(
+    "name, text, line, column",
+    [
+        ("a.json", '[\n {"id": "a"},\n {"id": "b", "answer": }\n]\n', 3, 24),
+        ("a.jsonl", json.dumps(GOOD[0]) + '\n{"id": "b", "answer": }\n', 2, 23),
+        ("bom.jsonl", "\ufeff" + json.dumps(GOOD[0]) + '\n{"id": "b",, }\n', 2, 12),
+    ],
+)
+def test_invalid_json_names_file_line_and_column(tmp_path, name, text, line, column):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load_problems(path)
+    assert f"{path}:{line}:" in str(e.value) and f"at column {column}" in str(e.value), e.value

@@ -49,12 +49,12 @@ def read_yaml(path: str, what: str) -> Any:
     except FileNotFoundError:
         raise FileNotFoundError(f"{what} {path}: no such file") from None
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        mark, ctx = getattr(e, "problem_mark", None), getattr(e, "context_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        what_went_wrong = " ".join(
-            x for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x
-        )
-        raise ConfigError(f"{what} {where}: invalid YAML: {what_went_wrong or e}") from None
+        why = getattr(e, "problem", None) or str(e)
+        if getattr(e, "context", None) and ctx:
+            why += f" ({e.context} that starts at line {ctx.line + 1}, column {ctx.column + 1})"
+        raise ConfigError(f"{what} {where}: invalid YAML: {why}") from None
 
 
 def runtime(default: Any = dataclasses.MISSING, **kw: Any) -> Any:

@@ -203,7 +203,7 @@ def _iter_rows(path: Path) -> Iterator[tuple[int, Any]]:
     suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
     if suffix in (".jsonl", ".jsonl.gz", ".ndjson"):
         opener = __import__("gzip").open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as f:
+        with opener(path, "rt", encoding="utf-8-sig") as f:  # -sig: a leading BOM is no error
             for i, text in enumerate(f, 1):
                 if not text.strip():
                     continue
@@ -215,11 +215,12 @@ def _iter_rows(path: Path) -> Iterator[tuple[int, Any]]:
                         DataError(path, i, "<json>", f"invalid JSON: {e.msg} at column {e.colno}"),
                     )
     elif suffix == ".json":
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             try:
                 data = json.load(f)
             except json.JSONDecodeError as e:
-                raise DataError(path, e.lineno, "<json>", f"invalid JSON: {e.msg}") from None
+                msg = f"invalid JSON: {e.msg} at column {e.colno}"
+                raise DataError(path, e.lineno, "<json>", msg) from None
         if isinstance(data, dict) and "data" in data:  # a common {"data": [...]} wrapper
             data = data["data"]
         if not isinstance(data, list):
