@@ -113,11 +113,31 @@ class SFTConfig:
 def check_sft(cfg: SFTConfig) -> None:
     """Every key's range and the cross-key rules; one error naming each bad key (config.Checks)."""
     c = Checks(cfg)
-    c.at_least(1, "epochs", "max_steps", "global_batch", "micro_batch", "max_len",
-               "filter_rollouts", "filter_max_new_tokens", "eval_n", "eval_max_new_tokens")
+    c.at_least(
+        1,
+        "epochs",
+        "max_steps",
+        "global_batch",
+        "micro_batch",
+        "max_len",
+        "filter_rollouts",
+        "filter_max_new_tokens",
+        "eval_n",
+        "eval_max_new_tokens",
+    )
     c.positive("lr")
-    c.at_least(0, "final_lr", "rope_yarn_factor", "rope_original_len", "save_every",
-               "max_grad_norm", "weight_decay", "lora_r", "min_trace_tokens", "eval_limit")
+    c.at_least(
+        0,
+        "final_lr",
+        "rope_yarn_factor",
+        "rope_original_len",
+        "save_every",
+        "max_grad_norm",
+        "weight_decay",
+        "lora_r",
+        "min_trace_tokens",
+        "eval_limit",
+    )
     c.fraction("warmup_frac", upper_open=True)
     c.fraction("filter_min_error")
     if cfg.lora_r:
