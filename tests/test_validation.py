@@ -100,7 +100,46 @@ def test_direct_construction_is_checked_too():
 
 
 def test_prompt_style_names_match_the_prompt_functions():
-    from vibethinker.config import PROMPT_STYLES
+    from vibethinker.config import PROMPT_STYLE_NAMES
     from vibethinker.evaluate import PROMPT_STYLES as functions
 
-    assert set(PROMPT_STYLES) == set(functions)
+    assert set(PROMPT_STYLE_NAMES) == set(functions)
+
+
+# ---- data problems are reported before any model loads ---------------------------------------
+def _rows(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_sft_trl_rows_missing_fields_all_named_before_the_model(tmp_path, capsys):
+    data = _rows(tmp_path / "trl.jsonl", [{"prompt": "1+1?", "completion": "2"}])
+    argv = ["sft", f"model={tmp_path / 'no_model'}", f"data={data}", f"out={tmp_path / 'o'}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "trl.jsonl:1: field 'domain'" in err and "domains=math" in err, err
+    assert "no_model" not in err and not (tmp_path / "o").exists()
+
+
+def test_sft_without_traces_says_so_before_the_model(tmp_path, capsys):
+    data = _rows(tmp_path / "t.jsonl", [{"prompt": "1+1?", "answer": "2"}])
+    argv = ["sft", f"model={tmp_path / 'no_model'}", f"data={data}", "domains=math"]
+    assert main([*argv, f"out={tmp_path / 'o'}"]) == 2
+    err = capsys.readouterr().err
+    assert "has a trace" in err and "longer than max_len" not in err and "no_model" not in err
+
+
+def test_rl_rows_without_gold_are_refused_before_the_model(tmp_path, capsys):
+    data = _rows(tmp_path / "t.jsonl", [{"prompt": "1+1?", "solution": "two"}])
+    argv = ["rl", f"model={tmp_path / 'no_model'}", f"data={data}", f"out={tmp_path / 'o'}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "t.jsonl:1: field 'answer'" in err and "answer_key" in err and "no_model" not in err
+
+
+def test_rl_trl_rows_pass_the_data_check(tmp_path, capsys):
+    rows = [{"prompt": f"{i}+1?", "solution": f"so \\boxed{{{i + 1}}}"} for i in range(3)]
+    data = _rows(tmp_path / "t.jsonl", rows)
+    argv = ["rl", f"model={tmp_path / 'no_model'}", f"data={data}", f"out={tmp_path / 'o'}"]
+    assert main(argv) == 2
+    assert "no_model" in capsys.readouterr().err  # got as far as the model

@@ -229,7 +229,7 @@ def config_help(cls: type) -> str:
 
 # The user-turn styles of evaluate/prompts.py PROMPT_STYLES (kept here so that configs need not
 # import the evaluation package; tests/test_validation.py checks that the two agree).
-PROMPT_STYLES = ("paper", "raw")
+PROMPT_STYLE_NAMES = ("paper", "raw")
 _DEVICE = re.compile(r"(auto|cpu|mps|meta|(cuda|xpu|npu)(:\d+)?)")
 
 

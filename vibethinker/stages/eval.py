@@ -10,11 +10,17 @@ may fill the model's context: `max_new_tokens=0`).
 
 from __future__ import annotations
 
+import dataclasses
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from vibethinker.config import PROMPT_STYLES, Checks, runtime
-from vibethinker.data.adapters import ADAPTERS
+from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
+from vibethinker.data.adapters import ADAPTERS, load_adapter
+from vibethinker.data.io import load_problems, select
+from vibethinker.data.shapes import RowShape
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 
@@ -71,7 +77,13 @@ class EvalConfig:
     """Evaluate at most `limit` problems (0 = all), balanced over the domains in the file
     (round-robin in file order), so a mixed file is not cut to its first domain."""
     domains: list[str] = field(default_factory=list)
-    """Evaluate only these domains (empty = all)."""
+    """Evaluate only these domains (empty = all). With one domain, it is also the domain of rows
+    that have none (TRL-style data: data/shapes.py)."""
+    answer_key: str = ""
+    """The data's gold-answer column when it is not `answer` (e.g. `gold`; data/shapes.py)."""
+    quick: bool = False
+    """A cheap first look (`--quick`): n=4, max_new_tokens=2048 and limit=64 where those keys
+    are left at 0 (QUICK). Not the paper's protocol; the default (false) is."""
     workers: int = runtime(2)
     """Verifier workers. Paper: silent; 2 = this CPU."""
     device: str = runtime("")
@@ -115,12 +127,67 @@ def check_eval(cfg: EvalConfig) -> None:
     c.positive("timeout")
     c.one_of("format", ["problems", *ADAPTERS])
     c.one_of("engine", ("hf", "openai", "vllm"))
-    c.one_of("prompt_style", PROMPT_STYLES)
+    c.one_of("prompt_style", PROMPT_STYLE_NAMES)
     c.one_of("dtype", ("auto", "bfloat16", "float16", "float32"))
     c.one_of("endpoint", ("chat", "completions"))
     c.domains("domains")
     c.device(empty_ok=True)
     c.done()
+
+
+# The `quick` profile: each applies where the key is left at 0. Our choice: small enough for a
+# first try on a CPU, large enough to see whether a model answers at all.
+QUICK = {"n": 4, "max_new_tokens": 2048, "limit": 64}
+
+
+def apply_quick(cfg: EvalConfig) -> EvalConfig:
+    """`cfg` with the QUICK profile filled in where quick=true and the key is 0."""
+    if not cfg.quick:
+        return cfg
+    return dataclasses.replace(cfg, **{k: v for k, v in QUICK.items() if not getattr(cfg, k)})
+
+
+def plan_line(cfg: EvalConfig, problems: list, n: int | dict) -> str:
+    """What the run will do, said before it starts: problems per domain, samples, the token cap
+    and the most tokens it may generate (every response at the cap)."""
+    counts = Counter(p.domain for p in problems)
+    per = {d: (n[d] if isinstance(n, dict) else n) for d in counts}
+    samples = sum(counts[d] * per[d] for d in counts)
+    by_domain = ", ".join(f"{d} {counts[d]} x {per[d]}" for d in sorted(counts))
+    profile = " (n=0: the paper's per-domain profile)" if cfg.n == 0 else ""
+    if cfg.max_new_tokens:
+        most = samples * cfg.max_new_tokens
+        cap = f"up to {cfg.max_new_tokens:,} new tokens each (at most {most:,} in all)"
+    else:
+        cap = "no token cap (max_new_tokens=0: each response may fill the model's context)"
+    line = f"eval: {len(problems)} problems ({by_domain}) = {samples:,} samples{profile}, {cap}"
+    if not cfg.quick and (cfg.n == 0 or not cfg.max_new_tokens):
+        quick = ", ".join(f"{k}={v}" for k, v in QUICK.items())
+        line += f"; for a cheap first look use --quick ({quick})"
+    return line
+
+
+class TimedSampler:
+    """Wraps a sampler to say, after its first call, the measured rate and the time the whole
+    run will take at that rate (the estimate a user needs before committing hours)."""
+
+    def __init__(self, sampler: Any, total_samples: int):
+        self.sampler, self.total, self.calls = sampler, total_samples, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sampler, name)
+
+    def generate(self, prompts: list, n: int, params: Any) -> list:
+        t0 = time.perf_counter()
+        outs = self.sampler.generate(prompts, n, params)
+        self.calls += 1
+        if self.calls == 1 and self.total > len(prompts) * n:
+            done, secs = len(prompts) * n, time.perf_counter() - t0
+            toks = sum(c.n_tokens or 0 for cs in outs for c in cs)
+            log.info("eval: the first %d samples took %.0f s (%.0f tokens/s): about %.0f min for "
+                     "all %d at this rate", done, secs, toks / max(secs, 1e-9),
+                     secs * self.total / done / 60, self.total)  # fmt: skip
+        return outs
 
 
 def make_engine(cfg: EvalConfig):
@@ -153,17 +220,19 @@ def make_engine(cfg: EvalConfig):
 
 
 def load_eval_problems(cfg: EvalConfig):
+    """The problems to evaluate; none of the asked domains is an error naming those present."""
     if cfg.format == "problems":
-        from vibethinker.data.io import load_problems
-
-        problems = load_problems(cfg.data)
+        one = cfg.domains[0] if len(cfg.domains) == 1 else ""
+        shape = RowShape(domain=one, answer_key=cfg.answer_key, ids=True)
+        problems = load_problems(cfg.data, shape=shape)
     else:
-        from vibethinker.data.adapters import load_adapter
-
         problems = load_adapter(cfg.format, cfg.data or None, seed=cfg.seed)
-    from vibethinker.data.io import select
-
-    return select(problems, cfg.limit, list(cfg.domains))
+    chosen = select(problems, cfg.limit, list(cfg.domains))
+    if problems and not chosen:
+        have = ", ".join(f"{d} {k}" for d, k in sorted(Counter(p.domain for p in problems).items()))
+        raise ValueError(f"eval: no problems of domains={','.join(cfg.domains) or 'any'} in "
+                         f"{cfg.data} (it has {have})")  # fmt: skip
+    return chosen
 
 
 def default_ks(n: int | dict) -> list[int]:
@@ -182,8 +251,7 @@ def run(cfg: EvalConfig) -> dict[str, str]:
 
     if not cfg.model or not (cfg.data or cfg.format == "humaneval"):
         raise ValueError("eval: `model` and `data` are required")
-    if cfg.prompt_style not in PROMPT_STYLES:
-        raise ValueError(f"prompt_style must be one of {sorted(PROMPT_STYLES)}")
+    cfg = apply_quick(cfg)
     problems = load_eval_problems(cfg)
     if not problems:
         raise ValueError(f"eval: no problems in {cfg.data}")
@@ -197,8 +265,9 @@ def run(cfg: EvalConfig) -> dict[str, str]:
         seed=cfg.seed,
     )
     n = cfg.n if cfg.n > 0 else PAPER_N
-    log.info("eval: %d problems x %s samples with %s", len(problems), n, cfg.engine)
-    sampler = make_engine(cfg)
+    log.info("%s; engine %s", plan_line(cfg, problems, n), cfg.engine)
+    total = sum(n[p.domain] if isinstance(n, dict) else n for p in problems)
+    sampler = TimedSampler(make_engine(cfg), total)
     judged = None
     if cfg.math_judge:
         from vibethinker.verifiers.math_judge import judged_verify

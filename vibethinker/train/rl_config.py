@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vibethinker.config import PROMPT_STYLES, Checks, runtime
+from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
 
 
 @dataclass
@@ -218,7 +218,7 @@ def check_rl(cfg: RLConfig) -> None:
     c.one_of("advantage", ("mgpo", "grpo"))
     c.one_of("truncated_reward", ("zero", "verify"))
     c.one_of("on_empty_filter", ("error", "skip"))
-    c.one_of("prompt_style", PROMPT_STYLES)
+    c.one_of("prompt_style", PROMPT_STYLE_NAMES)
     c.one_of("rule_reward", ("strict", "partial"))
     c.one_of("engine", ("hf", "vllm"))
     c.one_of("vllm_mode", ("colocate", "server"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vibethinker.config import PROMPT_STYLES, Checks, runtime
+from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
 
 
 @dataclass
@@ -67,7 +67,11 @@ class SFTConfig:
     lora_targets: str = "all-linear"
     """Modules given adapters: "all-linear" or a comma list (q_proj,k_proj,v_proj,o_proj)."""
     domains: list[str] = field(default_factory=list)
-    """Train only on these domains (empty: all)."""
+    """Train only on these domains (empty: all). With one domain, it is also the domain of rows
+    that have none (TRL-style data: data/shapes.py)."""
+    answer_key: str = ""
+    """The data's gold-answer column when it is not `answer` (e.g. `gold`); only the stage-2
+    filter reads answers (data/shapes.py lists the shapes read)."""
     min_trace_tokens: int = 0
     """Stage-2 filter: drop traces shorter than this many tokens (0: off). Paper: 5K."""
     filter_ref_model: str = ""
@@ -146,7 +150,7 @@ def check_sft(cfg: SFTConfig) -> None:
     c.one_of("overlong", ("drop", "cut"))
     c.one_of("filter_engine", ("hf", "vllm", "openai"))
     c.one_of("filter_truncated_reward", ("zero", "verify"))
-    c.one_of("prompt_style", PROMPT_STYLES)
+    c.one_of("prompt_style", PROMPT_STYLE_NAMES)
     c.one_of("parallel", ("auto", "fsdp", "ddp"))
     c.device()
     c.report_to()
