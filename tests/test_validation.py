@@ -143,3 +143,43 @@ def test_rl_trl_rows_pass_the_data_check(tmp_path, capsys):
     argv = ["rl", f"model={tmp_path / 'no_model'}", f"data={data}", f"out={tmp_path / 'o'}"]
     assert main(argv) == 2
     assert "no_model" in capsys.readouterr().err  # got as far as the model
+
+
+# ---- a hub id: from the cache, downloaded, or refused at once --------------------------------
+def test_uncached_hub_id_fails_at_once_when_the_hub_is_unreachable(tmp_path):
+    """Before, transformers' retries took ~50 s to say the same (measured on this machine)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    }
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_ENDPOINT="http://127.0.0.1:9")  # refused at once
+    code = ("from vibethinker.models import load_model_and_tokenizer\n"
+            "try:\n    load_model_and_tokenizer('someorg/somemodel')\n"
+            "except OSError as e:\n    print(type(e).__name__, e)\n")  # fmt: skip
+    t0 = time.time()
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120).stdout  # fmt: skip
+    assert time.time() - t0 < 30, "fell back to transformers' retries"
+    assert "HubUnavailableError" in out and "the hub (http://127.0.0.1:9) is unreachable" in out
+    assert "hf download someorg/somemodel --local-dir DIR" in out
+
+
+def test_hub_kwargs_cached_reachable_offline(monkeypatch):
+    from vibethinker.models import hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr(hub, "is_cached", lambda repo: True)
+    monkeypatch.setattr(hub, "hub_reachable", lambda url: False)
+    assert hub.hub_load_kwargs("a/b") == {"local_files_only": True}  # no retries on the cache
+    monkeypatch.setattr(hub, "hub_reachable", lambda url: True)
+    assert hub.hub_load_kwargs("a/b") == {}
+    monkeypatch.setattr(hub, "is_cached", lambda repo: False)
+    assert hub.hub_load_kwargs("a/b") == {}  # transformers downloads it
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(hub.HubUnavailableError, match="HF_HUB_OFFLINE"):
+        hub.hub_load_kwargs("a/b")
