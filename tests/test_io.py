@@ -248,3 +248,33 @@ def test_every_missing_field_in_one_message(tmp_path):
     assert e.value.field == "answer" and "answer_key=COLUMN" in str(e.value)
     (p,) = load_problems(path, shape=_shape(domain="math", ids=True, need_gold=False))
     assert p.answer is None and p.traces == ["It is two."]  # SFT: traces only
+
+
+def test_a_chat_rows_system_message_reaches_the_template_and_is_recorded(tmp_path):
+    from vibethinker.evaluate.prompts import (
+        MATH_SUFFIX,
+        PROMPT_STYLES,
+        prompt_examples,
+        write_prompt_examples,
+    )
+    from vibethinker.models.tiny import train_tokenizer
+    from vibethinker.stages.sft import train_render
+
+    rows = [{"messages": [{"role": "system", "content": "Be brief."},
+                          {"role": "user", "content": "1+1?"},
+                          {"role": "assistant", "content": "\\boxed{2}"}]},
+            {"prompt": "2+2?", "completion": "\\boxed{4}"}]  # fmt: skip
+    a, b = load_problems(_write(tmp_path / "c.jsonl", rows),
+                         shape=_shape(domain="math", ids=True, need_gold=False))  # fmt: skip
+    prompt = PROMPT_STYLES["paper"](a)
+    assert prompt == [{"role": "system", "content": "Be brief."},
+                      {"role": "user", "content": f"1+1? {MATH_SUFFIX}"}]  # fmt: skip
+    assert PROMPT_STYLES["raw"](b) == "2+2?"  # no system message: the plain user turn
+    tok = train_tokenizer(["Be brief. 1+1? 2+2? " + MATH_SUFFIX] * 20, vocab_size=300)
+    rows = prompt_examples([a, b], PROMPT_STYLES["paper"], train_render(tok))
+    path = write_prompt_examples(tmp_path / "out", rows)
+    got = [json.loads(line) for line in path.read_text().splitlines()]
+    seen = got[0]["rendered_prompt"].replace(" ", "")
+    assert seen.startswith("<|im_start|>system\nBebrief.<|im_end|>\n<|im_start|>user\n1+1?"), seen
+    assert seen.endswith("<|im_start|>assistant\n") and MATH_SUFFIX.replace(" ", "") in seen
+    assert got[1]["stored_prompt"] == "2+2?" and "system" not in got[1]["rendered_prompt"]

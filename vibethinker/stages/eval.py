@@ -246,6 +246,7 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     """Evaluate a model: n samples per problem, avg@n, pass@k, maj@k, tokens, truncation."""
     from vibethinker.engines import SamplingParams
     from vibethinker.evaluate import PROMPT_STYLES, evaluate, write_outputs
+    from vibethinker.evaluate.prompts import prompt_examples, sampler_render, write_prompt_examples
     from vibethinker.evaluate.report import markdown_table
     from vibethinker.verifiers import check_available
 
@@ -268,6 +269,9 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     log.info("%s; engine %s", plan_line(cfg, problems, n), cfg.engine)
     total = sum(n[p.domain] if isinstance(n, dict) else n for p in problems)
     sampler = TimedSampler(make_engine(cfg), total)
+    prompt_fn = PROMPT_STYLES[cfg.prompt_style]
+    examples = prompt_examples(problems, prompt_fn, sampler_render(sampler))
+    examples_path = write_prompt_examples(cfg.out, examples)
     judged = None
     if cfg.math_judge:
         from vibethinker.verifiers.math_judge import judged_verify
@@ -280,7 +284,7 @@ def run(cfg: EvalConfig) -> dict[str, str]:
         ks=list(cfg.k) or default_ks(n),
         params=params,
         workers=cfg.workers,
-        prompt_fn=PROMPT_STYLES[cfg.prompt_style],
+        prompt_fn=prompt_fn,
         verify_fn=judged,
     )
     if judged is not None:
@@ -288,5 +292,6 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     outputs = write_outputs(
         result, cfg.out, model=cfg.model, data=cfg.data, engine=cfg.engine, format=cfg.format
     )
+    outputs["prompt_examples"] = str(examples_path)
     log.info("eval results (%.0f s):\n%s", result.seconds, markdown_table(result.metrics))
     return outputs

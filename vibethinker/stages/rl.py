@@ -346,6 +346,7 @@ def run(cfg: RLConfig) -> dict[str, str]:
     """On-policy RL with MGPO on one domain (optionally Long2Short), resumable."""
     from vibethinker.engines import make_sampler
     from vibethinker.evaluate import PROMPT_STYLES
+    from vibethinker.evaluate.prompts import prompt_examples, sampler_render, write_prompt_examples
     from vibethinker.train import dist, policy, rl
     from vibethinker.verifiers import check_available, verify_batch
 
@@ -384,6 +385,8 @@ def run(cfg: RLConfig) -> dict[str, str]:
     verify.metrics = getattr(verify_fn, "metrics", None)  # per-step reward metrics, if any
 
     sampler = make_sampler("hf", model=model, tokenizer=tok)
+    if dist.is_main():  # the first prompts as the policy sees them (prompt_style, template)
+        write_prompt_examples(out, prompt_examples(all_probs, prompt_fn, sampler_render(sampler)))
     check_rl_context(cfg, model, sampler, prompt_fn)
     problems, counts = dist.main_first(training_prompts, cfg, sampler, prompt_fn, verify)
     del sampler

@@ -207,6 +207,18 @@ def load_training_set(cfg: SFTConfig, tokenizer: Any) -> tuple[list[Problem], di
     return problems, counts
 
 
+def train_render(tokenizer: Any) -> Any:
+    """A prompt as SFT trains on it: the tokens before the response (packing.encode_chat), as
+    text."""
+    from vibethinker.train.packing import encode_chat
+
+    def render(prompt: Any) -> str:
+        ids, mask = encode_chat(tokenizer, prompt, "")
+        return tokenizer.decode(ids[: mask.index(1)] if 1 in mask else ids)
+
+    return render
+
+
 # ----------------------------------------------------------------------------- eval report
 
 
@@ -274,8 +286,11 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
     problems, counts = dist.main_first(load_training_set, cfg, tok)  # rank 0 filters
     from vibethinker.evaluate import PROMPT_STYLES
+    from vibethinker.evaluate.prompts import prompt_examples, write_prompt_examples
 
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
+    if dist.is_main():  # the first prompts as trained on: prompt_style and chat template applied
+        write_prompt_examples(out, prompt_examples(problems, prompt_fn, train_render(tok)))
     pairs = [(prompt_fn(p), t) for p in problems for t in p.traces or []]
     samples = packing.build_samples(pairs, tok, cfg.max_len, cfg.overlong)
     n_cut = sum(s.truncated for s in samples)
