@@ -183,3 +183,24 @@ def test_hub_kwargs_cached_reachable_offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(hub.HubUnavailableError, match="HF_HUB_OFFLINE"):
         hub.hub_load_kwargs("a/b")
+
+
+@pytest.mark.parametrize(
+    "stage, values, expect",
+    [
+        ("distill", {"n_samples": 0, "band_lo_pct": 90, "band_hi_pct": 80},
+         ["n_samples=0: must be >= 1", "band_lo_pct=90.0: must be <= band_hi_pct=80.0"]),
+        ("distill", {"select": "lpp"}, ["did you mean lp?"]),
+        ("probe_merge", {"by": "subdomian", "k": 0}, ["did you mean subdomain?", "k=0"]),
+        ("reward_model", {"eval_frac": 1.5, "device": "gpu"}, ["eval_frac=1.5", "device='gpu'"]),
+        ("headline", {"n": 0, "conf": 1.5}, ["n=0", "conf=1.5"]),
+    ],
+)  # fmt: skip
+def test_other_training_and_eval_stages_check_their_keys(stage, values, expect):
+    from vibethinker import stages
+
+    with pytest.raises(ConfigError) as e:
+        make_config(stages.get(stage).config_cls, values, stage)
+    assert str(e.value).startswith(f"{stage}: ")
+    for text in expect:
+        assert text in str(e.value), e.value
