@@ -87,7 +87,7 @@ class EvalConfig:
     workers: int = runtime(2)
     """Verifier workers. Paper: silent; 2 = this CPU."""
     device: str = runtime("")
-    """hf engine: cpu, cuda, cuda:1 ...; empty = cuda when available."""
+    """hf engine: cpu, cuda, cuda:1 ...; empty (or auto) = cuda when available."""
     dtype: str = "auto"
     """hf/vllm engine: auto (fp32 on CPU, the checkpoint's dtype on GPU), bfloat16, float32."""
     token_budget: int = 131072
@@ -198,7 +198,7 @@ def make_engine(cfg: EvalConfig):
         return make_sampler(
             "hf",
             model=cfg.model,
-            device=cfg.device or None,
+            device=None if cfg.device in ("", "auto") else cfg.device,
             dtype=cfg.dtype,
             token_budget=cfg.token_budget,
             context_len=cfg.context_len,
