@@ -271,7 +271,7 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     sampler = TimedSampler(make_engine(cfg), total)
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
     examples = prompt_examples(problems, prompt_fn, sampler_render(sampler))
-    examples_path = write_prompt_examples(cfg.out, examples)
+    write_prompt_examples(cfg.out, examples)  # out/prompt_examples.jsonl
     judged = None
     if cfg.math_judge:
         from vibethinker.verifiers.math_judge import judged_verify
@@ -292,6 +292,5 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     outputs = write_outputs(
         result, cfg.out, model=cfg.model, data=cfg.data, engine=cfg.engine, format=cfg.format
     )
-    outputs["prompt_examples"] = str(examples_path)
     log.info("eval results (%.0f s):\n%s", result.seconds, markdown_table(result.metrics))
     return outputs
