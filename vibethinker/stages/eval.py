@@ -220,10 +220,12 @@ def make_engine(cfg: EvalConfig):
 
 
 def load_eval_problems(cfg: EvalConfig):
-    """The problems to evaluate; none of the asked domains is an error naming those present."""
+    """The problems to evaluate; none of the asked domains is an error naming those present.
+    `cfg`: an EvalConfig, or a config with its data fields (the clr stage passes its own)."""
     if cfg.format == "problems":
         one = cfg.domains[0] if len(cfg.domains) == 1 else ""
-        shape = RowShape(domain=one, answer_key=cfg.answer_key, ids=True)
+        gold = getattr(cfg, "answer_key", "")
+        shape = RowShape(domain=one, answer_key=gold, ids=True)
         problems = load_problems(cfg.data, shape=shape)
     else:
         problems = load_adapter(cfg.format, cfg.data or None, seed=cfg.seed)
