@@ -59,3 +59,34 @@ def test_parse_overrides():
     assert parse_overrides(["a=1", "s.k=x=y"]) == {"a": "1", "s.k": "x=y"}
     with pytest.raises(ConfigError):
         parse_overrides(["novalue"])
+
+
+def test_yaml_syntax_error_names_the_file_line_and_column(tmp_path):
+    from vibethinker.config import read_yaml
+
+    path = tmp_path / "r.yaml"
+    path.write_text("run_dir: x\nstages:\n  - stage: data\n    seed: [1\n  - stage: eval\n")
+    with pytest.raises(ConfigError) as e:
+        read_yaml(str(path), "recipe")
+    msg = str(e.value)
+    assert f"recipe {path}:5:10: invalid YAML: expected ',' or ']'" in msg, msg
+    assert "starts at line 4, column 11" in msg and "<unicode string>" not in msg
+
+
+def test_bad_reference_suggests_the_close_match_not_every_key(tmp_path):
+    from pathlib import Path
+
+    from vibethinker.recipe import load_recipe
+
+    text = Path("recipes/tiny.yaml").read_text().replace("data: ${data.out}", "data: ${data.uot}")
+    path = tmp_path / "tiny.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_recipe(str(path))
+    msg = str(e.value)
+    assert "unknown reference ${data.uot} (did you mean ${data.out}?)" in msg
+    assert len(msg) < 300, msg
+    path.write_text(text.replace("${data.uot}", "${zzz}"))
+    with pytest.raises(ConfigError, match=r"available: \$\{run_dir\}, \$\{model\}, or") as e:
+        load_recipe(str(path))
+    assert len(str(e.value)) < 400

@@ -63,3 +63,41 @@ def test_code_wrong_answer_says_which_test():
     s = verify_code(p, "```python\na, b = map(int, input().split())\nprint(a * b + 1)\n```")
     assert (s.reason, s.detail) == ("wrong_answer", "input '2 2\\n'; expected '4\\n'; got '5\\n'")
     assert verify_code(p, "```python\nprint(3)\n```").detail.startswith("input '2 2")
+
+
+def test_plan_line_says_samples_and_tokens_before_the_run():
+    from vibethinker.stages.eval import PAPER_N, plan_line
+
+    probs = [Problem(f"m{i}", "math", "p", answer="1") for i in range(3)]
+    probs += [Problem(f"c{i}", "code", "p") for i in range(2)]
+    line = plan_line(EvalConfig(), probs, PAPER_N)
+    assert "5 problems (code 2 x 8, math 3 x 64) = 208 samples" in line
+    assert "n=0: the paper's per-domain profile" in line and "no token cap" in line
+    assert "--quick (n=4, max_new_tokens=2048, limit=64)" in line
+    line = plan_line(EvalConfig(n=2, max_new_tokens=100), probs, 2)
+    assert "= 10 samples, up to 100 new tokens each (at most 1,000 in all)" in line
+    assert "--quick" not in line
+
+
+def test_quick_profile_fills_only_keys_left_at_zero():
+    from vibethinker.stages.eval import apply_quick
+
+    cfg = apply_quick(EvalConfig(quick=True, n=8))
+    assert (cfg.n, cfg.max_new_tokens, cfg.limit) == (8, 2048, 64)
+    assert apply_quick(EvalConfig()) == EvalConfig()
+
+
+def test_quick_flag_and_trl_rows_and_a_domain_that_is_not_there(tmp_path, capsys):
+    from vibethinker.cli import main
+
+    rows = [{"question": f"{i}+1?", "gold": i + 1} for i in range(3)]
+    path = tmp_path / "q.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = load_eval_problems(EvalConfig(data=str(path), domains=["math"], answer_key="gold"))
+    assert [(p.id, p.answer) for p in got] == [("q.jsonl-1", "1"), ("q.jsonl-2", "2"),
+                                               ("q.jsonl-3", "3")]  # fmt: skip
+    mixed = tmp_path / "m.jsonl"
+    mixed.write_text(json.dumps({"id": "a", "domain": "math", "prompt": "p", "answer": "1"}))
+    assert main(["eval", "--quick", "model=m", f"data={mixed}", "domains=code"]) == 2
+    err = capsys.readouterr().err
+    assert "no problems of domains=code" in err and "(it has math 1)" in err, err

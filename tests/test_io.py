@@ -177,3 +177,104 @@ def test_rl_and_sft_take_a_weighted_mixture(tmp_path):
     cfg = SFTConfig(data=f"{a},{b}", data_probs=[1, 1], domains=["math"], out=str(tmp_path / "s"))
     problems, _ = load_training_set(cfg, tokenizer=None)
     assert sum(p.id.startswith("b") for p in problems) == 8  # 16 math records, half from b
+
+
+@pytest.mark.parametrize(
+    "name, text, line, column",
+    [
+        ("a.json", '[\n {"id": "a"},\n {"id": "b", "answer": }\n]\n', 3, 24),
+        ("a.jsonl", json.dumps(GOOD[0]) + '\n{"id": "b", "answer": }\n', 2, 23),
+        ("bom.jsonl", "\ufeff" + json.dumps(GOOD[0]) + '\n{"id": "b",, }\n', 2, 12),
+    ],
+)
+def test_invalid_json_names_file_line_and_column(tmp_path, name, text, line, column):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load_problems(path)
+    assert f"{path}:{line}:" in str(e.value) and f"at column {column}" in str(e.value), e.value
+
+
+# ---- rows in other tools' shapes (TRL, chat), read with a stage's defaults ----------------
+def _shape(**kw):
+    from vibethinker.data.shapes import RowShape
+
+    return RowShape(**kw)
+
+
+def test_trl_prompt_solution_and_prompt_completion(tmp_path):
+    rows = [
+        {"prompt": "1+1?", "solution": "One plus one is \\boxed{2}."},
+        {"prompt": "2+2?", "completion": "<think>4</think> \\boxed{4}", "answer": 4},
+        {"problem": "3+3?", "expected_answer": "6", "source": "x"},
+    ]
+    path = _write(tmp_path / "trl.jsonl", rows)
+    a, b, c = load_problems(path, shape=_shape(domain="math", ids=True))
+    assert (a.id, a.domain, a.answer, a.traces) == ("trl.jsonl-1", "math", "2",
+                                                    ["One plus one is \\boxed{2}."])  # fmt: skip
+    assert "solution" not in a.meta
+    assert (b.id, b.answer, b.traces) == ("trl.jsonl-2", "4", ["<think>4</think> \\boxed{4}"])
+    assert (c.prompt, c.answer, c.meta) == ("3+3?", "6", {"source": "x"})
+
+
+def test_trl_conversational_prompt_completion_keeps_the_system_message(tmp_path):
+    row = {
+        "prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+1?"}],
+        "completion": [{"role": "assistant", "content": "\\boxed{2}"}],
+        "gold": "2",
+    }
+    (p,) = load_problems(_write(tmp_path / "c.jsonl", [row]), shape=_shape(domain="math", ids=True))
+    assert (p.prompt, p.traces, p.answer) == ("1+1?", ["\\boxed{2}"], "2")
+    assert p.meta == {"system": "Be brief."}
+
+
+def test_answer_key_names_the_gold_column(tmp_path):
+    rows = [{"id": "a", "prompt": "1+1?", "label": "2", "answer": "the whole solution"}]
+    (p,) = load_problems(_write(tmp_path / "a.jsonl", rows),
+                         shape=_shape(domain="math", answer_key="label"))  # fmt: skip
+    assert p.answer == "2"
+    with pytest.raises(DataError, match="answer_key=target"):
+        load_problems(tmp_path / "a.jsonl", shape=_shape(domain="math", answer_key="target"))
+
+
+def test_every_missing_field_in_one_message(tmp_path):
+    path = _write(tmp_path / "t.jsonl", [{"prompt": "1+1?", "solution": "It is two."}])
+    with pytest.raises(DataError) as e:
+        load_problems(path)
+    assert e.value.field == "id, domain" and "t.jsonl:1:" in str(e.value)
+    assert "domains=math" in str(e.value) and "prompt, solution" in str(e.value)
+    with pytest.raises(DataError) as e:  # a domain from the stage: the answer is still missing
+        load_problems(path, shape=_shape(domain="math", ids=True))
+    assert e.value.field == "answer" and "answer_key=COLUMN" in str(e.value)
+    (p,) = load_problems(path, shape=_shape(domain="math", ids=True, need_gold=False))
+    assert p.answer is None and p.traces == ["It is two."]  # SFT: traces only
+
+
+def test_a_chat_rows_system_message_reaches_the_template_and_is_recorded(tmp_path):
+    from vibethinker.models.tiny import train_tokenizer
+    from vibethinker.prompts.paper import (
+        MATH_SUFFIX,
+        PROMPT_STYLES,
+        prompt_examples,
+        write_prompt_examples,
+    )
+    from vibethinker.stages.sft import train_render
+
+    rows = [{"messages": [{"role": "system", "content": "Be brief."},
+                          {"role": "user", "content": "1+1?"},
+                          {"role": "assistant", "content": "\\boxed{2}"}]},
+            {"prompt": "2+2?", "completion": "\\boxed{4}"}]  # fmt: skip
+    a, b = load_problems(_write(tmp_path / "c.jsonl", rows),
+                         shape=_shape(domain="math", ids=True, need_gold=False))  # fmt: skip
+    prompt = PROMPT_STYLES["paper"](a)
+    assert prompt == [{"role": "system", "content": "Be brief."},
+                      {"role": "user", "content": f"1+1? {MATH_SUFFIX}"}]  # fmt: skip
+    assert PROMPT_STYLES["raw"](b) == "2+2?"  # no system message: the plain user turn
+    tok = train_tokenizer(["Be brief. 1+1? 2+2? " + MATH_SUFFIX] * 20, vocab_size=300)
+    rows = prompt_examples([a, b], PROMPT_STYLES["paper"], train_render(tok))
+    path = write_prompt_examples(tmp_path / "out", rows)
+    got = [json.loads(line) for line in path.read_text().splitlines()]
+    seen = got[0]["rendered_prompt"].replace(" ", "")
+    assert seen.startswith("<|im_start|>system\nBebrief.<|im_end|>\n<|im_start|>user\n1+1?"), seen
+    assert seen.endswith("<|im_start|>assistant\n") and MATH_SUFFIX.replace(" ", "") in seen
+    assert got[1]["stored_prompt"] == "2+2?" and "system" not in got[1]["rendered_prompt"]

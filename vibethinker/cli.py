@@ -276,6 +276,8 @@ def hub_hint(e: BaseException, values: dict[str, Any] | None = None) -> str | No
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), "")
+    if command == "eval":  # `--quick`: the eval stage's cheap profile (stages/eval.py QUICK)
+        argv = ["quick=true" if a == "--quick" else a for a in argv]
     if command == "ablate":  # `--jobs N` / `--jobs=N` -> jobs=N
         argv = [a.replace("--jobs=", "jobs=", 1) for a in argv]
         while "--jobs" in argv[:-1]:

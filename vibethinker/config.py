@@ -8,29 +8,53 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import difflib
 import inspect
+import re
 import textwrap
 import types
 import typing
+from collections.abc import Iterable
 from typing import Any
 
 import yaml
+
+from vibethinker.log import TRACKERS
+from vibethinker.types import DOMAINS, TRAIN_ONLY_DOMAINS
 
 
 class ConfigError(ValueError):
     """A bad config key or value; the message says where and what was expected."""
 
 
-def read_yaml(path: str, what: str) -> Any:
-    """A YAML file's content; a missing file or bad YAML raises an error naming `what path`."""
-    from pathlib import Path
+class ConfigProblems(ConfigError):
+    """A config's bad values found by `Checks` (every one of them); `body` lists them, and
+    `make_config` prefixes it with where the config came from (a recipe stage, a CLI stage)."""
 
+    def __init__(self, owner: str, problems: list[str]):
+        self.problems = problems
+        if len(problems) == 1:
+            self.body = problems[0]
+        else:
+            self.body = f"{len(problems)} problems:\n  " + "\n  ".join(problems)
+        super().__init__(f"{owner}: {self.body}")
+
+
+def read_yaml(path: str, what: str) -> Any:
+    """A YAML file's content; a missing file or bad YAML raises an error naming `what path`,
+    the line and the column."""
     try:
-        return yaml.safe_load(Path(path).read_text())
+        with open(path, encoding="utf-8") as f:
+            return yaml.safe_load(f)
     except FileNotFoundError:
         raise FileNotFoundError(f"{what} {path}: no such file") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{what} {path}: invalid YAML: {e}") from None
+        mark, ctx = getattr(e, "problem_mark", None), getattr(e, "context_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        why = getattr(e, "problem", None) or str(e)
+        if getattr(e, "context", None) and ctx:
+            why += f" ({e.context} that starts at line {ctx.line + 1}, column {ctx.column + 1})"
+        raise ConfigError(f"{what} {where}: invalid YAML: {why}") from None
 
 
 def runtime(default: Any = dataclasses.MISSING, **kw: Any) -> Any:
@@ -53,8 +77,6 @@ def result_values(cfg: Any) -> dict[str, Any]:
 
 def close_matches(name: str, known: Any) -> str:
     """' (did you mean x?)' for a likely typo of a known name, else ''."""
-    import difflib
-
     m = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
     return f" (did you mean {m[0]}?)" if m else ""
 
@@ -165,7 +187,10 @@ def make_config(cls: type, values: dict[str, Any], where: str = "") -> Any:
     ]
     if missing:
         raise ConfigError(f"{where or cls.__name__}: missing required key(s) {', '.join(missing)}")
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except ConfigProblems as e:  # the config's own checks (Checks): say where it came from
+        raise ConfigProblems(where or cls.__name__, e.problems) from None
 
 
 def parse_overrides(args: list[str]) -> dict[str, str]:
@@ -198,3 +223,95 @@ def config_help(cls: type) -> str:
         tag = "; runtime: changing it does not re-run the stage" if is_runtime(f) else ""
         lines.append(f"  {f.name}={default!r}  ({t}{tag})\n      {docs.get(f.name, '')}")
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- value checks
+
+# The user-turn styles of prompts/paper.py PROMPT_STYLES (kept here so that configs need not
+# import the evaluation package; tests/test_validation.py checks that the two agree).
+PROMPT_STYLE_NAMES = ("paper", "raw")
+_DEVICE = re.compile(r"(auto|cpu|mps|meta|(cuda|xpu|npu)(:\d+)?)")
+
+
+class Checks:
+    """Collects every bad value of a config, then raises one error naming each key, its value
+    and the allowed range. A config's `__post_init__` runs its checks, so a config is checked
+    when it is built (a recipe, the CLI, or code), before any output folder or model exists:
+
+        c = Checks(self)
+        c.at_least(1, "steps", "micro_batch")
+        c.one_of("advantage", ("mgpo", "grpo"))
+        c.done()
+    """
+
+    def __init__(self, cfg: Any):
+        self.cfg, self.problems = cfg, []
+
+    def bad(self, key: str, why: str) -> None:
+        self.problems.append(f"{key}={getattr(self.cfg, key)!r}: {why}")
+
+    def at_least(self, lo: float, *keys: str) -> None:
+        for k in keys:
+            v = getattr(self.cfg, k)
+            if v is not None and v < lo:
+                self.bad(k, f"must be >= {lo}")
+
+    def positive(self, *keys: str) -> None:
+        for k in keys:
+            if getattr(self.cfg, k) <= 0:
+                self.bad(k, "must be > 0")
+
+    def fraction(self, *keys: str, upper_open: bool = False) -> None:
+        """Each value in [0, 1] (or [0, 1) with `upper_open`)."""
+        for k in keys:
+            v = getattr(self.cfg, k)
+            if not (0 <= v < 1 if upper_open else 0 <= v <= 1):
+                self.bad(k, f"must be in [0, 1{')' if upper_open else ']'}")
+
+    def in_range(self, key: str, lo: float, hi: float) -> None:
+        """The value in (lo, hi]."""
+        if not lo < getattr(self.cfg, key) <= hi:
+            self.bad(key, f"must be in ({lo}, {hi}]")
+
+    def one_of(self, key: str, options: Iterable[str], value: str | None = None) -> None:
+        options = list(options)
+        v = getattr(self.cfg, key) if value is None else value
+        if v not in options:
+            self.bad(key, f"{v!r} is not one of {', '.join(options)}{close_matches(v, options)}")
+
+    def domains(self, key: str, train_only: bool = False) -> None:
+        """A comma-separated string or a list of domain names, each a known domain."""
+        v = getattr(self.cfg, key)
+        names = [d.strip() for d in v.split(",")] if isinstance(v, str) else list(v)
+        known = [*DOMAINS, *TRAIN_ONLY_DOMAINS] if train_only else list(DOMAINS)
+        for d in names:
+            if d not in known:
+                self.bad(key, f"unknown domain {d!r}{close_matches(d, known)}; known: "
+                         f"{', '.join(known)}")  # fmt: skip
+
+    def device(self, key: str = "device", empty_ok: bool = False) -> None:
+        v = getattr(self.cfg, key)
+        if not (_DEVICE.fullmatch(v) or (empty_ok and v == "")):
+            self.bad(key, "expected auto, cpu, cuda or cuda:N (cuda is the GPU), mps")
+
+    def report_to(self, key: str = "report_to") -> None:
+        names = [n.strip() for n in getattr(self.cfg, key).split(",") if n.strip()]
+        for n in names:
+            if n != "none" and n not in TRACKERS:
+                self.one_of(key, ["none", *TRACKERS], n)
+
+    def data_probs(self, data_key: str = "data", probs_key: str = "data_probs") -> None:
+        """Weights of a comma-separated data list: one per dataset, non-negative, sum > 0."""
+        probs = list(getattr(self.cfg, probs_key))
+        paths = [x for x in str(getattr(self.cfg, data_key)).split(",") if x.strip()]
+        if not probs:
+            return
+        if paths and len(probs) != len(paths):
+            self.bad(probs_key, f"{len(probs)} weight(s) for {len(paths)} dataset(s) in "
+                     f"{data_key}")  # fmt: skip
+        elif any(w < 0 for w in probs) or sum(probs) <= 0:
+            self.bad(probs_key, "weights must be >= 0 with a positive sum")
+
+    def done(self) -> None:
+        if self.problems:
+            raise ConfigProblems(type(self.cfg).__name__, self.problems)

@@ -30,6 +30,7 @@ touches a folder the manifest describes, so it needs neither the run lock nor a 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import fcntl
 import json
 import os
@@ -76,12 +77,23 @@ def _substitute(value: Any, scope: dict[str, Any], where: str) -> Any:
     def repl(m: re.Match) -> str:
         key = m.group(1)
         if key not in scope:
-            raise ConfigError(
-                f"{where}: unknown reference ${{{key}}}; available: {', '.join(sorted(scope))}"
-            )
+            raise ConfigError(f"{where}: unknown reference ${{{key}}}{_ref_hint(key, scope)}")
         return str(scope[key])
 
     return _REF.sub(repl, value)
+
+
+def _ref_hint(key: str, scope: dict[str, Any]) -> str:
+    """The close match of a bad `${key}` (difflib), else what can be referenced: the top-level
+    names and `<stage>.<key>` of the earlier stages (not every key of every stage)."""
+    m = difflib.get_close_matches(key, list(scope), n=1, cutoff=0.6)
+    if m:
+        return f" (did you mean ${{{m[0]}}}?)"
+    stages = sorted({k.split(".", 1)[0] for k in scope if "." in k})
+    top = [k for k in scope if "." not in k]
+    return (f"; available: {', '.join(f'${{{t}}}' for t in top)}"
+            + (f", or ${{<stage>.<key>}} of an earlier stage ({', '.join(stages)})" if stages
+               else ""))  # fmt: skip
 
 
 def load_recipe(path: str, overrides: dict[str, str] | None = None) -> Recipe:

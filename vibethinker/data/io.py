@@ -4,8 +4,9 @@ Validation is strict and specific: an error names the file, the line (or row), t
 was expected and what was found. A file with a bad record fails loudly; `skip_invalid=True` skips
 bad records and logs how many (nothing is dropped silently). Real datasets' own columns (source,
 level, url) are carried into `meta` with one warning naming them, but a near-miss of a field name
-(`anwser`) is an error; numeric ids and answers are read as text; duplicate ids warn. A chat row
-(`messages`) stands in for `prompt` (+ a trace). `load_mixture` mixes several datasets with
+(`anwser`) is an error; numeric ids and answers are read as text; duplicate ids warn. Rows in
+other tools' shapes (TRL prompt/completion and prompt/solution, chat `messages`, a gold column)
+are read through `data/shapes.py`, with the stage's defaults (`RowShape`). `load_mixture` mixes several datasets with
 weights; `select` takes a domain filter and a limit balanced over domains.
 """
 
@@ -21,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
+from vibethinker.data.shapes import RowShape, ShapeError, normalise_row
 from vibethinker.log import get_logger
 from vibethinker.types import DOMAINS, TRAIN_ONLY_DOMAINS, Problem
 
@@ -81,50 +83,30 @@ def _close_field(key: str) -> str | None:
     return m[0] if m else None
 
 
-def _from_messages(row: dict, path: str | os.PathLike, line: int) -> dict:
-    """A chat row (`messages: [{role, content}, ...]`, the TRL/OpenAI format) -> prompt (+ traces):
-    an optional system message, one user turn, and an optional final assistant turn (its text
-    becomes a trace; SFT data). The system text is kept in meta["system"]."""
-    msgs = row.get("messages")
-    if not isinstance(msgs, list) or not all(
-        isinstance(m, dict) and isinstance(m.get("content"), str) for m in msgs
-    ):
-        raise DataError(path, line, "messages", "expected a list of {role, content: str}")
-    roles = [m.get("role") for m in msgs]
-    body = roles[1:] if roles[:1] == ["system"] else roles
-    if body not in (["user"], ["user", "assistant"]):
-        raise DataError(
-            path, line, "messages", f"expected [system], user, [assistant] turns, got {roles} "
-            "(multi-turn conversations are not supported)"
-        )  # fmt: skip
-    if "prompt" in row:
-        raise DataError(path, line, "messages", "give either `prompt` or `messages`, not both")
-    out = {k: v for k, v in row.items() if k != "messages"}
-    out["prompt"] = msgs[roles.index("user")]["content"]
-    if roles[-1] == "assistant":
-        out["traces"] = [*(row.get("traces") or []), msgs[-1]["content"]]
-    if roles[0] == "system":
-        out["meta"] = {**(row.get("meta") or {}), "system": msgs[0]["content"]}
-    return out
-
-
 def problem_from_dict(
     row: Any,
     path: str | os.PathLike = "<dict>",
     line: int = 0,
     extra: tuple[str, ...] = (),
     unknown: set[str] | None = None,
+    shape: RowShape = RowShape(),
 ) -> Problem:
     """Validate one raw record and build a Problem.
 
-    Keys listed in `extra` go into `meta`. Other unknown keys (a dataset's own columns: source,
-    level, url) go into `meta` too and are added to the `unknown` set when one is given (the
-    loader warns once); a key that looks like a typo of a field (`anwser`) is an error. A numeric
-    `id` or `answer` is read as text. `messages` (chat format) stands in for `prompt`."""
+    The record may have any shape `data/shapes.py` accepts (TRL prompt/completion or
+    prompt/solution, chat `messages`, a gold column); `shape` holds the stage's defaults (domain,
+    ids, answer column). Keys listed in `extra` go into `meta`. Other unknown keys (a dataset's
+    own columns: source, level, url) go into `meta` too and are added to the `unknown` set when
+    one is given (the loader warns once); a key that looks like a typo of a field (`anwser`) is
+    an error. A numeric `id` or `answer` is read as text. Every missing field is named in one
+    error."""
     if not isinstance(row, dict):
         raise DataError(path, line, "<record>", f"expected a JSON object, got {_type_name(row)}")
-    if "messages" in row:
-        row = _from_messages(row, path, line)
+    keys = sorted(row)  # as written, for the error message
+    try:
+        row = normalise_row(row, shape, Path(str(path)).name, line)
+    except ShapeError as e:
+        raise DataError(path, line, e.field, e.msg) from None
     kwargs: dict[str, Any] = {}
     meta = dict(row.get("meta") or {})
     for key, value in row.items():
@@ -146,20 +128,10 @@ def problem_from_dict(
                 path, line, key, f"expected {_HINTS[key]}, got {_type_name(value)} ({value!r:.60})"
             )
         kwargs[key] = value
-    for key in ("id", "domain", "prompt"):
-        if kwargs.get(key) in (None, ""):
-            raise DataError(path, line, key, "required, expected a non-empty string")
+    _check_missing(kwargs, keys, shape, path, line)
     domain = kwargs["domain"]
-    if domain not in DOMAINS + TRAIN_ONLY_DOMAINS:
-        known = DOMAINS + TRAIN_ONLY_DOMAINS
-        raise DataError(path, line, "domain", f"expected one of {known}, got {domain!r}")
-    for key in _REQUIRED_BY_DOMAIN[domain]:
-        open_prompt = domain == "instruct" and kwargs.get("subdomain") == "open"  # rubric-scored
-        if kwargs.get(key) in (None, "", []) and not open_prompt:
-            raise DataError(path, line, key, f"required for domain '{domain}' (an instruct "
-                            "prompt without rules needs subdomain 'open')" if domain == "instruct"
-                            else f"required for domain '{domain}'")  # fmt: skip
-    if domain == "code" and not kwargs.get("tests") and not kwargs.get("test_code"):
+    gold = shape.need_gold
+    if gold and domain == "code" and not kwargs.get("tests") and not kwargs.get("test_code"):
         raise DataError(
             path, line, "tests", "domain 'code' needs `tests` ([{input, output}]) or `test_code`"
         )
@@ -172,7 +144,7 @@ def problem_from_dict(
             or not isinstance(t.get("output"), str)
         ):
             raise DataError(path, line, f"tests[{i}]", "expected {input: str, output: str}")
-    if domain == "stem":
+    if domain == "stem" and kwargs.get("choices") and kwargs.get("answer") is not None:
         letters = "ABCDEFGHIJ"[: len(kwargs["choices"])]
         if kwargs["answer"] not in letters:
             raise DataError(path, line, "answer", f"expected one of {list(letters)}")
@@ -181,6 +153,47 @@ def problem_from_dict(
             raise DataError(path, line, f"instructions[{i}]", "expected {id: str, kwargs: {}}")
     kwargs["meta"] = meta
     return Problem(**kwargs)
+
+
+_MISSING_HINT = {
+    "id": "a unique `id` column (the stages number rows without one)",
+    "domain": "a `domain` column, or the stage's domain key (rl: domain=math; sft, eval: "
+    "domains=math)",
+    "prompt": "`prompt`, `problem`, `question` or chat `messages`",
+    "answer": "`answer`, a gold column named by answer_key=COLUMN, or a `solution` with a "
+    "\\boxed{} answer",
+    "choices": "`choices` (the options, in display order)",
+    "traces": "`traces`, `completion` or a final assistant message",
+}
+
+
+def _check_missing(kwargs: dict, keys: list, shape: RowShape, path: Any, line: int) -> None:
+    """Every required field the record lacks, named in one DataError (the record's own keys and
+    the accepted shapes in the message); also an unknown domain."""
+    missing = [k for k in ("id", "domain", "prompt") if kwargs.get(k) in (None, "")]
+    domain = kwargs.get("domain")
+    if domain and domain not in DOMAINS + TRAIN_ONLY_DOMAINS:
+        known = DOMAINS + TRAIN_ONLY_DOMAINS
+        raise DataError(path, line, "domain", f"expected one of {known}, got {domain!r}")
+    open_prompt = domain == "instruct" and kwargs.get("subdomain") == "open"  # rubric-scored
+    for key in _REQUIRED_BY_DOMAIN.get(domain or "", ()):
+        gold = key in ("answer", "choices", "instructions")
+        if kwargs.get(key) in (None, "", []) and not open_prompt and (shape.need_gold or not gold):
+            missing.append(key)
+    if not missing:
+        return
+    if len(missing) == 1:
+        key = missing[0]
+        why = "required, expected a non-empty string"
+        if key in _REQUIRED_BY_DOMAIN.get(domain or "", ()):
+            why = f"required for domain '{domain}'"
+            if domain == "instruct":
+                why += " (an instruct prompt without rules needs subdomain 'open')"
+        raise DataError(path, line, key, f"{why}; give {_MISSING_HINT.get(key, key)}")
+    hints = "; ".join(f"{k}: {_MISSING_HINT.get(k, 'required')}" for k in missing)
+    raise DataError(path, line, ", ".join(missing), f"missing (the record has "
+                    f"{', '.join(keys) or 'no keys'}). Give {hints} (docs/REAL_WORLD.md, "
+                    "Bringing your own data)")  # fmt: skip
 
 
 def _is_number(v: Any) -> bool:
@@ -203,7 +216,7 @@ def _iter_rows(path: Path) -> Iterator[tuple[int, Any]]:
     suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
     if suffix in (".jsonl", ".jsonl.gz", ".ndjson"):
         opener = __import__("gzip").open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as f:
+        with opener(path, "rt", encoding="utf-8-sig") as f:  # -sig: a leading BOM is no error
             for i, text in enumerate(f, 1):
                 if not text.strip():
                     continue
@@ -215,11 +228,12 @@ def _iter_rows(path: Path) -> Iterator[tuple[int, Any]]:
                         DataError(path, i, "<json>", f"invalid JSON: {e.msg} at column {e.colno}"),
                     )
     elif suffix == ".json":
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             try:
                 data = json.load(f)
             except json.JSONDecodeError as e:
-                raise DataError(path, e.lineno, "<json>", f"invalid JSON: {e.msg}") from None
+                msg = f"invalid JSON: {e.msg} at column {e.colno}"
+                raise DataError(path, e.lineno, "<json>", msg) from None
         if isinstance(data, dict) and "data" in data:  # a common {"data": [...]} wrapper
             data = data["data"]
         if not isinstance(data, list):
@@ -259,12 +273,16 @@ def _files(path: Path) -> list[Path]:
 
 
 def load_problems(
-    path: str | os.PathLike, skip_invalid: bool = False, extra: tuple[str, ...] = ()
+    path: str | os.PathLike,
+    skip_invalid: bool = False,
+    extra: tuple[str, ...] = (),
+    shape: RowShape = RowShape(),
 ) -> list[Problem]:
     """Load and validate Problem records from a file or a folder of data files.
 
     `extra`: keys expected beside the Problem fields, stored in `problem.meta` (e.g. "response").
     Other columns are carried into `meta` with one warning naming them; duplicate ids warn.
+    `shape`: the stage's defaults for rows in other tools' shapes (data/shapes.py).
     """
     out: list[Problem] = []
     skipped = 0
@@ -274,7 +292,7 @@ def load_problems(
             try:
                 if isinstance(row, DataError):
                     raise row
-                out.append(problem_from_dict(row, f, line, extra, unknown))
+                out.append(problem_from_dict(row, f, line, extra, unknown, shape))
             except DataError as e:
                 if not skip_invalid:
                     raise
@@ -310,6 +328,7 @@ def load_mixture(
     seed: int = 0,
     split: str = "train.jsonl",
     domains: list[str] | None = None,
+    shape: RowShape = RowShape(),
 ) -> list[Problem]:
     """Several datasets in one stage, OpenRLHF-style: `data` is one path or a comma-separated
     list (a data folder means its `split` file); `probs` are their sampling weights.
@@ -325,7 +344,7 @@ def load_mixture(
         raise ValueError(f"data_probs must be non-negative with a positive sum, got {probs}")
     sets = []
     for p in paths:
-        rows = load_problems(split_file(p, split))
+        rows = load_problems(split_file(p, split), shape=shape)
         sets.append([r for r in rows if not domains or r.domain in domains])
     if not probs or len(sets) == 1:
         return [r for rows in sets for r in rows]

@@ -15,6 +15,7 @@ from typing import Any
 
 from vibethinker.log import get_logger
 from vibethinker.models.chat import chat_end_token
+from vibethinker.models.hub import hub_load_kwargs
 
 log = get_logger("models")
 
@@ -123,12 +124,14 @@ def load_model_and_tokenizer(
             raise FileNotFoundError(f"{local}: a folder without config.json is not a HF model")
     elif local.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1:
         raise FileNotFoundError(f"{name}: not a model folder (expected a HF folder or a hub id)")
+    hub = {} if local.is_dir() else hub_load_kwargs(name)  # cached, downloadable, or fail now
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name)
+        tokenizer = AutoTokenizer.from_pretrained(name, **hub)
         if rope_yarn_factor and rope_yarn_factor > 1.0:
-            config = apply_yarn(AutoConfig.from_pretrained(name), rope_yarn_factor,
+            config = apply_yarn(AutoConfig.from_pretrained(name, **hub), rope_yarn_factor,
                                 rope_original_len)  # fmt: skip
             kwargs["config"] = config
+        kwargs.update(hub)
         model = AutoModelForCausalLM.from_pretrained(name, dtype=_resolve_dtype(dtype), **kwargs)
     except OSError as e:
         if local.is_dir():

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.algo import potential
-from vibethinker.config import ConfigError, runtime
+from vibethinker.config import PROMPT_STYLE_NAMES, Checks, ConfigError, runtime
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 from vibethinker.types import Candidate, Problem
@@ -156,6 +156,31 @@ class DistillConfig:
     evaluation across seeds over one candidate pool (scripts/distill_evidence.py does)."""
     device: str = runtime("auto")
     """cpu, cuda, or auto (cuda when available)."""
+
+    def __post_init__(self) -> None:
+        """Every key's range, when the config is built (check_config adds the data checks)."""
+        c = Checks(self)
+        c.at_least(1, "n_samples", "max_new_tokens", "n_buckets", "score_tokens", "epochs",
+                   "max_steps", "global_batch", "micro_batch", "max_len", "eval_n",
+                   "eval_max_new_tokens")  # fmt: skip
+        c.at_least(0, "max_prompts", "min_tokens", "final_lr", "save_every", "rope_yarn_factor",
+                   "rope_original_len", "eval_limit", "temperature")  # fmt: skip
+        c.at_least(-1, "sample_seed")
+        c.positive("lr")
+        c.in_range("top_p", 0, 1)
+        c.fraction("warmup_frac", upper_open=True)
+        for k in ("outlier_pct", "band_lo_pct", "band_hi_pct"):
+            if not 0 <= getattr(self, k) <= 100:
+                c.bad(k, "must be a percentile in [0, 100]")
+        if self.band_lo_pct > self.band_hi_pct:
+            c.bad("band_lo_pct", f"must be <= band_hi_pct={self.band_hi_pct}")
+        c.one_of("engine", ("hf", "openai", "vllm"))
+        c.one_of("select", SELECTORS)
+        c.one_of("on_empty_domain", ("error", "warn"))
+        c.one_of("prompt_style", PROMPT_STYLE_NAMES)
+        c.device()
+        c.report_to()
+        c.done()
 
 
 # ----------------------------------------------------------------------------- checks

@@ -11,10 +11,18 @@ may fill the model's context: `max_new_tokens=0`).
 
 from __future__ import annotations
 
+import dataclasses
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from vibethinker.config import runtime
+from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
+from vibethinker.data.adapters import ADAPTERS, load_adapter
+from vibethinker.data.io import load_problems, select
+from vibethinker.data.shapes import RowShape
+from vibethinker.evaluate import samples_per_problem
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 
@@ -76,11 +84,17 @@ class EvalConfig:
     """Evaluate at most `limit` problems (0 = all), balanced over the domains in the file
     (round-robin in file order), so a mixed file is not cut to its first domain."""
     domains: list[str] = field(default_factory=list)
-    """Evaluate only these domains (empty = all)."""
+    """Evaluate only these domains (empty = all). With one domain, it is also the domain of rows
+    that have none (TRL-style data: data/shapes.py)."""
+    answer_key: str = ""
+    """The data's gold-answer column when it is not `answer` (e.g. `gold`; data/shapes.py)."""
+    quick: bool = False
+    """A cheap first look (`--quick`): n=4, max_new_tokens=2048 and limit=64 where those keys
+    are left at 0 (QUICK). Not the paper's protocol; the default (false) is."""
     workers: int = runtime(2)
     """Verifier workers. Paper: silent; 2 = this CPU."""
     device: str = runtime("")
-    """hf engine: cpu, cuda, cuda:1 ...; empty = cuda when available."""
+    """hf engine: cpu, cuda, cuda:1 ...; empty (or auto) = cuda when available."""
     dtype: str = "auto"
     """hf/vllm engine: auto (fp32 on CPU, the checkpoint's dtype on GPU), bfloat16, float32."""
     token_budget: int = 131072
@@ -102,6 +116,90 @@ class EvalConfig:
     OPENAI_API_KEY): asked only where the rules cannot decide or say wrong; cached in `out`.
     Paper: math-verify plus an LLM judge. Empty = rules only."""
 
+    def __post_init__(self) -> None:
+        check_eval(self)
+
+
+def check_eval(cfg: EvalConfig) -> None:
+    """Every key's range; one error naming each bad key (config.Checks)."""
+    c = Checks(cfg)
+    c.at_least(0, "n", "top_k", "max_new_tokens", "context_len", "rope_yarn_factor",
+               "rope_original_len", "limit")  # fmt: skip
+    c.at_least(1, "workers", "token_budget", "concurrency")
+    for i, k in enumerate(cfg.k):
+        if k < 1:
+            c.bad("k", f"k[{i}]={k}: every k must be >= 1")
+    c.at_least(0, "temperature")
+    c.in_range("top_p", 0, 1)
+    c.positive("timeout")
+    c.one_of("format", ["problems", *ADAPTERS])
+    c.one_of("engine", ("hf", "openai", "vllm"))
+    c.one_of("prompt_style", PROMPT_STYLE_NAMES)
+    c.one_of("dtype", ("auto", "bfloat16", "float16", "float32"))
+    c.one_of("endpoint", ("chat", "completions"))
+    c.domains("domains")
+    c.device(empty_ok=True)
+    c.done()
+
+
+# The `quick` profile: each applies where the key is left at 0. Our choice: small enough for a
+# first try on a CPU, large enough to see whether a model answers at all.
+QUICK = {"n": 4, "max_new_tokens": 2048, "limit": 64}
+
+
+def apply_quick(cfg: EvalConfig) -> EvalConfig:
+    """`cfg` with the QUICK profile filled in where quick=true and the key is 0."""
+    if not cfg.quick:
+        return cfg
+    return dataclasses.replace(cfg, **{k: v for k, v in QUICK.items() if not getattr(cfg, k)})
+
+
+def plan_line(cfg: EvalConfig, problems: list, n: int | dict) -> str:
+    """What the run will do, said before it starts: problems per domain, samples, the token cap
+    and the most tokens it may generate (every response at the cap)."""
+    counts = Counter(p.domain for p in problems)
+    each = samples_per_problem(problems, n)
+    per: dict[str, set[int]] = {}
+    for p, k in zip(problems, each):
+        per.setdefault(p.domain, set()).add(k)
+    samples = sum(each)
+    shown = {d: "/".join(str(k) for k in sorted(ks)) for d, ks in per.items()}
+    by_domain = ", ".join(f"{d} {counts[d]} x {shown[d]}" for d in sorted(counts))
+    profile = " (n=0: the paper's per-domain profile)" if cfg.n == 0 else ""
+    if cfg.max_new_tokens:
+        most = samples * cfg.max_new_tokens
+        cap = f"up to {cfg.max_new_tokens:,} new tokens each (at most {most:,} in all)"
+    else:
+        cap = "no token cap (max_new_tokens=0: each response may fill the model's context)"
+    line = f"eval: {len(problems)} problems ({by_domain}) = {samples:,} samples{profile}, {cap}"
+    if not cfg.quick and (cfg.n == 0 or not cfg.max_new_tokens):
+        quick = ", ".join(f"{k}={v}" for k, v in QUICK.items())
+        line += f"; for a cheap first look use --quick ({quick})"
+    return line
+
+
+class TimedSampler:
+    """Wraps a sampler to say, after its first call, the measured rate and the time the whole
+    run will take at that rate (the estimate a user needs before committing hours)."""
+
+    def __init__(self, sampler: Any, total_samples: int):
+        self.sampler, self.total, self.calls = sampler, total_samples, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sampler, name)
+
+    def generate(self, prompts: list, n: int, params: Any) -> list:
+        t0 = time.perf_counter()
+        outs = self.sampler.generate(prompts, n, params)
+        self.calls += 1
+        if self.calls == 1 and self.total > len(prompts) * n:
+            done, secs = len(prompts) * n, time.perf_counter() - t0
+            toks = sum(c.n_tokens or 0 for cs in outs for c in cs)
+            log.info("eval: the first %d samples took %.0f s (%.0f tokens/s): about %.0f min for "
+                     "all %d at this rate", done, secs, toks / max(secs, 1e-9),
+                     secs * self.total / done / 60, self.total)  # fmt: skip
+        return outs
+
 
 def make_engine(cfg: EvalConfig):
     from vibethinker.engines import make_sampler
@@ -111,7 +209,7 @@ def make_engine(cfg: EvalConfig):
         return make_sampler(
             "hf",
             model=cfg.model,
-            device=cfg.device or None,
+            device=None if cfg.device in ("", "auto") else cfg.device,
             dtype=cfg.dtype,
             token_budget=cfg.token_budget,
             context_len=cfg.context_len,
@@ -133,17 +231,21 @@ def make_engine(cfg: EvalConfig):
 
 
 def load_eval_problems(cfg: EvalConfig):
+    """The problems to evaluate; none of the asked domains is an error naming those present.
+    `cfg`: an EvalConfig, or a config with its data fields (the clr stage passes its own)."""
     if cfg.format == "problems":
-        from vibethinker.data.io import load_problems
-
-        problems = load_problems(cfg.data)
+        one = cfg.domains[0] if len(cfg.domains) == 1 else ""
+        gold = getattr(cfg, "answer_key", "")
+        shape = RowShape(domain=one, answer_key=gold, ids=True)
+        problems = load_problems(cfg.data, shape=shape)
     else:
-        from vibethinker.data.adapters import load_adapter
-
         problems = load_adapter(cfg.format, cfg.data or None, seed=cfg.seed)
-    from vibethinker.data.io import select
-
-    return select(problems, cfg.limit, list(cfg.domains))
+    chosen = select(problems, cfg.limit, list(cfg.domains))
+    if problems and not chosen:
+        have = ", ".join(f"{d} {k}" for d, k in sorted(Counter(p.domain for p in problems).items()))
+        raise ValueError(f"eval: no problems of domains={','.join(cfg.domains) or 'any'} in "
+                         f"{cfg.data} (it has {have})")  # fmt: skip
+    return chosen
 
 
 def n_profile(cfg: EvalConfig) -> int | dict[str, int]:
@@ -169,12 +271,12 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     from vibethinker.engines import SamplingParams
     from vibethinker.evaluate import PROMPT_STYLES, evaluate, write_outputs
     from vibethinker.evaluate.report import markdown_table
+    from vibethinker.prompts.paper import prompt_examples, sampler_render, write_prompt_examples
     from vibethinker.verifiers import check_available
 
     if not cfg.model or not (cfg.data or cfg.format == "humaneval"):
         raise ValueError("eval: `model` and `data` are required")
-    if cfg.prompt_style not in PROMPT_STYLES:
-        raise ValueError(f"prompt_style must be one of {sorted(PROMPT_STYLES)}")
+    cfg = apply_quick(cfg)
     problems = load_eval_problems(cfg)
     if not problems:
         raise ValueError(f"eval: no problems in {cfg.data}")
@@ -188,8 +290,12 @@ def run(cfg: EvalConfig) -> dict[str, str]:
         seed=cfg.seed,
     )
     n = n_profile(cfg)
-    log.info("eval: %d problems x %s samples with %s", len(problems), n, cfg.engine)
-    sampler = make_engine(cfg)
+    log.info("%s; engine %s", plan_line(cfg, problems, n), cfg.engine)
+    total = sum(samples_per_problem(problems, n))
+    sampler = TimedSampler(make_engine(cfg), total)
+    prompt_fn = PROMPT_STYLES[cfg.prompt_style]
+    examples = prompt_examples(problems, prompt_fn, sampler_render(sampler))
+    write_prompt_examples(cfg.out, examples)  # out/prompt_examples.jsonl
     judged = None
     if cfg.math_judge:
         from vibethinker.verifiers.math_judge import judged_verify
@@ -202,7 +308,7 @@ def run(cfg: EvalConfig) -> dict[str, str]:
         ks=list(cfg.k) or default_ks(n),
         params=params,
         workers=cfg.workers,
-        prompt_fn=PROMPT_STYLES[cfg.prompt_style],
+        prompt_fn=prompt_fn,
         verify_fn=judged,
     )
     if judged is not None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vibethinker.config import runtime
+from vibethinker.config import Checks, runtime
 from vibethinker.evaluate.headline import Row
 from vibethinker.log import get_logger, progress_bar
 from vibethinker.stages import register
@@ -77,6 +77,17 @@ class HeadlineConfig:
     """Verifier workers."""
     device: str = runtime("")
     """hf engine: cpu, cuda, cuda:1 ...; empty = cuda when available."""
+
+    def __post_init__(self) -> None:
+        """Every key's range, when the config is built."""
+        c = Checks(self)
+        c.at_least(1, "limit_per_domain", "n", "n_boot", "token_budget", "workers")
+        c.at_least(0, "max_new_tokens", "top_k", "context_len", "temperature")
+        c.in_range("top_p", 0, 1)
+        c.in_range("conf", 0, 1)
+        c.one_of("engine", ("hf", "openai", "vllm"))
+        c.device(empty_ok=True)
+        c.done()
 
 
 def check_models(rows: list[Row]) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vibethinker.config import runtime
+from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 from vibethinker.types import Problem
@@ -66,6 +66,16 @@ class ProbeMergeConfig:
     """Sampling seed (the same for every checkpoint, so rows differ by the model only)."""
     device: str = runtime("auto")
     """cpu, cuda, or auto."""
+
+    def __post_init__(self) -> None:
+        """Every key's range, when the config is built."""
+        c = Checks(self)
+        c.at_least(1, "k", "n", "max_new_tokens", "workers")
+        c.at_least(0, "limit", "temperature")
+        c.one_of("by", ("subdomain", "domain", "math-subdomain"))
+        c.one_of("prompt_style", PROMPT_STYLE_NAMES)
+        c.device()
+        c.done()
 
 
 # ----------------------------------------------------------------------------- pure logic

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vibethinker.config import runtime
+from vibethinker.config import Checks, runtime
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 
@@ -58,6 +58,16 @@ class RewardModelConfig:
     """Seed of the split, the degradations, batch order and the head's init."""
     device: str = runtime("auto")
     """cpu, cuda, or auto."""
+
+    def __post_init__(self) -> None:
+        """Every key's range, when the config is built."""
+        c = Checks(self)
+        c.at_least(1, "epochs", "batch", "max_len")
+        c.at_least(0, "final_lr", "max_problems", "max_seconds")
+        c.positive("lr")
+        c.fraction("eval_frac", upper_open=True)
+        c.device()
+        c.done()
 
 
 def build_pairs(problems: list, seed: int) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vibethinker.data.shapes import RowShape
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 from vibethinker.train.rl_config import RLConfig
@@ -44,12 +45,14 @@ def load_domain(
     from vibethinker.data.io import load_mixture, load_problems
 
     wanted = domain.split(",")
+    # Rows without an id are numbered; one domain is also the domain of rows without one.
+    shape = RowShape(domain=domain if len(wanted) == 1 else "", ids=True)
     if "," in str(path):
-        probs = load_mixture(str(path), weights, seed or 0, domains=wanted)
+        probs = load_mixture(str(path), weights, seed or 0, domains=wanted, shape=shape)
     elif not path.exists():
         raise FileNotFoundError(f"rl: {path} not found")
     else:
-        probs = [p for p in load_problems(path) if p.domain in wanted]
+        probs = [p for p in load_problems(path, shape=shape) if p.domain in wanted]
     if limit and len(probs) > limit and len(wanted) > 1:  # mixed: limit // k from each domain
         pools = [[p for p in probs if p.domain == d] for d in wanted]
         rng, share = random.Random(seed or 0), limit // len(wanted)
@@ -361,6 +364,7 @@ def run(cfg: RLConfig) -> dict[str, str]:
     """On-policy RL with MGPO on one domain (optionally Long2Short), resumable."""
     from vibethinker.engines import make_sampler
     from vibethinker.evaluate import PROMPT_STYLES
+    from vibethinker.prompts.paper import prompt_examples, sampler_render, write_prompt_examples
     from vibethinker.train import dist, policy, rl
     from vibethinker.verifiers import check_available, verify_batch
 
@@ -371,6 +375,12 @@ def run(cfg: RLConfig) -> dict[str, str]:
         raise ValueError(f"rl: domain={cfg.domain}: instruct cannot be mixed (its rewards differ)")
     t0 = time.time()
     out = Path(cfg.out)
+    all_probs = load_domain(
+        _split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed, list(cfg.data_probs)
+    )  # checked before the model loads
+    if not all_probs:
+        raise ValueError(f"rl: no {cfg.domain} prompts in {cfg.data} (set `domain`, or give the "
+                         "rows a `domain` column)")  # fmt: skip
     device = policy.resolve_device(cfg.device)
     rope = {"rope_yarn_factor": cfg.rope_yarn_factor, "rope_original_len": cfg.rope_original_len}
     model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing, **rope)
@@ -385,8 +395,6 @@ def run(cfg: RLConfig) -> dict[str, str]:
     if cfg.domain == "instruct":  # stage 5: rule + rubric rewards, checked here (train/rewards.py)
         from vibethinker.train.rewards import instruct_reward
 
-        all_probs = load_domain(_split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts,
-                                cfg.seed, list(cfg.data_probs))  # fmt: skip
         verify_fn = instruct_reward(cfg, verify_fn, all_probs, device)
 
     def verify(ps, rs):
@@ -395,6 +403,8 @@ def run(cfg: RLConfig) -> dict[str, str]:
     verify.metrics = getattr(verify_fn, "metrics", None)  # per-step reward metrics, if any
 
     sampler = make_sampler("hf", model=model, tokenizer=tok)
+    if dist.is_main():  # the first prompts as the policy sees them (prompt_style, template)
+        write_prompt_examples(out, prompt_examples(all_probs, prompt_fn, sampler_render(sampler)))
     check_rl_context(cfg, model, sampler, prompt_fn)
     problems, counts = dist.main_first(training_prompts, cfg, sampler, prompt_fn, verify)
     del sampler

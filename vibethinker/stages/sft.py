@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vibethinker.data.shapes import RowShape
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 from vibethinker.train.sft_config import SFTConfig
@@ -29,6 +30,32 @@ log = get_logger("stages.sft")
 
 
 # ----------------------------------------------------------------------------- filters
+
+
+def row_shape(cfg: SFTConfig) -> RowShape:
+    """How this stage reads rows in other tools' shapes: rows without an id are numbered, a sole
+    `domains` entry is the default domain, and answers are needed only by the stage-2 filter."""
+    return RowShape(domain=cfg.domains[0] if len(cfg.domains) == 1 else "",
+                    answer_key=cfg.answer_key, ids=True,
+                    need_gold=bool(cfg.filter_ref_model))  # fmt: skip
+
+
+def read_training_data(cfg: SFTConfig) -> list[Problem]:
+    """The `data` records, checked: run before any model loads, so a data problem costs no load.
+    Raises when no record has a trace (nothing to train on)."""
+    from vibethinker.data.io import load_mixture, load_problems
+
+    shape = row_shape(cfg)
+    raw = (load_mixture(cfg.data, list(cfg.data_probs), cfg.seed, domains=list(cfg.domains),
+                        shape=shape)
+           if "," in cfg.data else load_problems(_train_path(cfg.data), shape=shape))  # fmt: skip
+    if raw and not any(p.traces for p in raw):
+        raise ValueError(
+            f"sft: none of the {len(raw)} records in {cfg.data} has a trace (the response to "
+            "train on): give `traces`, `completion`, `solution` or a final assistant message "
+            "(docs/REAL_WORLD.md, Bringing your own data)"
+        )
+    return raw
 
 
 def _train_path(data: str) -> Path:
@@ -152,7 +179,8 @@ def apply_filters(cfg: SFTConfig, problems: list[Problem], tokenizer: Any) -> tu
 
 
 def _filter_key(cfg: SFTConfig) -> dict[str, Any]:
-    keys = ("model", "data", "data_probs", "domains", "prompt_style", "min_trace_tokens",
+    keys = ("model", "data", "data_probs", "domains", "answer_key", "prompt_style",
+            "min_trace_tokens",
             "filter_ref_model",
             "filter_rollouts", "filter_min_error", "filter_max_new_tokens",
             "filter_truncated_reward", "seed")  # fmt: skip
@@ -162,7 +190,7 @@ def _filter_key(cfg: SFTConfig) -> dict[str, Any]:
 def load_training_set(cfg: SFTConfig, tokenizer: Any) -> tuple[list[Problem], dict[str, Any]]:
     """The filtered problems; cached in out/data.jsonl + filters.json so a resumed run does not
     re-sample the reference model (and trains on exactly the same set)."""
-    from vibethinker.data.io import load_mixture, load_problems, save_problems
+    from vibethinker.data.io import load_problems, save_problems
 
     out = Path(cfg.out)
     cache, meta = out / "data.jsonl", out / "filters.json"
@@ -170,14 +198,25 @@ def load_training_set(cfg: SFTConfig, tokenizer: Any) -> tuple[list[Problem], di
         info = json.loads(meta.read_text())
         if info.get("key") == _filter_key(cfg):
             log.info("sft: reusing the filtered training set %s", cache)
-            return load_problems(cache), info["counts"]
-    raw = (load_mixture(cfg.data, list(cfg.data_probs), cfg.seed, domains=list(cfg.domains))
-           if "," in cfg.data else load_problems(_train_path(cfg.data)))  # fmt: skip
+            return load_problems(cache, shape=row_shape(cfg)), info["counts"]
+    raw = read_training_data(cfg)
     problems, counts = apply_filters(cfg, raw, tokenizer)
     out.mkdir(parents=True, exist_ok=True)
     save_problems(cache, problems)
     meta.write_text(json.dumps({"key": _filter_key(cfg), "counts": counts}, indent=2) + "\n")
     return problems, counts
+
+
+def train_render(tokenizer: Any) -> Any:
+    """A prompt as SFT trains on it: the tokens before the response (packing.encode_chat), as
+    text."""
+    from vibethinker.train.packing import encode_chat
+
+    def render(prompt: Any) -> str:
+        ids, mask = encode_chat(tokenizer, prompt, "")
+        return tokenizer.decode(ids[: mask.index(1)] if 1 in mask else ids)
+
+    return render
 
 
 # ----------------------------------------------------------------------------- eval report
@@ -236,6 +275,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
         raise ValueError("sft: `model` is required (a HF folder or hub id)")
     t0 = time.time()
     out = Path(cfg.out)
+    read_training_data(cfg)  # a data problem is reported before the model loads
     device = policy.resolve_device(cfg.device)
     model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing,
                                     rope_yarn_factor=cfg.rope_yarn_factor,
@@ -246,8 +286,11 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
     problems, counts = dist.main_first(load_training_set, cfg, tok)  # rank 0 filters
     from vibethinker.evaluate import PROMPT_STYLES
+    from vibethinker.prompts.paper import prompt_examples, write_prompt_examples
 
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
+    if dist.is_main():  # the first prompts as trained on: prompt_style and chat template applied
+        write_prompt_examples(out, prompt_examples(problems, prompt_fn, train_render(tok)))
     pairs = [(prompt_fn(p), t) for p in problems for t in p.traces or []]
     samples = packing.build_samples(pairs, tok, cfg.max_len, cfg.overlong)
     n_cut = sum(s.truncated for s in samples)
@@ -255,6 +298,8 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     if n_cut or n_dropped:
         log.warning("sft: %d of %d samples are longer than max_len=%d: %s", n_cut + n_dropped,
                     len(pairs), cfg.max_len, "cut" if n_cut else "dropped")  # fmt: skip
+    if not pairs:
+        raise ValueError(f"sft: no trace left to train on after the filters ({counts})")
     if not samples:
         raise ValueError(f"sft: every sample is longer than max_len={cfg.max_len} (overlong="
                          f"{cfg.overlong}); raise max_len or set overlong=cut")  # fmt: skip

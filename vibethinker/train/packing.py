@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from vibethinker.engines import as_messages
+
 IGNORE = -100
 
 
@@ -33,14 +35,15 @@ class Sample:
     truncated: bool = False  # cut to max_len (only with overlong="cut")
 
 
-def encode_chat(tokenizer: Any, prompt: str, response: str) -> tuple[list[int], list[int]]:
+def encode_chat(tokenizer: Any, prompt: Any, response: str) -> tuple[list[int], list[int]]:
     """Token ids of the chat [user: prompt, assistant: response] and the assistant-token mask.
+    `prompt` is the user text, or a chat ([system, user]) that the response follows.
 
     Uses the template's `{% generation %}` block when it has one; otherwise (e.g. Qwen2.5's own
     template) the mask is everything after the rendered prompt with the generation prompt, which
     must be a prefix of the full conversation (checked).
     """
-    msgs = [{"role": "user", "content": prompt}, {"role": "assistant", "content": response}]
+    msgs = [*as_messages(prompt), {"role": "assistant", "content": response}]
     if re.search(r"{%-?\s*generation\s*-?%}", getattr(tokenizer, "chat_template", None) or ""):
         enc = tokenizer.apply_chat_template(
             msgs, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
@@ -48,7 +51,7 @@ def encode_chat(tokenizer: Any, prompt: str, response: str) -> tuple[list[int], 
         ids, mask = list(enc["input_ids"]), list(enc["assistant_masks"])
         if any(mask):
             return ids, mask
-    head = tokenizer.apply_chat_template(msgs[:1], tokenize=False, add_generation_prompt=True)
+    head = tokenizer.apply_chat_template(msgs[:-1], tokenize=False, add_generation_prompt=True)
     full = tokenizer.apply_chat_template(msgs, tokenize=False)
     if not full.startswith(head):
         raise ValueError("chat template: the prompt with generation prompt is not a prefix")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vibethinker.config import runtime
+from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
 
 
 @dataclass
@@ -205,3 +205,48 @@ class RLConfig:
     """Under torchrun (N processes; docs/SCALING.md): "fsdp" (FSDP2: weights, gradients and
     optimizer state sharded), "ddp" (full replicas) or "auto" (FSDP2; DDP for LoRA). The global
     batch, LR schedule and loss normalisation do not depend on N. Ignored in one process."""
+
+    def __post_init__(self) -> None:
+        check_rl(self)
+
+
+def check_rl(cfg: RLConfig) -> None:
+    """Every key's range and the cross-key rules; one error naming each bad key (config.Checks)."""
+    c = Checks(cfg)
+    c.domains("domain")
+    if "," in cfg.domain and "instruct" in cfg.domain.split(","):
+        c.bad("domain", "instruct cannot be mixed with other domains (its rewards differ)")
+    c.at_least(1, "steps", "prompts_per_step", "max_new_tokens", "eval_n", "micro_batch",
+               "mini_batches", "rubric_batch")  # fmt: skip
+    if cfg.group_size < 2:
+        c.bad("group_size", "must be >= 2 (with one response per prompt every advantage is 0: "
+              "nothing trains)")  # fmt: skip
+    if cfg.filter_rollouts < 0 or cfg.filter_rollouts == 1:
+        c.bad("filter_rollouts", "must be 0 (off) or >= 2 (one rollout has accuracy 0 or 1: "
+              "the filter would drop every prompt)")  # fmt: skip
+    c.positive("lr", "temperature", "judge_timeout_s")
+    c.at_least(0, "final_lr", "clip_eps_high", "kl_coef", "lambda_mgpo", "adv_eps", "l2s_lambda",
+               "rope_yarn_factor", "rope_original_len", "tis_cap", "max_prompts", "eval_every",
+               "eval_limit", "save_every", "max_seconds", "max_grad_norm", "lora_r",
+               "weight_decay", "judge_retries", "verify_workers")  # fmt: skip
+    c.in_range("clip_eps", 0, 1)
+    c.in_range("top_p", 0, 1)
+    c.in_range("vllm_gpu_memory_utilization", 0, 1)
+    c.fraction("warmup_frac", upper_open=True)
+    c.fraction("rubric_weight", "rubric_threshold", "rubric_fail_value")
+    if cfg.lora_r:
+        c.positive("lora_alpha")
+    c.one_of("advantage", ("mgpo", "grpo"))
+    c.one_of("truncated_reward", ("zero", "verify"))
+    c.one_of("on_empty_filter", ("error", "skip"))
+    c.one_of("prompt_style", PROMPT_STYLE_NAMES)
+    c.one_of("rule_reward", ("strict", "partial"))
+    c.one_of("engine", ("hf", "vllm"))
+    c.one_of("vllm_mode", ("colocate", "server"))
+    c.one_of("parallel", ("auto", "fsdp", "ddp"))
+    if cfg.engine == "vllm" and cfg.vllm_mode == "server" and not cfg.vllm_url:
+        c.bad("vllm_url", "required with engine=vllm vllm_mode=server (the server's address)")
+    c.device()
+    c.report_to()
+    c.data_probs()
+    c.done()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vibethinker.config import runtime
+from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
 
 
 @dataclass
@@ -71,7 +71,11 @@ class SFTConfig:
     lora_targets: str = "all-linear"
     """Modules given adapters: "all-linear" or a comma list (q_proj,k_proj,v_proj,o_proj)."""
     domains: list[str] = field(default_factory=list)
-    """Train only on these domains (empty: all)."""
+    """Train only on these domains (empty: all). With one domain, it is also the domain of rows
+    that have none (TRL-style data: data/shapes.py)."""
+    answer_key: str = ""
+    """The data's gold-answer column when it is not `answer` (e.g. `gold`); only the stage-2
+    filter reads answers (data/shapes.py lists the shapes read)."""
     min_trace_tokens: int = 0
     """Stage-2 filter: drop traces shorter than this many tokens (0: off). Paper: 5K."""
     filter_ref_model: str = ""
@@ -109,3 +113,50 @@ class SFTConfig:
     """Under torchrun (N processes; docs/SCALING.md): "fsdp" (FSDP2: weights, gradients and
     optimizer state sharded), "ddp" (full replicas) or "auto" (FSDP2; DDP for LoRA). The global
     batch, LR schedule and loss normalisation do not depend on N. Ignored in one process."""
+
+    def __post_init__(self) -> None:
+        check_sft(self)
+
+
+def check_sft(cfg: SFTConfig) -> None:
+    """Every key's range and the cross-key rules; one error naming each bad key (config.Checks)."""
+    c = Checks(cfg)
+    c.at_least(
+        1,
+        "epochs",
+        "max_steps",
+        "global_batch",
+        "micro_batch",
+        "max_len",
+        "filter_rollouts",
+        "filter_max_new_tokens",
+        "eval_n",
+        "eval_max_new_tokens",
+    )
+    c.positive("lr")
+    c.at_least(
+        0,
+        "final_lr",
+        "rope_yarn_factor",
+        "rope_original_len",
+        "save_every",
+        "max_grad_norm",
+        "weight_decay",
+        "lora_r",
+        "min_trace_tokens",
+        "eval_limit",
+    )
+    c.fraction("warmup_frac", upper_open=True)
+    c.fraction("filter_min_error")
+    if cfg.lora_r:
+        c.positive("lora_alpha")
+    c.domains("domains", train_only=True)
+    c.one_of("overlong", ("drop", "cut"))
+    c.one_of("filter_engine", ("hf", "vllm", "openai"))
+    c.one_of("filter_truncated_reward", ("zero", "verify"))
+    c.one_of("prompt_style", PROMPT_STYLE_NAMES)
+    c.one_of("parallel", ("auto", "fsdp", "ddp"))
+    c.device()
+    c.report_to()
+    c.data_probs()
+    c.done()
