@@ -16,6 +16,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from vibethinker.log import get_logger
+from vibethinker.rundir import stage_dir
+
+log = get_logger("report")
 _HEADING = re.compile(r"^(#{1,6}) ", re.MULTILINE)
 
 
@@ -33,9 +37,9 @@ def _load(run_dir: str) -> tuple[dict[str, Any], list[str]]:
     return manifest, manifest.get("order") or list(stages)
 
 
-def _warnings(rec: dict[str, Any]) -> list[str]:
+def _warnings(run_dir: str, rec: dict[str, Any]) -> list[str]:
     """Warnings a stage left in `warnings.json` in its folder (e.g. RL that learned nothing)."""
-    out = Path((rec.get("config") or {}).get("out", "") or "/nonexistent")
+    out = stage_dir(run_dir, rec) or Path("/nonexistent")
     f = out / "warnings.json"
     try:
         return list(json.loads(f.read_text())) if f.exists() else []
@@ -81,10 +85,10 @@ def status_table(run_dir: str) -> str:
         outs = " ".join(f"{k}={v}" for k, v in (rec.get("outputs") or {}).items())
         fin = rec.get("finished") or rec.get("started") or ""
         rows.append((name, rec.get("stage", ""), rec.get("status", "pending"),
-                     str(rec.get("seconds", "")), fin, outs[:80]))  # fmt: skip
+                     _seconds(rec), fin, outs[:80]))  # fmt: skip
         if rec.get("error"):
             notes.append(f"{name}: {rec['error']}")
-        notes += [f"{name}: WARNING {w}" for w in _warnings(rec)]
+        notes += [f"{name}: WARNING {w}" for w in _warnings(run_dir, rec)]
     if any(r[2] == "running" for r in rows[1:]) and not _locked(run_dir):
         notes.append("a stage marked running has no live process (crashed or killed): run the "
                      "recipe again to resume it")  # fmt: skip
@@ -110,7 +114,7 @@ def headline_section(run_dir: str) -> tuple[str, str | None]:
     manifest, order = _load(run_dir)
     for name in reversed(order):
         rec = manifest.get("stages", {}).get(name, {})
-        out = Path((rec.get("config") or {}).get("out", "") or "/nonexistent")
+        out = stage_dir(run_dir, rec) or Path("/nonexistent")
         if rec.get("stage") != "headline" or rec.get("status") != "done":
             continue
         try:
@@ -139,14 +143,14 @@ def write_report(run_dir: str) -> str:
     for name in order:
         rec = stages.get(name, {"status": "pending"})
         outs = ", ".join(f"{k}: `{v}`" for k, v in (rec.get("outputs") or {}).items())
-        secs = rec.get("seconds", "")
+        secs = _seconds(rec)
         lines.append(f"| {name} | {rec.get('stage', '')} | {rec['status']} | {secs} | {outs} |")
-    warned = [(n, w) for n in order for w in _warnings(stages.get(n, {}))]
+    warned = [(n, w) for n in order for w in _warnings(run_dir, stages.get(n, {}))]
     if warned:
         lines += ["", "## Warnings", ""] + [f"- **{n}**: {w}" for n, w in warned]
     for name in order:
         rec = stages.get(name, {})
-        out = Path((rec.get("config") or {}).get("out", "")) if rec.get("config") else None
+        out = stage_dir(run_dir, rec)
         if rec.get("status") != "done" or out is None or not out.is_dir():
             continue
         summary = out / "summary.md"
@@ -158,6 +162,43 @@ def write_report(run_dir: str) -> str:
             lines.append(nest_headings(summary.read_text().strip()))
         for png in pngs:
             lines += ["", f"![{png.stem}]({os.path.relpath(png, run)})"]
-    path = run / "report.md"
-    path.write_text("\n".join(lines) + "\n")
+    return _replace_report(run / "report.md", "\n".join(lines) + "\n")
+
+
+def _content(md: str) -> tuple[int, int, bool]:
+    """What a report holds: its sections, its images, whether it has a headline."""
+    return md.count("\n## "), md.count("!["), "## Headline" in md
+
+
+def _replace_report(path: Path, text: str) -> str:
+    """Write the report unless it would hold less than the one it replaces (fewer sections or
+    plots, or no headline where there was one: a stage folder not found, e.g. a moved run of an
+    older manifest). Then the old report stays, the rebuild goes to report.rebuilt.md, and a
+    warning says so. Returns the path of the report that now stands."""
+    if path.exists():
+        old = _content(path.read_text())
+        new = _content(text)
+        if any(n < o for n, o in zip(new, old)):
+            keep = path.with_name("report.rebuilt.md")
+            keep.write_text(text)
+            log.warning(
+                "%s: not replaced: the rebuild (%d sections, %d plots) holds less than the "
+                "report on disk (%d, %d): some stage folders were not found; the rebuild is in "
+                "%s",
+                path,
+                new[0],
+                new[1],
+                old[0],
+                old[1],
+                keep.name,
+            )
+            return str(path)
+    path.write_text(text)
     return str(path)
+
+
+def _seconds(rec: dict[str, Any]) -> str:
+    """A stage's seconds over all its attempts (a resumed stage adds up its sessions)."""
+    secs = rec.get("seconds", rec.get("spent", ""))
+    n = rec.get("attempts", 1)
+    return f"{secs} ({n} attempts)" if secs != "" and n > 1 else str(secs)

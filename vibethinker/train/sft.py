@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from vibethinker.log import get_logger
-from vibethinker.train import dist, packing, policy
+from vibethinker.train import dist, interrupt, packing, policy
 from vibethinker.train.packing import IGNORE, Sample
 from vibethinker.train.sft_config import SFTConfig
 
@@ -133,6 +133,7 @@ def train_step(model: Any, micro: Sequence[dict[str, Any]], device: Any) -> tupl
 # ----------------------------------------------------------------------------- loop
 
 
+@interrupt.deferring
 def train(
     model: Any,
     tokenizer: Any,
@@ -194,8 +195,11 @@ def train(
             done = step + 1
             due = bool(opts.save_every and done % opts.save_every == 0) or done == total
             interrupted = stop_at is not None and done >= stop_at and done < total
-            if due or interrupted:
+            signalled = interrupt.requested()  # Ctrl-C / SIGTERM: checkpoint this step, then stop
+            if due or interrupted or signalled:
                 save(done)
+            if signalled:
+                interrupt.stop(done)
             if interrupted:
                 break
     bar.close()
