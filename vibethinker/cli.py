@@ -100,7 +100,8 @@ def cmd_run(args: list[str], flags: set[str]) -> int:
             keys = " ".join(f"{k}={v}" for k, v in vars(ps.config).items())
             print(f"{i:2d}. [{action:6s}] {ps.name} ({ps.stage}): {why}\n      {keys}")
         return 0
-    execute(recipe, quiet="--quiet" in flags)
+    if not execute(recipe, quiet="--quiet" in flags):  # torchrun: rank 0 alone reports
+        return 0
     from vibethinker.report import write_report
 
     path = write_report(recipe.run_dir)

@@ -375,7 +375,9 @@ def execute(recipe: Recipe, quiet: bool = False) -> dict[str, Any]:
             if action == "skip":
                 log.info("stage %s: done, skipping", ps.name)
                 continue
-            log.info("stage %s (%s): %s", ps.name, ps.stage, action)
+            where = f" on {dist.world()} processes" if ps.stage in DISTRIBUTED and dist.active() \
+                else ""  # fmt: skip
+            log.info("stage %s (%s): %s%s", ps.name, ps.stage, action, where)
             if manifest is not None:
                 _start_stage(manifest, ps, action, recipe.run_dir)
             dist.barrier()  # the folder is clean before any process writes to it
