@@ -223,3 +223,46 @@ def test_stage_line_names_every_column_within_noise():
         "rl_math (vs sft2): math +0.100 [+0.050, +0.150] (beyond noise); others within noise "
         "(code, all)"
     )
+
+
+def test_headline_prints_each_stages_training_steps(tmp_path):
+    """A stage a wall-clock cap stopped short shows it in the table (`35/60 (capped)`), next to
+    stages that ran all their steps; a model without a training folder shows `-`."""
+    from vibethinker.evaluate.headline import training_steps
+
+    rl = tmp_path / "rl_math"
+    (rl / "final").mkdir(parents=True)
+    (rl / "steps.json").write_text(json.dumps({"done": 35, "planned": 60, "capped": True}))
+    sft = tmp_path / "sft1"
+    (sft / "final").mkdir(parents=True)
+    (sft / "metrics.jsonl").write_text("".join(json.dumps({"step": i}) + "\n" for i in (1, 2, 3)))
+    (sft / "stats.json").write_text(json.dumps({"steps": 3}))
+    assert training_steps(rl / "final") == {"done": 35, "planned": 60, "capped": True}
+    assert training_steps(sft / "final") == {"done": 3, "planned": 3, "capped": False}
+    assert training_steps(tmp_path / "merged" / "x") is None
+    h = build_headline([Row("sft1", "a"), Row("rl_math", "b", "math")],
+                       {"sft1": [0.5, 0.5], "rl_math": [0.5, 1.0]}, ["math", "math"], 2,
+                       n_boot=50)  # fmt: skip
+    for r, st in zip(h["rows"], (training_steps(sft / "final"), training_steps(rl / "final"))):
+        r["steps"] = st
+    md = headline_markdown(h)
+    assert "| after stage | math | all | steps |" in md
+    assert md.count(" 3/3 |") == 1 and "| 35/60 (capped) |" in md
+
+
+def test_rl_summary_explains_its_own_eval_and_a_capped_run(tmp_path):
+    """The RL summary says why its held-out figures can differ from the headline's, and a run
+    the wall-clock cap stopped short says so loudly (summary and warnings)."""
+    from vibethinker.stages.rl import cap_warning, write_summary
+    from vibethinker.train.rl_config import RLConfig
+
+    cfg = RLConfig(model="m", data="d", domain="code", steps=25, max_seconds=75, eval_limit=40,
+                   eval_n=2)  # fmt: skip
+    row = {"step": 1, "seconds": 1.0, "accuracy": 0.5, "trained_rows": 4,
+           **{f"t_{k}": 0.1 for k in ("generate", "verify", "logprobs", "update")}}  # fmt: skip
+    res = {"history": [row], "evals": [{"step": 0, "accuracy": 0.713}, {"step": 11,
+           "accuracy": 0.637}], "resumed_at": 0, "steps_done": 11}  # fmt: skip
+    text = Path(write_summary(tmp_path / "s.md", cfg, res, {}, 80.0)).read_text()
+    assert "the first 40 code problems x 2 samples" in text and "headline is the comparison" in text
+    assert "stopped training after 11/25 steps" in text
+    assert cap_warning(cfg, 11) in text

@@ -255,6 +255,32 @@ def learning_warnings(cfg: RLConfig, counts: dict, history: list[dict]) -> list[
     return out
 
 
+def held_out_note(cfg: RLConfig) -> str:
+    """Why this stage's held-out figures and the report's headline can disagree."""
+    return (
+        f"The held-out figures above are this stage's own check: the first {cfg.eval_limit} "
+        f"{cfg.domain} problems x {cfg.eval_n} samples, its own seed. The report's headline "
+        "samples other problems and seeds for every stage's model alike and compares them "
+        "paired over the same problems; where the two disagree within their intervals it is "
+        "sampling noise, and the headline is the comparison to read."
+    )
+
+
+def cap_warning(cfg: RLConfig, done: int) -> str:
+    return (
+        f"the wall-clock cap (max_seconds={cfg.max_seconds:g}) stopped training after "
+        f"{done}/{cfg.steps} steps: this run trained less than the recipe asks, so its numbers "
+        "are not comparable with a full run (a slower or busier machine); raise max_seconds "
+        "or set it to 0."
+    )
+
+
+def write_steps(out: Path, cfg: RLConfig, done: int) -> None:
+    """steps.json: steps trained and planned, read by the headline."""
+    rec = {"done": done, "planned": cfg.steps, "capped": done < cfg.steps}
+    (out / "steps.json").write_text(json.dumps(rec) + "\n")
+
+
 def _se(e: dict) -> str:
     return f" +- {e['stderr']:.3f}" if e.get("stderr") is not None else ""
 
@@ -304,6 +330,10 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
     ]
     if res["resumed_at"]:
         lines.append(f"Resumed at step {res['resumed_at']} (times are this session's).")
+    if evals:
+        lines += ["", held_out_note(cfg)]
+    if res["steps_done"] < cfg.steps:
+        lines += ["", f"**Warning:** {cap_warning(cfg, res['steps_done'])}"]
     for w in learning_warnings(cfg, counts, hist):
         lines += ["", f"**Warning: RL may have learned nothing.** {w}"]
     Path(path).write_text("\n".join(lines) + "\n")
@@ -399,6 +429,9 @@ def run(cfg: RLConfig) -> dict[str, str]:
                        + (" (Long2Short)" if cfg.long2short else ""))  # fmt: skip
     summary = write_summary(out / "summary.md", cfg, res, counts, time.time() - t0)
     warns = learning_warnings(cfg, counts, res["history"])
+    if res["steps_done"] < cfg.steps:  # the cap is a safety net: say so loudly
+        warns.insert(0, cap_warning(cfg, res["steps_done"]))
+    write_steps(out, cfg, res["steps_done"])
     for w in warns:  # also in summary.md; warnings.json puts them at the top of the run report
         log.warning("rl %s: %s", cfg.domain, w)
     (out / "warnings.json").write_text(json.dumps(warns, indent=1) + "\n")
