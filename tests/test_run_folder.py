@@ -145,3 +145,18 @@ def test_ctrl_c_saves_a_checkpoint_without_save_every(sft_tiny, tmp_path, monkey
     model, tok = policy.load_policy(sft_tiny, "cpu")
     res = sft.train(model, tok, samples, opts, tmp_path)
     assert res["resumed_at"] == 2 and res["steps"] == 6
+
+
+def test_epoch_counter_counts_data_epochs_under_max_steps(sft_tiny, tmp_path):  # noqa: F811
+    """max_steps=2 of a 6-step epoch: the metrics say epoch 1/3 at the end, not 1.0."""
+    model, tok = policy.load_policy(sft_tiny, "cpu")
+    pairs = [(p.prompt, t) for p in _problems(24, seed=3) for t in p.traces]
+    samples = packing.build_samples(pairs, tok, 128)
+    opts = sft.LoopOptions(epochs=1, max_steps=2, global_batch=8, micro_batch=4, lr=1e-3,
+                           final_lr=1e-4, max_len=128, seed=0)  # fmt: skip
+    sft.train(model, tok, samples, opts, tmp_path)
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in rows] == [
+        pytest.approx(1 / 6, abs=1e-3),
+        pytest.approx(1 / 3, abs=1e-3),
+    ]

@@ -31,6 +31,24 @@ def nest_headings(md: str, levels: int = 2) -> str:
     return "```".join(parts)
 
 
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def relink_images(md: str, folder: str) -> tuple[str, set[str]]:
+    """A stage summary's image links (relative to its own folder) made relative to the report
+    (`folder`: the stage folder relative to the run folder), and the file names it shows."""
+    shown: set[str] = set()
+
+    def fix(m: re.Match) -> str:
+        href = m.group(2)
+        if "://" in href or href.startswith("/"):
+            return m.group(0)
+        shown.add(Path(href).name)
+        return f"![{m.group(1)}]({Path(folder, href).as_posix()})"
+
+    return _IMAGE.sub(fix, md), shown
+
+
 def _load(run_dir: str) -> tuple[dict[str, Any], list[str]]:
     manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
     stages = manifest.get("stages", {})
@@ -158,8 +176,11 @@ def write_report(run_dir: str) -> str:
         if not summary.exists() and not pngs:
             continue
         lines += ["", f"## {name} ({rec.get('stage')})", ""]
-        if summary.exists():
-            lines.append(nest_headings(summary.read_text().strip()))
+        text = summary.read_text().strip() if summary.exists() else ""
+        if text:
+            text, shown = relink_images(text, os.path.relpath(out, run))
+            lines.append(nest_headings(text))
+            pngs = [p for p in pngs if p.name not in shown]  # each plot once
         for png in pngs:
             lines += ["", f"![{png.stem}]({os.path.relpath(png, run)})"]
     return _replace_report(run / "report.md", "\n".join(lines) + "\n")

@@ -151,7 +151,7 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     """Evaluate a model: n samples per problem, avg@n, pass@k, maj@k, tokens, truncation."""
     from vibethinker.engines import SamplingParams
     from vibethinker.evaluate import PROMPT_STYLES, evaluate, write_outputs
-    from vibethinker.evaluate.report import markdown_table
+    from vibethinker.evaluate.report import markdown_table, n_text
     from vibethinker.verifiers import check_available
 
     if not cfg.model or not (cfg.data or cfg.format == "humaneval"):
@@ -171,7 +171,8 @@ def run(cfg: EvalConfig) -> dict[str, str]:
         seed=cfg.seed,
     )
     n = cfg.n if cfg.n > 0 else PAPER_N
-    log.info("eval: %d problems x %s samples with %s", len(problems), n, cfg.engine)
+    log.info("eval: %d problems x %s samples with %s", len(problems),
+             n_text(n, {p.domain for p in problems}), cfg.engine)  # fmt: skip
     sampler = make_engine(cfg)
     judged = None
     if cfg.math_judge:

@@ -183,7 +183,8 @@ def plot_curves(history: list[dict], evals: list[dict], png: str | Path, title: 
     ax.plot(steps, [r["reward"] for r in history], lw=0.8, alpha=0.5, label="reward")
     ax.plot(steps, _smooth([r["accuracy"] for r in history]), lw=1.5, label="accuracy (smoothed)")
     ax.plot(steps, [r["mgpo_weight"] for r in history], lw=0.8, label="mean MGPO weight")
-    ax.set(xlabel="step", title="training batches", ylim=(0, 1.05))
+    ax.set(xlabel="step", ylabel="share / weight (0 to 1)", title="training batches",
+           ylim=(0, 1.05))  # fmt: skip
     ax.legend(fontsize=7)
     ax = axes[1]
     if evals:  # error bars: one standard error over held-out problems

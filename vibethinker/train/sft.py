@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +151,8 @@ def train(
     out = Path(out)
     plan = _plan(samples, opts)
     total = len(plan)
+    # the epoch counter counts epochs of the data, also when max_steps cuts the run short
+    full = len(_plan(samples, replace(opts, max_steps=0))) if opts.max_steps else total
     model = dist.wrap(model, getattr(opts, "parallel", "auto"))  # N processes: FSDP2 or DDP
     optimizer, scheduler, start = policy.start_or_resume(
         model, out, seed=opts.seed, lr=opts.lr, final_lr=opts.final_lr,
@@ -184,7 +186,7 @@ def train(
             dt = time.perf_counter() - t0
             stats["tokens"] += n_tok
             stats["seconds"] += dt
-            row = _row(step=step, total=total, epochs=opts.epochs, loss=loss, lr=lr, gnorm=gnorm,
+            row = _row(step=step, total=full, epochs=opts.epochs, loss=loss, lr=lr, gnorm=gnorm,
                        n_tok=n_tok, n_loss=n_loss, dt=dt)  # fmt: skip
             mf.write(json.dumps(row) + "\n")
             tracker.log(row, row["step"])
