@@ -160,3 +160,33 @@ def test_epoch_counter_counts_data_epochs_under_max_steps(sft_tiny, tmp_path):  
         pytest.approx(1 / 6, abs=1e-3),
         pytest.approx(1 / 3, abs=1e-3),
     ]
+
+
+def test_ctrl_c_in_rl_saves_a_checkpoint_at_that_step(tmp_path, monkeypatch):
+    """RL with save_every=0: SIGTERM during step 2 of 4 -> checkpoint 2, KeyboardInterrupt,
+    and the same call again resumes at step 2."""
+    import test_rl_loop as t
+
+    from vibethinker.models.tiny import build_tiny_model
+    from vibethinker.train import rl
+
+    texts = [f"{p.prompt} <think>7+{i}={7 + i}</think>\\boxed{{{7 + i}}}"
+             for i, p in enumerate(t._problems(40))]  # fmt: skip
+    tiny = build_tiny_model(tmp_path / "tiny", texts, "d1", 300, 0)
+    model, tok = policy.load_policy(tiny, "cpu")
+    real, n = rl.rl_step, []
+
+    def step_then_signal(lp, step):
+        n.append(1)
+        if len(n) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(lp, step)
+
+    monkeypatch.setattr(rl, "rl_step", step_then_signal)
+    opts = t._opts(steps=4)
+    with pytest.raises(KeyboardInterrupt, match="after step 2"):
+        rl.train(model, tok, t._problems(), opts, tmp_path / "rl", verify=t.has_digit)
+    assert [s for s, _ in policy.list_checkpoints(tmp_path / "rl" / "checkpoints")] == [2]
+    model, _ = policy.load_policy(tiny, "cpu")
+    res = rl.train(model, tok, t._problems(), opts, tmp_path / "rl", verify=t.has_digit)
+    assert res["resumed_at"] == 2 and res["steps_done"] == 4

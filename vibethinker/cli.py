@@ -317,7 +317,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted; run the same command again to resume", file=sys.stderr)
+        print("interrupted (sft, rl and distill saved a checkpoint at their last step; the log "
+              "says what each stage kept); run the same command again to resume",
+              file=sys.stderr)  # fmt: skip
         return 130
 
 
