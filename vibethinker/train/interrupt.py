@@ -43,6 +43,7 @@ def deferred() -> Iterator[None]:
             _state["depth"] -= 1
         return
     old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: h for s, h in old.items() if h is not signal.SIG_IGN}  # ignored stays ignored
     _state.update(signal=0, depth=1)
     for s in old:
         signal.signal(s, _handler)
