@@ -84,6 +84,12 @@ def test_a_rebuild_never_holds_less_than_the_report_it_replaces(env, tmp_path, m
     assert Path("runs/r/report.md").read_text() == before
     rebuilt = Path("runs/r/report.rebuilt.md").read_text()
     assert rebuilt.count("\n## ") == 1 and before.count("\n## ") == 2
+    # a stage the recipe no longer has is not a loss: the report is rewritten without it
+    man = Manifest("runs/r")
+    man.data["order"] = ["t_write"]
+    man.save()
+    write_report("runs/r")
+    assert Path("runs/r/report.md").read_text().count("\n## ") == 1
 
 
 def test_legacy_manifest_with_cwd_relative_outs_is_found_from_anywhere(tmp_path, monkeypatch):

@@ -166,10 +166,14 @@ def write_report(run_dir: str) -> str:
     warned = [(n, w) for n in order for w in _warnings(run_dir, stages.get(n, {}))]
     if warned:
         lines += ["", "## Warnings", ""] + [f"- **{n}**: {w}" for n, w in warned]
+    missing = []  # finished stages whose folder is not where the manifest says
     for name in order:
         rec = stages.get(name, {})
         out = stage_dir(run_dir, rec)
-        if rec.get("status") != "done" or out is None or not out.is_dir():
+        if rec.get("status") != "done":
+            continue
+        if out is None or not out.is_dir():
+            missing.append(name)
             continue
         summary = out / "summary.md"
         pngs = [] if name == headline_stage else sorted(out.glob("*.png"))  # plot is on top
@@ -183,37 +187,23 @@ def write_report(run_dir: str) -> str:
             pngs = [p for p in pngs if p.name not in shown]  # each plot once
         for png in pngs:
             lines += ["", f"![{png.stem}]({os.path.relpath(png, run)})"]
-    return _replace_report(run / "report.md", "\n".join(lines) + "\n")
+    return _replace_report(run / "report.md", "\n".join(lines) + "\n", missing)
 
 
-def _content(md: str) -> tuple[int, int, bool]:
-    """What a report holds: its sections, its images, whether it has a headline."""
-    return md.count("\n## "), md.count("!["), "## Headline" in md
-
-
-def _replace_report(path: Path, text: str) -> str:
-    """Write the report unless it would hold less than the one it replaces (fewer sections or
-    plots, or no headline where there was one: a stage folder not found, e.g. a moved run of an
-    older manifest). Then the old report stays, the rebuild goes to report.rebuilt.md, and a
-    warning says so. Returns the path of the report that now stands."""
-    if path.exists():
-        old = _content(path.read_text())
-        new = _content(text)
-        if any(n < o for n, o in zip(new, old)):
-            keep = path.with_name("report.rebuilt.md")
-            keep.write_text(text)
-            log.warning(
-                "%s: not replaced: the rebuild (%d sections, %d plots) holds less than the "
-                "report on disk (%d, %d): some stage folders were not found; the rebuild is in "
-                "%s",
-                path,
-                new[0],
-                new[1],
-                old[0],
-                old[1],
-                keep.name,
-            )
-            return str(path)
+def _replace_report(path: Path, text: str, missing: list[str]) -> str:
+    """Write the report, unless the one on disk has a section for a finished stage whose folder
+    is now missing (`missing`: moved, deleted, or an older manifest read from elsewhere): the
+    rebuild would hold less than what it replaces. Then the old report stays, the rebuild goes
+    to report.rebuilt.md, and a warning names the stages. Returns the report that now stands."""
+    old = path.read_text() if path.exists() else ""
+    lost = [n for n in missing if f"\n## {n} (" in old]
+    if lost:
+        keep = path.with_name("report.rebuilt.md")
+        keep.write_text(text)
+        log.warning("%s kept: the folders of finished stage(s) %s were not found, so a rebuild "
+                    "would lose their sections; the rebuild is in %s", path, ", ".join(lost),
+                    keep.name)  # fmt: skip
+        return str(path)
     path.write_text(text)
     return str(path)
 
