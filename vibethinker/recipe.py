@@ -22,7 +22,8 @@ Running again skips stages that are done with an unchanged config; a stage whose
 re-runs, and so does everything after it. Fields declared `runtime` (device, worker counts,
 request concurrency: config.runtime) cannot change results and do not count as a change. A stage that did not finish (crash, Ctrl-C, kill -9)
 is never marked done; a non-resumable stage gets a clean output folder when it re-runs, a
-resumable one (it checkpoints inside its folder) continues from its last checkpoint.
+resumable one (it checkpoints inside its folder) continues from its last checkpoint; sft, rl and
+distill save one at the step where Ctrl-C or SIGTERM arrives (train/interrupt.py).
 
 Under torchrun, `vibethinker run RECIPE` runs the training stages (sft, rl, distill) on every
 process and the others on rank 0 (`execute`). One recipe stage run alone (`vibethinker <stage or name> RECIPE ...`) takes that entry's config
