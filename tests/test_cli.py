@@ -212,3 +212,21 @@ def test_docs_index_links_every_document():
     linked = set(_local_links(index))
     for doc in [*(ROOT / "docs").glob("*.md"), ROOT / "BENCHMARKS.md"]:
         assert doc.resolve() in linked or doc == index, doc.name
+
+
+def test_openmp_threads_sleep_while_waiting_unless_the_user_says_otherwise():
+    """The CLI sets OMP_WAIT_POLICY=PASSIVE before torch (and its OpenMP) loads: importing the
+    CLI must not import torch, and a value the user set is kept."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, sys; from vibethinker.cli import main; assert 'torch' not in sys.modules; "
+            "main(['stages']); import torch; print('POLICY', os.environ['OMP_WAIT_POLICY'])")  # fmt: skip
+    clean = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True)
+    assert "POLICY PASSIVE" in out.stdout, out.stderr[-2000:]
+    from vibethinker.threads import configure
+
+    assert configure({"OMP_WAIT_POLICY": "ACTIVE"}) == "ACTIVE"
+    assert configure({}) == "PASSIVE"

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker import stages as stage_registry
+from vibethinker import threads
 from vibethinker.config import (
     ConfigError,
     close_matches,
@@ -286,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     setup_logging(quiet="--quiet" in flags)
     keep_freed_memory()  # glibc: no page-fault churn on CPU tensors (vibethinker/malloc.py)
+    threads.configure()  # OpenMP threads sleep while they wait (vibethinker/threads.py)
     if not args or args[0] == "help":
         if "--help" in flags or args[:1] == ["help"]:
             _usage()
