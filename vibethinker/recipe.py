@@ -26,7 +26,9 @@ resumable one (it checkpoints inside its folder) continues from its last checkpo
 distill save one at the step where Ctrl-C or SIGTERM arrives (train/interrupt.py).
 
 Under torchrun, `vibethinker run RECIPE` runs the training stages (sft, rl, distill) on every
-process and the others on rank 0 (`execute`). One recipe stage run alone (`vibethinker <stage or name> RECIPE ...`) takes that entry's config
+process and the others on rank 0 (`execute`).
+
+One recipe stage run alone (`vibethinker <stage or name> RECIPE ...`) takes that entry's config
 but writes to <run_dir>/single/<name> (`single_out`), with its own `single_run.json`: it never
 touches a folder the manifest describes, so it needs neither the run lock nor a manifest entry.
 """
@@ -58,6 +60,8 @@ _REF = re.compile(r"\$\{([A-Za-z0-9_.\-]+)\}")
 TOP_LEVEL = ("run_dir", "model")
 # Stage types that train with torchrun (every process runs them); the others run on rank 0.
 DISTRIBUTED = ("sft", "rl", "distill")
+# Stage types whose training loop saves a checkpoint when Ctrl-C / SIGTERM arrives.
+SAVE_ON_SIGNAL = ("sft", "rl", "distill")
 
 
 @dataclass
@@ -309,7 +313,7 @@ def _end_stage(manifest: Manifest, ps: PlannedStage, t0: float, status: str, **k
 
 
 def _interrupted_note(ps: PlannedStage) -> str:
-    if ps.stage in ("sft", "rl", "distill"):  # their loops save a checkpoint on the signal
+    if ps.stage in SAVE_ON_SIGNAL:
         return "its checkpoint at the last finished step is saved; run again to resume"
     if stage_registry.get(ps.stage).resumable:
         return "it resumes from its last checkpoint (or chunk) when run again"
