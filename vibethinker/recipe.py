@@ -266,19 +266,34 @@ def prepare_single(cfg: Any, stage: str) -> None:
     """Before a single-stage run: clear its folder if an earlier single run there had another
     config (a resumable stage would otherwise continue someone else's checkpoints), and leave
     `single_run.json` (stage, config, times, status) as its record."""
+    if dist.launched():  # torchrun: rank 0 alone touches the folder, the others wait
+        dist.init(_dist_device([cfg]))
     out = Path(cfg.out)
     marker = out / "single_run.json"
-    if marker.exists():
-        old = json.loads(marker.read_text())
-        same = _result_dict(cfg, old.get("config") or {}) == _result_dict(cfg)
-        if not (same and stage_registry.get(stage).resumable):
-            shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    rec = {"stage": stage, "status": "running", "config": _config_dict(cfg), "started": _now()}
-    marker.write_text(json.dumps(rec, indent=2) + "\n")
+    if dist.is_main():
+        if marker.exists():
+            old = json.loads(marker.read_text())
+            same = _result_dict(cfg, old.get("config") or {}) == _result_dict(cfg)
+            if not (same and stage_registry.get(stage).resumable):
+                shutil.rmtree(out)
+        out.mkdir(parents=True, exist_ok=True)
+        rec = {"stage": stage, "status": "running", "config": _config_dict(cfg),
+               "started": _now()}  # fmt: skip
+        marker.write_text(json.dumps(rec, indent=2) + "\n")
+    dist.barrier()
+
+
+def _dist_device(cfgs: list[Any]) -> str:
+    """The device that picks the process group's backend under torchrun: the first one a config
+    names (nccl for cuda, gloo for cpu), else cuda when there is one."""
+    named = [str(getattr(c, "device", "") or "") for c in cfgs]
+    named = [d for d in named if d not in ("", "auto")]
+    return named[0] if named else ("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def finish_single(cfg: Any, status: str = "done") -> None:
+    if not dist.is_main():
+        return
     marker = Path(cfg.out) / "single_run.json"
     rec = json.loads(marker.read_text()) if marker.exists() else {}
     rec.update(status=status, finished=_now())
@@ -361,7 +376,7 @@ def execute(recipe: Recipe, quiet: bool = False) -> dict[str, Any]:
     the lock and writes the manifest, the training stages (sft, rl, distill) run on every
     process, the others on rank 0 while the rest wait."""
     if dist.launched():
-        dist.init("cuda" if torch.cuda.is_available() else "cpu")
+        dist.init(_dist_device([ps.config for ps in recipe.stages if ps.stage in DISTRIBUTED]))
     main, run_dir = dist.is_main(), Path(recipe.run_dir)
     manifest, lock = None, None
     if main:
