@@ -200,7 +200,7 @@ def train(
             signalled = interrupt.requested()  # Ctrl-C / SIGTERM: checkpoint this step, then stop
             if due or interrupted or signalled:
                 save(done)
-            if signalled:
+            if signalled and done < total:  # at the last step the run is simply complete
                 interrupt.stop(done)
             if interrupted:
                 break
