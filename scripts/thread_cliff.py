@@ -1,11 +1,12 @@
 """SFT step time vs torch threads, OpenMP wait policy and one competing busy process.
 
     python scripts/thread_cliff.py [--work /tmp/thread_cliff] [--steps 12] [--repeats 3]
+        [--threads-list 1,2] [--waits default,PASSIVE,spin10000]
 
 Builds the tiny world and model once (data + model stages), then trains sft1's shape (global
 batch 64, micro 8, max_len 256, lr 2e-3) for `--steps` steps in a fresh process per setting:
 torch threads 1 or 2 (OMP_NUM_THREADS and torch.set_num_threads), OMP_WAIT_POLICY unset or
-PASSIVE, with or without one other process spinning (`python -c 'while True: pass'`). Settings
+PASSIVE (`spinN`: GOMP_SPINCOUNT=N, libgomp's spin before sleeping), with or without one other process spinning (`python -c 'while True: pass'`). Settings
 run in rotating order, `--repeats` times; the figure is the median over repeats of each run's
 median step time (the first 2 steps, warm-up, left out). Prints a markdown table and writes
 results.json in `--work`.
@@ -56,7 +57,10 @@ def measure(work: Path, threads: int, policy: str, busy: bool, steps: int, i: in
     out = work / f"run_t{threads}_{policy}_{'busy' if busy else 'idle'}_{i}"
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": str(ROOT)}
     env.pop("OMP_WAIT_POLICY", None)
-    if policy != "default":
+    env.pop("GOMP_SPINCOUNT", None)
+    if policy.startswith("spin"):
+        env["GOMP_SPINCOUNT"] = policy[4:]
+    elif policy != "default":
         env["OMP_WAIT_POLICY"] = policy
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     try:
@@ -79,13 +83,16 @@ def main() -> None:
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default="")
+    ap.add_argument("--threads-list", default="1,2")
+    ap.add_argument("--waits", default="default,PASSIVE")
     a = ap.parse_args()
     work = Path(a.work)
     if a.child:
         child(work, a.threads, a.steps, Path(a.out))
         return
     setup(work)
-    settings = list(itertools.product((1, 2), ("default", "PASSIVE"), (False, True)))
+    threads = [int(t) for t in a.threads_list.split(",")]
+    settings = list(itertools.product(threads, a.waits.split(","), (False, True)))
     times: dict[str, list[float]] = {}
     for r in range(a.repeats):
         order = settings[r % len(settings) :] + settings[: r % len(settings)]
