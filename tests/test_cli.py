@@ -230,3 +230,5 @@ def test_openmp_threads_sleep_while_waiting_unless_the_user_says_otherwise():
 
     assert configure({"OMP_WAIT_POLICY": "ACTIVE"}) == "ACTIVE"
     assert configure({}) == "PASSIVE"
+    opt_out = {"VIBETHINKER_WAIT_POLICY": "default"}
+    assert configure(opt_out) == "default" and "OMP_WAIT_POLICY" not in opt_out

@@ -10,7 +10,9 @@ scripts/thread_cliff.py and docs/EVIDENCE.md, "CPU threads and a busy machine", 
 measured SFT step times with and without a competing process).
 
 `configure()` runs at the start of the CLI, before torch is imported (libgomp reads the
-variable once, when it loads). A value the user set (`OMP_WAIT_POLICY=ACTIVE`) is kept.
+variable once, when it loads). A value the user set (`OMP_WAIT_POLICY=ACTIVE`) is kept, and
+`VIBETHINKER_WAIT_POLICY=default` leaves OpenMP's own default (fastest on a machine nothing else
+uses).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ WAIT_POLICY = "PASSIVE"
 def configure(environ: dict[str, str] | None = None) -> str:
     """Set OMP_WAIT_POLICY (unless set) before OpenMP loads; returns the policy in effect."""
     env = os.environ if environ is None else environ
+    if env.get("VIBETHINKER_WAIT_POLICY", "") == "default":
+        return env.get("OMP_WAIT_POLICY", "default")
     if "torch" in sys.modules and environ is None and "OMP_WAIT_POLICY" not in env:
         return "default (torch was loaded first)"
     env.setdefault("OMP_WAIT_POLICY", WAIT_POLICY)
