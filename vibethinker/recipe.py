@@ -329,7 +329,10 @@ def _end_stage(manifest: Manifest, ps: PlannedStage, t0: float, status: str, **k
 
 def _interrupted_note(ps: PlannedStage) -> str:
     if ps.stage in SAVE_ON_SIGNAL:
-        return "its checkpoint at the last finished step is saved; run again to resume"
+        return (
+            "if it was training, a checkpoint at the step where it stopped is saved; run "
+            "again to resume"
+        )
     if stage_registry.get(ps.stage).resumable:
         return "it resumes from its last checkpoint (or chunk) when run again"
     return "nothing of this stage is saved: it starts over when run again"
