@@ -2,6 +2,8 @@
 why a stage re-runs, and one-line errors (issue 20)."""
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from test_recipe import env  # noqa: F401 - the fixture with test-only stages and a recipe
@@ -176,3 +178,57 @@ def test_status_flags_a_stage_left_running_by_a_dead_process(env, capsys):  # no
     man.save()
     assert main(["status", str(tmp / "run"), "--no-report"]) == 0
     assert "has no live process" in capsys.readouterr().out
+
+
+ROOT = Path(__file__).resolve().parents[1]
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def _local_links(md: Path) -> list[Path]:
+    return [(md.parent / h).resolve() for h in LINK.findall(md.read_text()) if "://" not in h]
+
+
+def test_readme_links_resolve_and_terms_are_explained():
+    """No citation of files the repository lacks (DESIGN.md, STYLE.md, a bare PAPER.md); the
+    paper, docs/PAPER.md, REAL_WORLD.md and the docs index are linked; every local link opens
+    (docs/PAPER.md is written on another branch: checked once it exists); the glossary explains
+    the terms the README uses."""
+    readme = (ROOT / "README.md").read_text()
+    for absent in ("DESIGN.md", "STYLE.md", "(PAPER.md)", " PAPER.md"):
+        assert absent not in readme, absent
+    for link in ("https://arxiv.org/abs/2606.16140", "(docs/PAPER.md)", "(docs/REAL_WORLD.md)",
+                 "(docs/README.md)"):  # fmt: skip
+        assert link in readme, link
+    for md in (ROOT / "README.md", ROOT / "docs" / "README.md"):
+        for p in _local_links(md):
+            assert p.exists() or p == ROOT / "docs" / "PAPER.md", f"{md.name}: {p}"
+    glossary = readme[readme.index("## Glossary") :]
+    for term in ("**MGPO**", "**D_ME**", "**S_LP**", "**CLR**", "**demoN**", "**issue N**"):
+        assert term in glossary, term
+
+
+def test_docs_index_links_every_document():
+    index = ROOT / "docs" / "README.md"
+    linked = set(_local_links(index))
+    for doc in [*(ROOT / "docs").glob("*.md"), ROOT / "BENCHMARKS.md"]:
+        assert doc.resolve() in linked or doc == index, doc.name
+
+
+def test_openmp_threads_sleep_while_waiting_unless_the_user_says_otherwise():
+    """The CLI sets OMP_WAIT_POLICY=PASSIVE before torch (and its OpenMP) loads: importing the
+    CLI must not import torch, and a value the user set is kept."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, sys; from vibethinker.cli import main; assert 'torch' not in sys.modules; "
+            "main(['stages']); import torch; print('POLICY', os.environ['OMP_WAIT_POLICY'])")  # fmt: skip
+    clean = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True)
+    assert "POLICY PASSIVE" in out.stdout, out.stderr[-2000:]
+    from vibethinker.threads import configure
+
+    assert configure({"OMP_WAIT_POLICY": "ACTIVE"}) == "ACTIVE"
+    assert configure({}) == "PASSIVE"
+    opt_out = {"VIBETHINKER_WAIT_POLICY": "default"}
+    assert configure(opt_out) == "default" and "OMP_WAIT_POLICY" not in opt_out

@@ -244,3 +244,54 @@ def test_consolidated_folder_loads_with_plain_transformers(two):
 
 if __name__ == "__main__":
     _worker(*sys.argv[1:])
+
+
+# ----------------------------------------------------------------------------- vibethinker run
+
+RUN_RECIPE = """\
+# the tiny recipe cut down: data, model, sft and rl (on both processes), eval (rank 0)
+run_dir: {run_dir}
+model: ${{run_dir}}/model
+stages:
+  - {{stage: data, kind: tiny, seed: 0, n_train: 200, n_eval: 40}}
+  - {{stage: model, kind: tiny, data: "${{data.out}}", out: "${{model}}", size: 1m, seed: 0}}
+  - {{stage: sft, model: "${{model}}", data: "${{data.out}}/train.jsonl", max_steps: 2,
+     global_batch: 8, micro_batch: 4, max_len: 128, lr: 2e-3}}
+  - {{stage: rl, model: "${{sft.out}}/final", data: "${{data.out}}", domain: math, steps: 2,
+     prompts_per_step: 4, group_size: 2, max_new_tokens: 16, filter_rollouts: 0,
+     max_prompts: 8, eval_every: 0}}
+  - {{stage: eval, model: "${{rl.out}}/final", data: "${{data.out}}/eval.jsonl", n: 1, limit: 4,
+     max_new_tokens: 16}}
+"""
+
+
+def _torchrun_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE.parents[1])}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+           "--master-port", str(27500 + os.getpid() % 2000), "-m", "vibethinker.cli",
+           *args]  # fmt: skip
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_torchrun_vibethinker_run_chains_stages(tmp_path):
+    """`torchrun --nproc-per-node 2 vibethinker run RECIPE`: sft and rl on both processes, the
+    rest on rank 0, one manifest, each stage reading the one before (`${sft.out}`); running it
+    again skips everything (~30 s)."""
+    recipe = tmp_path / "recipe.yaml"
+    run = tmp_path / "run"
+    recipe.write_text(RUN_RECIPE.format(run_dir=run))
+    p = _torchrun_cli("run", str(recipe), "--quiet")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-6000:]
+    m = json.loads((run / "manifest.json").read_text())["stages"]
+    assert {n: r["status"] for n, r in m.items()} == dict.fromkeys(
+        ("data", "model", "sft", "rl", "eval"), "done")  # fmt: skip
+    log = (run / "run.log").read_text()
+    assert "stage sft (sft): run on 2 processes" in log
+    assert "stage rl (rl): run on 2 processes" in log and "stage eval (eval): run\n" in log
+    assert len(_rows(run / "sft")) == 2 and len(_rows(run / "rl")) == 2
+    assert (run / "rl" / "final" / "config.json").exists() and not (run / "single").exists()
+    assert p.stdout.count("run complete:") == 1
+    again = _torchrun_cli("run", str(recipe), "--quiet")
+    assert again.returncode == 0, again.stderr[-6000:]
+    assert (run / "run.log").read_text().count("stage sft: done, skipping") == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -223,3 +224,119 @@ def test_stage_line_names_every_column_within_noise():
         "rl_math (vs sft2): math +0.100 [+0.050, +0.150] (beyond noise); others within noise "
         "(code, all)"
     )
+
+
+def test_headline_prints_each_stages_training_steps(tmp_path):
+    """A stage a wall-clock cap stopped short shows it in the table (`35/60 (capped)`), next to
+    stages that ran all their steps; a model without a training folder shows `-`."""
+    from vibethinker.evaluate.headline import training_steps
+
+    rl = tmp_path / "rl_math"
+    (rl / "final").mkdir(parents=True)
+    (rl / "steps.json").write_text(json.dumps({"done": 35, "planned": 60, "capped": True}))
+    sft = tmp_path / "sft1"
+    (sft / "final").mkdir(parents=True)
+    (sft / "metrics.jsonl").write_text("".join(json.dumps({"step": i}) + "\n" for i in (1, 2, 3)))
+    (sft / "stats.json").write_text(json.dumps({"steps": 3}))
+    assert training_steps(rl / "final") == {"done": 35, "planned": 60, "capped": True}
+    assert training_steps(sft / "final") == {"done": 3, "planned": 3, "capped": False}
+    assert training_steps(tmp_path / "merged" / "x") is None
+    h = build_headline([Row("sft1", "a"), Row("rl_math", "b", "math")],
+                       {"sft1": [0.5, 0.5], "rl_math": [0.5, 1.0]}, ["math", "math"], 2,
+                       n_boot=50)  # fmt: skip
+    for r, st in zip(h["rows"], (training_steps(sft / "final"), training_steps(rl / "final"))):
+        r["steps"] = st
+    md = headline_markdown(h)
+    assert "| after stage | math | all | steps |" in md
+    assert md.count(" 3/3 |") == 1 and "| 35/60 (capped) |" in md
+
+
+def test_rl_summary_explains_its_own_eval_and_a_capped_run(tmp_path):
+    """The RL summary says why its held-out figures can differ from the headline's, and a run
+    the wall-clock cap stopped short says so loudly (summary and warnings)."""
+    from vibethinker.stages.rl import cap_warning, write_summary
+    from vibethinker.train.rl_config import RLConfig
+
+    cfg = RLConfig(model="m", data="d", domain="code", steps=25, max_seconds=75, eval_limit=40,
+                   eval_n=2)  # fmt: skip
+    row = {"step": 1, "seconds": 1.0, "accuracy": 0.5, "trained_rows": 4,
+           **{f"t_{k}": 0.1 for k in ("generate", "verify", "logprobs", "update")}}  # fmt: skip
+    res = {"history": [row], "evals": [{"step": 0, "accuracy": 0.713}, {"step": 11,
+           "accuracy": 0.637}], "resumed_at": 0, "steps_done": 11}  # fmt: skip
+    text = Path(write_summary(tmp_path / "s.md", cfg, res, {}, 80.0)).read_text()
+    assert "the first 40 code problems x 2 samples" in text and "headline is the comparison" in text
+    assert "stopped training after 11/25 steps" in text
+    assert cap_warning(cfg, 11) in text
+
+
+# ----------------------------------------------------------------------------- report polish
+
+
+def test_a_summarys_images_link_from_the_report_once(tmp_path):
+    """The construct summary's own image line (links relative to its folder) is rewritten to
+    links relative to the report, and its plots are not appended a second time."""
+    from vibethinker.report import write_report
+
+    out = tmp_path / "construct"
+    out.mkdir()
+    (out / "summary.md").write_text("# construct\n\n![lengths](lengths.png) "
+                                    "![difficulty](difficulty.png)\n")  # fmt: skip
+    for name in ("lengths", "difficulty", "funnel"):
+        (out / f"{name}.png").write_bytes(b"\x89PNG")
+    rec = {"stage": "construct", "status": "done", "dir": "construct", "seconds": 1}
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"order": ["construct"], "stages": {"construct": rec}}))  # fmt: skip
+    report = Path(write_report(str(tmp_path))).read_text()
+    assert "![lengths](construct/lengths.png) ![difficulty](construct/difficulty.png)" in report
+    assert report.count("lengths.png") == 1 and report.count("difficulty.png") == 1
+    assert "![funnel](construct/funnel.png)" in report  # a plot the summary does not show
+
+
+def _figures(monkeypatch) -> list:
+    import matplotlib.figure
+
+    figs = []
+    monkeypatch.setattr(
+        matplotlib.figure.Figure, "savefig", lambda self, *a, **k: figs.append(self)
+    )
+    return figs
+
+
+def test_histograms_are_bars_side_by_side():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from vibethinker.construct.report import draw_histograms
+
+    fig, ax = plt.subplots()
+    draw_histograms(ax, {"math": Counter({0: 3, 20: 5}), "code": Counter({20: 2, 40: 1})})
+    assert not ax.lines and len(ax.patches) == 6  # 2 domains x 3 bins, no joined lines
+    xs = sorted(round(p.get_x() + p.get_width() / 2, 3) for p in ax.patches)
+    assert len(set(xs)) == 6  # no bar hides another
+    plt.close(fig)
+
+
+def test_rl_panels_have_y_labels_and_clr_labels_sit_off_the_markers(tmp_path, monkeypatch):
+    from vibethinker.evaluate.clr_report import plot as clr_plot
+    from vibethinker.stages.rl import plot_curves
+
+    figs = _figures(monkeypatch)
+    hist = [{"step": s, "reward": 0.5, "accuracy": 0.5, "mgpo_weight": 0.9} for s in (1, 2)]
+    plot_curves(hist, [{"step": 0, "accuracy": 0.4}], tmp_path / "c.png", "t")
+    assert all(ax.get_ylabel() for ax in figs[-1].axes)
+    rows = [{"k": k, "clr_tokens": 100 * k, "clr": 0.5} for k in (1, 2)]
+    comp = {"rows": rows, "maj_curve": [{"tokens": 100, "accuracy": 0.4}],
+            "avg": {"tokens": 50, "accuracy": 0.3}}  # fmt: skip
+    clr_plot(tmp_path / "clr.png", comp, "t")
+    notes = [t for t in figs[-1].axes[0].texts if t.get_text().startswith("k=")]
+    assert len(notes) == 2 and all(t.get_position() != (0, 0) and t.xyann != t.xy for t in notes)
+
+
+def test_eval_log_names_only_the_domains_present():
+    from vibethinker.evaluate.report import n_text
+    from vibethinker.stages.eval import PAPER_N
+
+    assert n_text(PAPER_N, {"math"}) == "math 64"
+    assert n_text(PAPER_N, ["code", "math"]) == "math 64, code 8" and n_text(4, {"x"}) == "4"

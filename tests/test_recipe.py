@@ -233,3 +233,20 @@ def test_resumable_stage_continues_from_checkpoint(env):
     assert [a for _, a in plan(r)] == ["skip", "resume", "run"]
     execute(r, quiet=True)
     assert (out / "starts.txt").read_text().split() == ["3"]
+
+
+# Seconds each capped stage of recipes/tiny.yaml took at most in the recorded 12.6-min demo
+# (2026-12-01, README "What the demo shows": every stage ran all its steps within these).
+DEMO_SECONDS = {"rl_math": 75, "rl_l2s": 50, "rl_code": 75, "rl_stem": 50, "rl_instruct": 60,
+                "reward_model": 45}  # fmt: skip
+
+
+def test_demo_trains_a_fixed_amount_with_caps_only_as_a_safety_net():
+    """The tiny demo's RL stages stop on their step counts, not on the clock: every cap is at
+    least 4x what the stage took on 2 free cores, so a host up to 4x slower trains the same."""
+    root = Path(__file__).resolve().parents[1]
+    r = load_recipe(str(root / "recipes" / "tiny.yaml"))
+    capped = {s.name: s.config.max_seconds for s in r.stages if hasattr(s.config, "max_seconds")}
+    assert set(capped) == set(DEMO_SECONDS)
+    for name, cap in capped.items():
+        assert cap == 0 or cap >= 4 * DEMO_SECONDS[name], (name, cap)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker import stages as stage_registry
+from vibethinker import threads
 from vibethinker.config import (
     ConfigError,
     close_matches,
@@ -103,7 +104,8 @@ def cmd_run(args: list[str], flags: set[str]) -> int:
             keys = " ".join(f"{k}={v}" for k, v in vars(ps.config).items())
             print(f"{i:2d}. [{action:6s}] {ps.name} ({ps.stage}): {why}\n      {keys}")
         return 0
-    execute(recipe, quiet="--quiet" in flags)
+    if not execute(recipe, quiet="--quiet" in flags):  # torchrun: rank 0 alone reports
+        return 0
     from vibethinker.report import write_report
 
     path = write_report(recipe.run_dir)
@@ -290,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     setup_logging(quiet="--quiet" in flags)
     keep_freed_memory()  # glibc: no page-fault churn on CPU tensors (vibethinker/malloc.py)
+    threads.configure()  # OpenMP threads sleep while they wait (vibethinker/threads.py)
     if not args or args[0] == "help":
         if "--help" in flags or args[:1] == ["help"]:
             _usage()
@@ -325,7 +328,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted; run the same command again to resume", file=sys.stderr)
+        print("interrupted (sft, rl and distill saved a checkpoint at their last step; the log "
+              "says what each stage kept); run the same command again to resume",
+              file=sys.stderr)  # fmt: skip
         return 130
 
 

@@ -15,12 +15,18 @@ A recipe is a short YAML file:
 Overrides: `run_dir=...`, `model=...`, and `<name>.<key>=...` for a stage's key.
 
 The manifest (`<run_dir>/manifest.json`, rewritten atomically) records per stage its status
-(pending, running, done, failed, interrupted), resolved config, start/finish times and outputs.
+(pending, running, done, failed, interrupted), resolved config, start/finish times, seconds
+over all its attempts, and its folder and outputs relative to the run folder (vibethinker/
+rundir.py: the folder is self-contained and can be moved; `status` reads it from anywhere).
 Running again skips stages that are done with an unchanged config; a stage whose config changed
 re-runs, and so does everything after it. Fields declared `runtime` (device, worker counts,
 request concurrency: config.runtime) cannot change results and do not count as a change. A stage that did not finish (crash, Ctrl-C, kill -9)
 is never marked done; a non-resumable stage gets a clean output folder when it re-runs, a
-resumable one (it checkpoints inside its folder) continues from its last checkpoint.
+resumable one (it checkpoints inside its folder) continues from its last checkpoint; sft, rl and
+distill save one at the step where Ctrl-C or SIGTERM arrives (train/interrupt.py).
+
+Under torchrun, `vibethinker run RECIPE` runs the training stages (sft, rl, distill) on every
+process and the others on rank 0 (`execute`).
 
 One recipe stage run alone (`vibethinker <stage or name> RECIPE ...`) takes that entry's config
 but writes to <run_dir>/single/<name> (`single_out`), with its own `single_run.json`: it never
@@ -42,13 +48,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from vibethinker import rundir
 from vibethinker import stages as stage_registry
 from vibethinker.config import ConfigError, is_runtime, make_config, read_yaml
 from vibethinker.log import get_logger, setup_logging
+from vibethinker.train import dist
 
 log = get_logger("recipe")
 _REF = re.compile(r"\$\{([A-Za-z0-9_.\-]+)\}")
 TOP_LEVEL = ("run_dir", "model")
+# Stage types that train with torchrun (every process runs them); the others run on rank 0.
+DISTRIBUTED = ("sft", "rl", "distill")
+# Stage types whose training loop saves a checkpoint when Ctrl-C / SIGTERM arrives.
+SAVE_ON_SIGNAL = ("sft", "rl", "distill")
 
 
 @dataclass
@@ -193,12 +207,15 @@ def explain(recipe: Recipe) -> list[tuple[PlannedStage, str, str]]:
     A finished stage is skipped when its config is unchanged apart from `runtime` fields (device,
     worker counts: they cannot change results); otherwise it and every stage after it re-run."""
     manifest = Manifest(recipe.run_dir)
+    # compared with the run folder's own prefix as ${run_dir}: a moved folder is the same run
+    was = manifest.data.get("run_dir") or recipe.run_dir, manifest.data.get("run_dir_abs")
     out: list[tuple[PlannedStage, str, str]] = []
     dirty = ""
     for ps in recipe.stages:
         rec = manifest.data["stages"].get(ps.name, {})
-        now = _result_dict(ps.config)
-        then = _result_dict(ps.config, rec["config"]) if rec.get("config") else None
+        now = rundir.portable(_result_dict(ps.config), recipe.run_dir)
+        then = rundir.portable(_result_dict(ps.config, rec["config"]), *was) if rec.get(
+            "config") else None  # fmt: skip
         same, status = then == now, rec.get("status")
         if not dirty and status == "done" and same:
             out.append((ps, "skip", "done, same config"))
@@ -261,19 +278,34 @@ def prepare_single(cfg: Any, stage: str) -> None:
     """Before a single-stage run: clear its folder if an earlier single run there had another
     config (a resumable stage would otherwise continue someone else's checkpoints), and leave
     `single_run.json` (stage, config, times, status) as its record."""
+    if dist.launched():  # torchrun: rank 0 alone touches the folder, the others wait
+        dist.init(_dist_device([cfg]))
     out = Path(cfg.out)
     marker = out / "single_run.json"
-    if marker.exists():
-        old = json.loads(marker.read_text())
-        same = _result_dict(cfg, old.get("config") or {}) == _result_dict(cfg)
-        if not (same and stage_registry.get(stage).resumable):
-            shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    rec = {"stage": stage, "status": "running", "config": _config_dict(cfg), "started": _now()}
-    marker.write_text(json.dumps(rec, indent=2) + "\n")
+    if dist.is_main():
+        if marker.exists():
+            old = json.loads(marker.read_text())
+            same = _result_dict(cfg, old.get("config") or {}) == _result_dict(cfg)
+            if not (same and stage_registry.get(stage).resumable):
+                shutil.rmtree(out)
+        out.mkdir(parents=True, exist_ok=True)
+        rec = {"stage": stage, "status": "running", "config": _config_dict(cfg),
+               "started": _now()}  # fmt: skip
+        marker.write_text(json.dumps(rec, indent=2) + "\n")
+    dist.barrier()
+
+
+def _dist_device(cfgs: list[Any]) -> str:
+    """The device that picks the process group's backend under torchrun: the first one a config
+    names (nccl for cuda, gloo for cpu), else cuda when there is one."""
+    named = [str(getattr(c, "device", "") or "") for c in cfgs]
+    named = [d for d in named if d not in ("", "auto")]
+    return named[0] if named else ("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def finish_single(cfg: Any, status: str = "done") -> None:
+    if not dist.is_main():
+        return
     marker = Path(cfg.out) / "single_run.json"
     rec = json.loads(marker.read_text()) if marker.exists() else {}
     rec.update(status=status, finished=_now())
@@ -284,61 +316,109 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def execute(recipe: Recipe, quiet: bool = False) -> dict[str, Any]:
-    """Run the recipe's stages in order into its run dir; resume after the last completed one."""
-    run_dir = Path(recipe.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    setup_logging(quiet=quiet, log_file=str(run_dir / "run.log"))
+def _start_stage(manifest: Manifest, ps: PlannedStage, action: str, run_dir: str) -> None:
+    """Record a stage as running (a fresh `run` empties its folder first). A `resume` keeps the
+    seconds its earlier attempts spent (`spent`), so the report shows the stage's whole time."""
+    rec = manifest.stage(ps.name)
+    if action == "run":
+        _clean_out(ps.config.out, run_dir)
+        rec.update(spent=0.0, attempts=0)
+    rec.update(stage=ps.stage, status="running", config=_config_dict(ps.config),
+               dir=rundir.relative(ps.config.out, run_dir), started=_now(), finished=None,
+               outputs={}, error=None, attempts=rec.get("attempts", 0) + 1)  # fmt: skip
+    rec.setdefault("spent", 0.0)
+    manifest.save()
+
+
+def _end_stage(manifest: Manifest, ps: PlannedStage, t0: float, status: str, **kw: Any) -> None:
+    rec = manifest.stage(ps.name)
+    rec["spent"] = round(rec.get("spent", 0.0) + time.time() - t0, 2)
+    rec.update(status=status, **kw)
+    if status == "done":
+        rec.update(finished=_now(), seconds=rec["spent"])
+    manifest.save()
+
+
+def _interrupted_note(ps: PlannedStage) -> str:
+    if ps.stage in SAVE_ON_SIGNAL:
+        return (
+            "if it was training, a checkpoint at the step where it stopped is saved; run "
+            "again to resume"
+        )
+    if stage_registry.get(ps.stage).resumable:
+        return "it resumes from its last checkpoint (or chunk) when run again"
+    return "nothing of this stage is saved: it starts over when run again"
+
+
+def _run_stage(manifest: Manifest | None, ps: PlannedStage, run_dir: str) -> dict[str, str]:
+    """One stage: on every process when it trains with torchrun (sft, rl, distill), else on
+    rank 0 alone; the manifest (rank 0's) records the outcome, with outputs relative to the run
+    folder."""
+    spec = stage_registry.get(ps.stage)
+    t0 = time.time()
+    try:
+        outputs = dist.run_on_main(lambda: spec.fn(ps.config) or {}, ps.stage in DISTRIBUTED)
+    except KeyboardInterrupt:
+        if manifest is not None:
+            _end_stage(manifest, ps, t0, "interrupted", error="interrupted")
+            log.warning("stage %s interrupted; %s", ps.name, _interrupted_note(ps))
+        raise
+    except Exception as e:
+        if manifest is not None:
+            _end_stage(manifest, ps, t0, "failed", error=f"{type(e).__name__}: {e}")
+            log.error("stage %s failed: %s", ps.name, manifest.stage(ps.name)["error"])
+        raise
+    if manifest is not None:
+        outs = {k: rundir.relative(str(v), run_dir) for k, v in (outputs or {}).items()}
+        _end_stage(manifest, ps, t0, "done", outputs=outs)
+        log.info("stage %s done in %.1f s", ps.name, time.time() - t0)
+    return outputs or {}
+
+
+def _lock(run_dir: Path) -> Any:
     lock = open(run_dir / ".lock", "w")  # noqa: SIM115 - held for the whole run
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         raise ConfigError(f"{run_dir} is in use by another vibethinker run") from None
+    return lock
+
+
+def execute(recipe: Recipe, quiet: bool = False) -> dict[str, Any]:
+    """Run the recipe's stages in order into its run dir; resume after the last completed one.
+
+    Under torchrun (`torchrun ... vibethinker run RECIPE`) every process runs this: rank 0 holds
+    the lock and writes the manifest, the training stages (sft, rl, distill) run on every
+    process, the others on rank 0 while the rest wait."""
+    if dist.launched():
+        dist.init(_dist_device([ps.config for ps in recipe.stages if ps.stage in DISTRIBUTED]))
+    main, run_dir = dist.is_main(), Path(recipe.run_dir)
+    manifest, lock = None, None
+    if main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        setup_logging(quiet=quiet, log_file=str(run_dir / "run.log"))
+        lock = _lock(run_dir)
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
-    manifest = Manifest(recipe.run_dir)
-    manifest.data.update(recipe=recipe.path, model=recipe.model, order=[])
-    manifest.data["order"] = [s.name for s in recipe.stages]
     try:
-        for ps, action in plan(recipe):
-            rec = manifest.stage(ps.name)
+        actions = dist.broadcast_object([a for _, a in plan(recipe)] if main else None)
+        if main:
+            manifest = Manifest(recipe.run_dir)
+            manifest.data.update(recipe=recipe.path, model=recipe.model, run_dir=recipe.run_dir,
+                                 run_dir_abs=str(run_dir.resolve()),
+                                 order=[s.name for s in recipe.stages])  # fmt: skip
+        for ps, action in zip(recipe.stages, actions):
             if action == "skip":
                 log.info("stage %s: done, skipping", ps.name)
                 continue
-            if action == "run":
-                _clean_out(ps.config.out, recipe.run_dir)
-            log.info("stage %s (%s): %s", ps.name, ps.stage, action)
-            rec.update(
-                stage=ps.stage,
-                status="running",
-                config=_config_dict(ps.config),
-                started=_now(),
-                finished=None,
-                outputs={},
-                error=None,
-            )
-            manifest.save()
-            t0 = time.time()
-            try:
-                outputs = stage_registry.get(ps.stage).fn(ps.config) or {}
-            except KeyboardInterrupt:
-                rec.update(status="interrupted", error="interrupted")
-                manifest.save()
-                log.warning("stage %s interrupted; run again to resume", ps.name)
-                raise
-            except Exception as e:
-                rec.update(status="failed", error=f"{type(e).__name__}: {e}")
-                manifest.save()
-                log.error("stage %s failed: %s", ps.name, rec["error"])
-                raise
-            rec.update(
-                status="done",
-                finished=_now(),
-                seconds=round(time.time() - t0, 2),
-                outputs={k: str(v) for k, v in outputs.items()},
-            )
-            manifest.save()
-            log.info("stage %s done in %.1f s", ps.name, time.time() - t0)
+            where = f" on {dist.world()} processes" if ps.stage in DISTRIBUTED and dist.active() \
+                else ""  # fmt: skip
+            log.info("stage %s (%s): %s%s", ps.name, ps.stage, action, where)
+            if manifest is not None:
+                _start_stage(manifest, ps, action, recipe.run_dir)
+            dist.barrier()  # the folder is clean before any process writes to it
+            _run_stage(manifest, ps, recipe.run_dir)
     finally:
         signal.signal(signal.SIGTERM, old_term)
-        lock.close()
-    return manifest.data
+        if lock is not None:
+            lock.close()
+    return manifest.data if manifest is not None else {}

@@ -16,6 +16,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from vibethinker.log import get_logger
+from vibethinker.rundir import stage_dir
+
+log = get_logger("report")
 _HEADING = re.compile(r"^(#{1,6}) ", re.MULTILINE)
 
 
@@ -27,15 +31,33 @@ def nest_headings(md: str, levels: int = 2) -> str:
     return "```".join(parts)
 
 
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def relink_images(md: str, folder: str) -> tuple[str, set[str]]:
+    """A stage summary's image links (relative to its own folder) made relative to the report
+    (`folder`: the stage folder relative to the run folder), and the file names it shows."""
+    shown: set[str] = set()
+
+    def fix(m: re.Match) -> str:
+        href = m.group(2)
+        if "://" in href or href.startswith("/"):
+            return m.group(0)
+        shown.add(Path(href).name)
+        return f"![{m.group(1)}]({Path(folder, href).as_posix()})"
+
+    return _IMAGE.sub(fix, md), shown
+
+
 def _load(run_dir: str) -> tuple[dict[str, Any], list[str]]:
     manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
     stages = manifest.get("stages", {})
     return manifest, manifest.get("order") or list(stages)
 
 
-def _warnings(rec: dict[str, Any]) -> list[str]:
+def _warnings(run_dir: str, rec: dict[str, Any]) -> list[str]:
     """Warnings a stage left in `warnings.json` in its folder (e.g. RL that learned nothing)."""
-    out = Path((rec.get("config") or {}).get("out", "") or "/nonexistent")
+    out = stage_dir(run_dir, rec) or Path("/nonexistent")
     f = out / "warnings.json"
     try:
         return list(json.loads(f.read_text())) if f.exists() else []
@@ -81,10 +103,10 @@ def status_table(run_dir: str) -> str:
         outs = " ".join(f"{k}={v}" for k, v in (rec.get("outputs") or {}).items())
         fin = rec.get("finished") or rec.get("started") or ""
         rows.append((name, rec.get("stage", ""), rec.get("status", "pending"),
-                     str(rec.get("seconds", "")), fin, outs[:80]))  # fmt: skip
+                     _seconds(rec), fin, outs[:80]))  # fmt: skip
         if rec.get("error"):
             notes.append(f"{name}: {rec['error']}")
-        notes += [f"{name}: WARNING {w}" for w in _warnings(rec)]
+        notes += [f"{name}: WARNING {w}" for w in _warnings(run_dir, rec)]
     if any(r[2] == "running" for r in rows[1:]) and not _locked(run_dir):
         notes.append("a stage marked running has no live process (crashed or killed): run the "
                      "recipe again to resume it")  # fmt: skip
@@ -110,7 +132,7 @@ def headline_section(run_dir: str) -> tuple[str, str | None]:
     manifest, order = _load(run_dir)
     for name in reversed(order):
         rec = manifest.get("stages", {}).get(name, {})
-        out = Path((rec.get("config") or {}).get("out", "") or "/nonexistent")
+        out = stage_dir(run_dir, rec) or Path("/nonexistent")
         if rec.get("stage") != "headline" or rec.get("status") != "done":
             continue
         try:
@@ -139,25 +161,55 @@ def write_report(run_dir: str) -> str:
     for name in order:
         rec = stages.get(name, {"status": "pending"})
         outs = ", ".join(f"{k}: `{v}`" for k, v in (rec.get("outputs") or {}).items())
-        secs = rec.get("seconds", "")
+        secs = _seconds(rec)
         lines.append(f"| {name} | {rec.get('stage', '')} | {rec['status']} | {secs} | {outs} |")
-    warned = [(n, w) for n in order for w in _warnings(stages.get(n, {}))]
+    warned = [(n, w) for n in order for w in _warnings(run_dir, stages.get(n, {}))]
     if warned:
         lines += ["", "## Warnings", ""] + [f"- **{n}**: {w}" for n, w in warned]
+    missing = []  # finished stages whose folder is not where the manifest says
     for name in order:
         rec = stages.get(name, {})
-        out = Path((rec.get("config") or {}).get("out", "")) if rec.get("config") else None
-        if rec.get("status") != "done" or out is None or not out.is_dir():
+        out = stage_dir(run_dir, rec)
+        if rec.get("status") != "done":
+            continue
+        if out is None or not out.is_dir():
+            missing.append(name)
             continue
         summary = out / "summary.md"
         pngs = [] if name == headline_stage else sorted(out.glob("*.png"))  # plot is on top
         if not summary.exists() and not pngs:
             continue
         lines += ["", f"## {name} ({rec.get('stage')})", ""]
-        if summary.exists():
-            lines.append(nest_headings(summary.read_text().strip()))
+        text = summary.read_text().strip() if summary.exists() else ""
+        if text:
+            text, shown = relink_images(text, os.path.relpath(out, run))
+            lines.append(nest_headings(text))
+            pngs = [p for p in pngs if p.name not in shown]  # each plot once
         for png in pngs:
             lines += ["", f"![{png.stem}]({os.path.relpath(png, run)})"]
-    path = run / "report.md"
-    path.write_text("\n".join(lines) + "\n")
+    return _replace_report(run / "report.md", "\n".join(lines) + "\n", missing)
+
+
+def _replace_report(path: Path, text: str, missing: list[str]) -> str:
+    """Write the report, unless the one on disk has a section for a finished stage whose folder
+    is now missing (`missing`: moved, deleted, or an older manifest read from elsewhere): the
+    rebuild would hold less than what it replaces. Then the old report stays, the rebuild goes
+    to report.rebuilt.md, and a warning names the stages. Returns the report that now stands."""
+    old = path.read_text() if path.exists() else ""
+    lost = [n for n in missing if f"\n## {n} (" in old]
+    if lost:
+        keep = path.with_name("report.rebuilt.md")
+        keep.write_text(text)
+        log.warning("%s kept: the folders of finished stage(s) %s were not found, so a rebuild "
+                    "would lose their sections; the rebuild is in %s", path, ", ".join(lost),
+                    keep.name)  # fmt: skip
+        return str(path)
+    path.write_text(text)
     return str(path)
+
+
+def _seconds(rec: dict[str, Any]) -> str:
+    """A stage's seconds over all its attempts (a resumed stage adds up its sessions)."""
+    secs = rec.get("seconds", rec.get("spent", ""))
+    n = rec.get("attempts", 1)
+    return f"{secs} ({n} attempts)" if secs != "" and n > 1 else str(secs)

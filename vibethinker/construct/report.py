@@ -9,6 +9,21 @@ from typing import Any
 from vibethinker.construct.progress import Progress
 
 
+def draw_histograms(ax: Any, hist: dict[str, Counter]) -> None:
+    """One histogram per domain as bars side by side within each bin (binned values -> counts),
+    so no domain hides another (lines joining bins read as a density that is not there)."""
+    doms = sorted(d for d, c in hist.items() if c)
+    xs = sorted({float(x) for c in hist.values() for x in c})
+    if not doms or not xs:
+        return
+    gap = min((b - a for a, b in zip(xs, xs[1:])), default=1.0)
+    width = 0.85 * gap / len(doms)
+    for i, d in enumerate(doms):
+        vals = {float(k): v for k, v in hist[d].items()}
+        off = (i - (len(doms) - 1) / 2) * width
+        ax.bar([x + off for x in xs], [vals.get(x, 0) for x in xs], width=width, label=d)
+
+
 def _plot(path: Path, hist: dict[str, Counter], xlabel: str, title: str) -> None:
     import matplotlib
 
@@ -16,9 +31,7 @@ def _plot(path: Path, hist: dict[str, Counter], xlabel: str, title: str) -> None
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.2))
-    for d, c in sorted(hist.items()):
-        xs = sorted(c, key=float)
-        ax.plot([float(x) for x in xs], [c[x] for x in xs], marker=".", label=d)
+    draw_histograms(ax, hist)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("count")
     ax.set_title(title)

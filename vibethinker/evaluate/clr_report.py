@@ -279,7 +279,13 @@ def plot(path: str | Path, comparison: dict[str, Any], title: str) -> str:
     avg = comparison["avg"]
     ax.plot([avg["tokens"]], [avg["accuracy"]], "^", label="avg@n (one sample)")
     for r in rows:
-        ax.annotate(f"k={r['k']}", (r["clr_tokens"], r["clr"]), fontsize=7)
+        ax.annotate(
+            f"k={r['k']}",
+            (r["clr_tokens"], r["clr"]),
+            xytext=(5, 7),
+            textcoords="offset points",
+            fontsize=7,
+        )  # beside the marker, not on it
     if any(r["clr_tokens"] > 0 for r in rows):
         ax.set_xscale("log", base=2)
     ax.set_xlabel("tokens per problem")

@@ -18,6 +18,7 @@ hold", with the figures, whichever way it fails (worse beyond noise, or no diffe
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -239,6 +240,33 @@ def build_headline(
     }
 
 
+def training_steps(model: str | Path) -> dict[str, Any] | None:
+    """Steps a model's training stage ran and planned, from its stage folder (the model's
+    parent): `steps.json` (rl: done, planned, capped) or, for SFT, the last row of
+    `metrics.jsonl` against `stats.json`'s planned steps; None when the folder has neither (a
+    merged or untrained model)."""
+    folder = Path(model).parent
+    try:
+        if (folder / "steps.json").exists():
+            return dict(json.loads((folder / "steps.json").read_text()))
+        rows = [x for x in (folder / "metrics.jsonl").read_text().splitlines() if x.strip()]
+        if not rows:
+            return None
+        done = int(json.loads(rows[-1])["step"])
+        stats = folder / "stats.json"
+        planned = int(json.loads(stats.read_text()).get("steps", done)) if stats.exists() else done
+        return {"done": done, "planned": planned, "capped": done < planned}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def steps_text(st: Mapping[str, Any] | None) -> str:
+    """`60/60`, or `35/60 (capped)` when a wall-clock cap stopped it; `-` when unknown."""
+    if not st:
+        return "-"
+    return f"{st['done']}/{st['planned']}" + (" (capped)" if st.get("capped") else "")
+
+
 def _cell(c: Mapping[str, float] | None) -> str:
     return "-" if not c else f"{c['mean']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}]"
 
@@ -250,6 +278,7 @@ def headline_markdown(h: Mapping[str, Any], plot_href: str = "headline.png",
     cols, p = h["columns"], h.get("protocol", {})
     pct = round(100 * h["conf"])
     per = p.get("problems_per_domain", {})
+    steps = any(r.get("steps") for r in h["rows"])
     lines = [
         f"{heading} Headline: held-out accuracy after each stage",
         "",
@@ -260,14 +289,22 @@ def headline_markdown(h: Mapping[str, Any], plot_href: str = "headline.png",
         f"{p.get('temperature')}, top-p {p.get('top_p')}, max new tokens "
         f"{p.get('max_new_tokens')}, seed {p.get('seed')}). Brackets: {pct}% percentile-bootstrap "
         "interval over problems. `all` is the mean over the table's problems (so each domain "
-        "weighs by its problem count here, not as in the eval stage's full split).",
+        "weighs by its problem count here, not as in the eval stage's full split)."
+        + (
+            " `steps`: training steps the stage ran / the recipe asked for; a run with fewer "
+            "(a wall-clock cap) is not comparable with one that ran them all."
+            if steps
+            else ""
+        ),
         "",
-        "| after stage | " + " | ".join(cols) + " |",
-        "|---|" + "---:|" * len(cols),
+        "| after stage | " + " | ".join(cols) + " |" + (" steps |" if steps else ""),
+        "|---|" + "---:|" * len(cols) + ("---:|" if steps else ""),
     ]
     for r in h["rows"]:
         label = r["name"] + (f" (= {r['same_as']}, same checkpoint)" if r.get("same_as") else "")
-        lines.append(f"| {label} | " + " | ".join(_cell(r["cells"].get(c)) for c in cols) + " |")
+        tail = f" {steps_text(r.get('steps'))} |" if steps else ""
+        lines.append(f"| {label} | " + " | ".join(_cell(r["cells"].get(c)) for c in cols) + " |"
+                     + tail)  # fmt: skip
     lines += ["", f"![headline]({plot_href})", "",
               f"{heading}# What each stage changed ({pct}% paired bootstrap over the same "
               "problems; the last line: the final model against the first)", ""]  # fmt: skip

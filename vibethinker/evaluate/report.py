@@ -88,6 +88,15 @@ def write_summary_md(path: str | Path, summary: dict[str, Any]) -> str:
     return str(path)
 
 
+def n_text(n: int | dict[str, int], domains: Any) -> str:
+    """Samples per problem for a log line: n, or the per-domain profile of the domains present
+    (a profile lists every domain it knows; the ones the data lacks are left out)."""
+    if isinstance(n, int):
+        return str(n)
+    present = set(domains)
+    return ", ".join(f"{d} {v}" for d, v in n.items() if d in present) or "-"
+
+
 def _n_text(summary: dict[str, Any]) -> str:
     by = summary.get("n_by_domain") or {}
     if len(set(by.values())) > 1:

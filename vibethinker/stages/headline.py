@@ -216,6 +216,7 @@ def run(cfg: HeadlineConfig) -> dict[str, str]:
         parse_rows,
         pick_problems,
         plot_headline,
+        training_steps,
     )
     from vibethinker.verifiers import check_available
 
@@ -264,7 +265,7 @@ def run(cfg: HeadlineConfig) -> dict[str, str]:
     for row in h["rows"]:
         rec = results[row["name"]]
         row.update(scores=rec["scores"], seconds=0.0 if row["same_as"] else rec["seconds"],
-                   cached=rec["cached"])  # fmt: skip
+                   cached=rec["cached"], steps=training_steps(row["model"]))  # fmt: skip
     h["seconds"] = time.perf_counter() - t0
     out = Path(cfg.out)
     outputs = {

@@ -190,7 +190,8 @@ def plot_curves(history: list[dict], evals: list[dict], png: str | Path, title: 
     ax.plot(steps, [r["reward"] for r in history], lw=0.8, alpha=0.5, label="reward")
     ax.plot(steps, _smooth([r["accuracy"] for r in history]), lw=1.5, label="accuracy (smoothed)")
     ax.plot(steps, [r["mgpo_weight"] for r in history], lw=0.8, label="mean MGPO weight")
-    ax.set(xlabel="step", title="training batches", ylim=(0, 1.05))
+    ax.set(xlabel="step", ylabel="share / weight (0 to 1)", title="training batches",
+           ylim=(0, 1.05))  # fmt: skip
     ax.legend(fontsize=7)
     ax = axes[1]
     if evals:  # error bars: one standard error over held-out problems
@@ -262,6 +263,32 @@ def learning_warnings(cfg: RLConfig, counts: dict, history: list[dict]) -> list[
     return out
 
 
+def held_out_note(cfg: RLConfig) -> str:
+    """Why this stage's held-out figures and the report's headline can disagree."""
+    return (
+        f"The held-out figures above are this stage's own check: the first {cfg.eval_limit} "
+        f"{cfg.domain} problems x {cfg.eval_n} samples, its own seed. The report's headline "
+        "samples other problems and seeds for every stage's model alike and compares them "
+        "paired over the same problems; where the two disagree within their intervals it is "
+        "sampling noise, and the headline is the comparison to read."
+    )
+
+
+def cap_warning(cfg: RLConfig, done: int) -> str:
+    return (
+        f"the wall-clock cap (max_seconds={cfg.max_seconds:g}) stopped training after "
+        f"{done}/{cfg.steps} steps: this run trained less than the recipe asks, so its numbers "
+        "are not comparable with a full run (a slower or busier machine); raise max_seconds "
+        "or set it to 0."
+    )
+
+
+def write_steps(out: Path, cfg: RLConfig, done: int) -> None:
+    """steps.json: steps trained and planned, read by the headline."""
+    rec = {"done": done, "planned": cfg.steps, "capped": done < cfg.steps}
+    (out / "steps.json").write_text(json.dumps(rec) + "\n")
+
+
 def _se(e: dict) -> str:
     return f" +- {e['stderr']:.3f}" if e.get("stderr") is not None else ""
 
@@ -325,6 +352,10 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
         lines.append(f"Resumed at step {res['resumed_at']} (times are this session's).")
     if cfg.domain == "instruct":
         lines += ["", rubric_line(cfg.rubric_model)]
+    if evals:
+        lines += ["", held_out_note(cfg)]
+    if res["steps_done"] < cfg.steps:
+        lines += ["", f"**Warning:** {cap_warning(cfg, res['steps_done'])}"]
     for w in learning_warnings(cfg, counts, hist):
         lines += ["", f"**Warning: RL may have learned nothing.** {w}"]
     Path(path).write_text("\n".join(lines) + "\n")
@@ -427,6 +458,9 @@ def run(cfg: RLConfig) -> dict[str, str]:
                        + (" (Long2Short)" if cfg.long2short else ""))  # fmt: skip
     summary = write_summary(out / "summary.md", cfg, res, counts, time.time() - t0)
     warns = learning_warnings(cfg, counts, res["history"])
+    if res["steps_done"] < cfg.steps:  # the cap is a safety net: say so loudly
+        warns.insert(0, cap_warning(cfg, res["steps_done"]))
+    write_steps(out, cfg, res["steps_done"])
     for w in warns:  # also in summary.md; warnings.json puts them at the top of the run report
         log.warning("rl %s: %s", cfg.domain, w)
     (out / "warnings.json").write_text(json.dumps(warns, indent=1) + "\n")

@@ -244,7 +244,9 @@ def _summary(cfg: SFTConfig, stats: dict, counts: dict, n_samples: int, n_cut: i
              pass1: dict | None, n_dropped: int = 0) -> str:  # fmt: skip
     lines = [
         f"SFT from `{cfg.model}` on `{cfg.data}`: {n_samples} samples (one per trace), "
-        f"{cfg.epochs} epoch(s), global batch {cfg.global_batch}, LR {cfg.lr:g} -> "
+        f"{cfg.epochs} epoch(s)"
+        + (f" cut at max_steps {cfg.max_steps}" if cfg.max_steps else "")
+        + f", global batch {cfg.global_batch}, LR {cfg.lr:g} -> "
         f"{cfg.final_lr:g} ({cfg.warmup_frac:.0%} warm-up), packing {'on' if cfg.pack else 'off'}.",
         "",
         "| steps | tokens | first loss | final loss | train s | tokens/s |",

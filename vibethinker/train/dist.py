@@ -25,9 +25,10 @@ with `all_sum`. Files are written by rank 0 only (`is_main`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import torch
@@ -48,8 +49,50 @@ def launched() -> bool:
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
+_ALONE = {"depth": 0}
+
+
 def active() -> bool:
+    if _ALONE["depth"]:
+        return False
     return tdist.is_available() and tdist.is_initialized() and tdist.get_world_size() > 1
+
+
+@contextlib.contextmanager
+def alone() -> Iterator[None]:
+    """Run a block on this process as if it were the only one (rank 0 of 1: no collectives, it
+    writes its files): how `vibethinker run` under torchrun runs a stage that is not distributed
+    (data, eval, ...) on rank 0 while the other processes wait for it (`run_on_main`)."""
+    _ALONE["depth"] += 1
+    try:
+        yield
+    finally:
+        _ALONE["depth"] -= 1
+
+
+def run_on_main(fn: Callable[[], T], distributed: bool) -> T | None:
+    """`fn()` on every process (`distributed`) or on rank 0 alone while the others wait; then
+    every process learns whether it failed anywhere, and a failure elsewhere raises here too
+    (so no process waits forever for one that crashed). Returns fn's result (None where it did
+    not run)."""
+    if not active():
+        return fn()
+    result = None
+    try:
+        if distributed:
+            result = fn()
+        elif is_main():
+            with alone():
+                result = fn()
+    except BaseException as e:  # every process must reach the exchange below
+        all_gather_objects(f"{type(e).__name__}: {e}")
+        raise
+    failed = all_gather_objects("")
+    bad = [(r, msg) for r, msg in enumerate(failed) if msg]
+    if bad:
+        r, msg = bad[0]
+        raise RuntimeError(f"process {r} failed: {msg}")
+    return result
 
 
 def rank() -> int:

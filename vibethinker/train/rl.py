@@ -42,7 +42,7 @@ from vibethinker.config import is_runtime
 from vibethinker.engines import SamplingParams, make_sampler
 from vibethinker.log import get_logger
 from vibethinker.prompts.paper import paper_prompt
-from vibethinker.train import dist, packing, policy
+from vibethinker.train import dist, interrupt, packing, policy
 from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rollout import (
     Batch,
@@ -372,6 +372,7 @@ class Loop:
         )
 
 
+@interrupt.deferring
 def train(
     model: Any,
     tokenizer: Any,
@@ -441,7 +442,10 @@ def train(
             run_eval(lp, eval_problems, done)
             if lp.evals and lp.evals[-1]["step"] == done:
                 tracker.log({f"eval_{k}": v for k, v in lp.evals[-1].items()}, done)
-        if _checkpoint(lp, done, stop_at, bool(out_of_time)):
+        signalled = interrupt.requested()  # Ctrl-C / SIGTERM: checkpoint this step, then stop
+        if _checkpoint(lp, done, done if signalled else stop_at, bool(out_of_time)):
+            if signalled:
+                interrupt.stop(done)
             break
     bar.close()
     tracker.close()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from vibethinker.log import get_logger
-from vibethinker.train import chunked, dist, packing, policy
+from vibethinker.train import chunked, dist, interrupt, packing, policy
 from vibethinker.train.packing import IGNORE, Sample
 from vibethinker.train.sft_config import SFTConfig
 
@@ -136,6 +136,7 @@ def train_step(model: Any, micro: Sequence[dict[str, Any]], device: Any) -> tupl
 # ----------------------------------------------------------------------------- loop
 
 
+@interrupt.deferring
 def train(
     model: Any,
     tokenizer: Any,
@@ -153,6 +154,8 @@ def train(
     out = Path(out)
     plan = _plan(samples, opts)
     total = len(plan)
+    # the epoch counter counts epochs of the data, also when max_steps cuts the run short
+    full = len(_plan(samples, replace(opts, max_steps=0))) if opts.max_steps else total
     model = dist.wrap(model, getattr(opts, "parallel", "auto"))  # N processes: FSDP2 or DDP
     optimizer, scheduler, start = policy.start_or_resume(
         model, out, seed=opts.seed, lr=opts.lr, final_lr=opts.final_lr,
@@ -187,7 +190,7 @@ def train(
             dt = time.perf_counter() - t0
             stats["tokens"] += n_tok
             stats["seconds"] += dt
-            row = _row(step=step, total=total, epochs=opts.epochs, loss=loss, lr=lr, gnorm=gnorm,
+            row = _row(step=step, total=full, epochs=opts.epochs, loss=loss, lr=lr, gnorm=gnorm,
                        n_tok=n_tok, n_loss=n_loss, dt=dt)  # fmt: skip
             mf.write(json.dumps(row) + "\n")
             tracker.log(row, row["step"])
@@ -198,8 +201,11 @@ def train(
             done = step + 1
             due = bool(opts.save_every and done % opts.save_every == 0) or done == total
             interrupted = stop_at is not None and done >= stop_at and done < total
-            if due or interrupted:
+            signalled = interrupt.requested()  # Ctrl-C / SIGTERM: checkpoint this step, then stop
+            if due or interrupted or signalled:
                 save(done)
+            if signalled and done < total:  # at the last step the run is simply complete
+                interrupt.stop(done)
             if interrupted:
                 break
     bar.close()

@@ -1,0 +1,87 @@
+"""A run folder that is self-contained and movable: paths in its manifest relative to the folder.
+
+The manifest records, per stage, `dir` (the stage's output folder relative to the run folder, or
+absolute when it lies outside) and `outputs` written the same way, plus the run folder as it was
+named at the time (`run_dir`, `run_dir_abs`). Readers (`vibethinker status`, the report, the
+runner deciding what to skip) resolve a stage's folder from the run folder they are given, so the
+same answers come from any working directory and after the folder was moved or copied.
+
+Stage configs are kept as the recipe resolved them (other tools read them); when the runner
+compares a recorded config with the recipe's, both have their run folder prefix replaced by
+`${run_dir}` (`portable`), so a moved run folder does not look like a changed config.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+RUN_DIR_TOKEN = "${run_dir}"
+
+
+def inside(child: str | Path, parent: str | Path) -> bool:
+    """Whether `child` is `parent` or lies under it (both resolved)."""
+    try:
+        Path(child).resolve().relative_to(Path(parent).resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def relative(path: str, run_dir: str | Path) -> str:
+    """`path` relative to the run folder when it lies inside it, else absolute ("" stays "")."""
+    if not path:
+        return path
+    p = Path(path).resolve()
+    if inside(p, run_dir):
+        return os.path.relpath(p, Path(run_dir).resolve())
+    return str(p)
+
+
+def _prefixes(run_dir: str, run_dir_abs: str | None) -> list[str]:
+    forms = {str(run_dir).rstrip("/"), str(run_dir_abs or Path(run_dir).resolve()).rstrip("/")}
+    return sorted((f for f in forms if f), key=len, reverse=True)
+
+
+def portable(value: Any, run_dir: str, run_dir_abs: str | None = None) -> Any:
+    """`value` (a config dict, list or string) with the run folder prefix of every string
+    replaced by `${run_dir}`: the form in which two records of one run compare equal wherever
+    the folder lives."""
+    if isinstance(value, dict):
+        return {k: portable(v, run_dir, run_dir_abs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [portable(v, run_dir, run_dir_abs) for v in value]
+    if not isinstance(value, str):
+        return value
+    for prefix in _prefixes(run_dir, run_dir_abs):
+        if value == prefix or value.startswith(prefix + "/"):
+            return RUN_DIR_TOKEN + value[len(prefix) :]
+    return value
+
+
+def stage_dir(run_dir: str | Path, rec: dict[str, Any]) -> Path | None:
+    """A stage's output folder, found from the run folder: its recorded `dir` (relative to the
+    run folder), or for a manifest written before `dir` existed its config's `out` (absolute as
+    is; relative: the longest tail of it that exists under the run folder, then as given)."""
+    run = Path(run_dir)
+    if rec.get("dir"):
+        return run / rec["dir"]
+    out = (rec.get("config") or {}).get("out")
+    if not out:
+        return None
+    p = Path(out)
+    if p.is_absolute():
+        return p
+    for i in range(len(p.parts)):
+        cand = run.joinpath(*p.parts[i:])
+        if cand.exists():
+            return cand
+    return p if p.exists() else run / p.name
+
+
+def output_path(run_dir: str | Path, value: str) -> str:
+    """A recorded output (relative to the run folder or absolute) as a path to open."""
+    if not value or Path(value).is_absolute():
+        return value
+    return str(Path(run_dir) / value)
