@@ -290,3 +290,41 @@ def test_bad_micro_batch_keys_are_refused_by_name(tmp_path):
         run_rm(RewardModelConfig(model="m", data="d", micro_batch=0))
     with pytest.raises(ValueError, match="max_tokens_per_micro must be >= 0"):
         run_rm(RewardModelConfig(model="m", data="d", max_tokens_per_micro=-1))
+
+
+_RSS_STEP = """
+import resource, sys, torch
+from transformers import Qwen2Config, Qwen2ForSequenceClassification
+from vibethinker.train.reward_model import accumulate_step, make_adamw
+pairs, micro = int(sys.argv[1]), int(sys.argv[2])
+torch.manual_seed(0)
+cfg = Qwen2Config(vocab_size=1000, hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
+                  num_attention_heads=4, num_key_value_heads=2, pad_token_id=0, num_labels=1)
+model = Qwen2ForSequenceClassification(cfg).train()
+opt = make_adamw(list(model.parameters()), 1e-4, 0.0)
+enc = [([5] * 512, [6] * 512)] * pairs
+accumulate_step(model, enc, list(range(pairs)), 0, micro)
+opt.step()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def rss_table() -> str:
+    """Peak RSS (MB) of a fresh process running one reward-model step (a random 4-layer Qwen2,
+    hidden 256, pairs of 512-token rows), by pairs per step: micro_batch 2 against the whole
+    step in one forward. Run: flock /tmp/heavy.lock env OMP_NUM_THREADS=1 PYTHONPATH=$PWD
+    python tests/test_reward_model.py"""
+    import subprocess
+    import sys
+
+    lines = ["| pairs per step | micro_batch 2 | one forward |", "|---:|---:|---:|"]
+    for pairs in (2, 8, 16, 32):
+        peak = [float(subprocess.run([sys.executable, "-c", _RSS_STEP, str(pairs), str(m)],
+                                     capture_output=True, text=True, check=True).stdout)
+                for m in (2, pairs)]  # fmt: skip
+        lines.append(f"| {pairs} | {peak[0]:.0f} | {peak[1]:.0f} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(rss_table())
