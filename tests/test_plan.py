@@ -100,13 +100,36 @@ def test_cli_tables_for_both_recipes(capsys):
     out = capsys.readouterr().out
     assert "| sft1 | sft | update" in out and "1,543,714,304 params" in out
     # the 3B recipe on 8 x 80 GB: SFT at 32K and distill at 64K fit (the LM head goes a chunk
-    # at a time); the reward model's one-forward batch does not, and a knob is named
-    assert main(["plan", THREE_B, "gpus=8", "gpu=h100"]) == 1
+    # at a time); the reward model fits with the recipe's micro-batches and checkpointing
+    assert main(["plan", THREE_B, "gpus=8", "gpu=h100"]) == 0
     out = capsys.readouterr().out
     rows = {line.split(" | ")[0][2:]: line for line in out.splitlines() if line.count("|") == 8}
     assert "| yes |" in rows["sft1"] and "| yes |" in rows["rl_math"]
     assert "| yes |" in rows["distill"]
-    assert "| NO | batch=" in rows["reward_model"]
+    assert "| yes |" in rows["reward_model"] and "(4 x 8192 tok, checkpointed)" in out
+    # its whole step in one forward (the trainer before micro-batches) does not fit, and the
+    # knob names checkpointing with a micro-batch, not a shorter cap
+    one = ["reward_model.micro_batch=64", "reward_model.gradient_checkpointing=false"]
+    assert main(["plan", THREE_B, "gpus=8", "gpu=h100", *one]) == 1
+    row = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("| reward_model |"))
+    assert "| NO | gradient_checkpointing=true micro_batch=4 |" in row
+
+
+def test_reward_model_estimate_reads_micro_batch_checkpointing_and_token_budget():
+    rec = load_recipe(THREE_B, {})
+    ps = next(p for p in rec.stages if p.stage == "reward_model")
+    ctx = Context(base=KNOWN["3b"], gpus=8)
+
+    def peak(**kw):
+        return plan_stage(ps.name, ps.stage, dataclasses.replace(ps.config, **kw), ctx).peak.total
+
+    base = peak()
+    assert peak(batch=16) == base  # a step's pair count does not matter, its micro-batch does
+    assert peak(micro_batch=4) > base > peak(micro_batch=1)
+    assert peak(gradient_checkpointing=False) > 3 * base
+    # a token budget of 2 pairs of max_len-long chosen + rejected rows = micro_batch 2
+    assert peak(micro_batch=64, max_tokens_per_micro=4 * 8192) == base
+    assert peak(micro_batch=64, max_tokens_per_micro=1) == peak(micro_batch=1)
 
 
 @pytest.mark.parametrize(

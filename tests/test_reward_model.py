@@ -14,9 +14,16 @@ from vibethinker.data.io import save_problems
 from vibethinker.data.world import generate
 from vibethinker.data.world.instruct_open import degrade, open_problems, preference_pairs
 from vibethinker.models.tiny import build_tiny_model
-from vibethinker.stages.reward_model import RewardModelConfig, norm_from
+from vibethinker.stages.reward_model import RewardModelConfig, build_pairs, load_start, norm_from
 from vibethinker.stages.reward_model import run as run_rm
-from vibethinker.train.reward_model import bt_loss, length_batches
+from vibethinker.train.reward_model import (
+    accumulate_step,
+    bt_loss,
+    collate,
+    encode_pairs,
+    length_batches,
+    micro_groups,
+)
 from vibethinker.verifiers.rubric import RewardModelRubric, load_reward_model
 
 
@@ -192,3 +199,132 @@ def test_reward_model_adamw_matches_the_default_update():
         ours.step()
     assert not torch.equal(a.detach(), torch.zeros(5, 3))
     assert torch.allclose(a, b, atol=1e-6)
+
+
+def _rel(a, b):
+    """Relative difference of two tensors, in norm (fp32 sums in another order differ ~1e-7)."""
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+def _step_grads(model, enc, idx, micro, max_tokens=0):
+    """(loss, rewards, {name: grad}) of one accumulated step, the model's grads reset after."""
+    model.zero_grad(set_to_none=True)
+    pad = model.config.pad_token_id
+    loss, rc, rr = accumulate_step(model, enc, idx, pad, micro, max_tokens)
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    return float(loss), torch.cat([rc, rr]), grads
+
+
+def test_micro_batches_give_the_one_forward_loss_and_gradients(world):
+    root, probs, model = world
+    rows = build_pairs([p for p in probs if p.domain == "instruct" and p.traces], 0)[:12]
+    torch.manual_seed(0)
+    rm, tok = load_start(str(model), "cpu")
+    enc = encode_pairs(tok, rows, 400)
+    idx = list(range(len(enc)))
+    assert len({max(map(len, enc[i])) for i in idx}) > 3  # rows of different lengths
+    rm.double().train()  # fp64: the maths compared, not fp32 summation order (~1e-5 here)
+    loss, z, ref = _step_grads(rm, enc, idx, len(idx))  # the whole step in one forward
+    assert len(ref) == len(list(rm.parameters()))
+    for micro, budget in ((1, 0), (5, 0), (0, 600)):
+        got_loss, got_z, got = _step_grads(rm, enc, idx, micro, budget)
+        assert got_loss == pytest.approx(loss, rel=1e-5)
+        assert torch.allclose(got_z, z, rtol=1e-5, atol=1e-6)
+        assert max(_rel(got[n], g) for n, g in ref.items()) < 1e-5
+    rm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    ck_loss, _, ck = _step_grads(rm, enc, idx, 2)  # checkpointing: the same gradients too
+    assert ck_loss == pytest.approx(loss, rel=1e-5)
+    assert max(_rel(ck[n], g) for n, g in ref.items()) < 1e-5
+
+
+def test_micro_groups_keep_order_and_budget_and_pad_to_their_own_longest():
+    enc = [([1] * n, [1] * (n + 2)) for n in (3, 5, 4, 10, 2, 9)]
+    idx = [0, 2, 1, 4, 5, 3]
+    assert micro_groups(enc, idx, 4) == [[0, 2, 1, 4], [5, 3]]
+    groups = micro_groups(enc, idx, 99, max_tokens=40)
+    assert [i for g in groups for i in g] == idx  # every pair once, in order
+    for g in groups:
+        longest = max(len(enc[i][1]) for i in g)
+        assert len(g) == 1 or 2 * len(g) * longest <= 40
+        ids, att = collate(enc, g, 0)
+        assert ids.shape == (2 * len(g), longest) and int(att.sum()) == sum(
+            len(enc[i][0]) + len(enc[i][1]) for i in g
+        )
+    assert micro_groups(enc, [3], 1, max_tokens=8) == [[3]]  # one pair over budget still runs
+
+
+class _Saved:
+    """A tensor autograd keeps for backward, counted while alive."""
+
+    def __init__(self, t, live):
+        self.t, self.live, self.n = t, live, t.numel() * t.element_size()
+        live["now"] += self.n
+        live["peak"] = max(live["peak"], live["now"])
+
+    def __del__(self):
+        self.live["now"] -= self.n
+
+
+def _peak_saved(model, enc, idx, micro):
+    live = {"now": 0, "peak": 0}
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: _Saved(t, live), lambda s: s.t):
+        accumulate_step(model, enc, idx, model.config.pad_token_id, micro)
+    model.zero_grad(set_to_none=True)
+    return live["peak"]
+
+
+def test_step_memory_does_not_grow_with_pairs_per_step_at_fixed_micro_batch(world):
+    _, _, model = world
+    rm, _ = load_start(str(model), "cpu")
+    rm.train()
+    enc = [([5] * 40, [6] * 40)] * 16
+    fixed = [_peak_saved(rm, enc, list(range(n)), 2) for n in (2, 8, 16)]
+    assert fixed[0] == fixed[1] == fixed[2] > 0  # tensors kept for backward: one micro-batch's
+    whole = [_peak_saved(rm, enc, list(range(n)), n) for n in (2, 8)]
+    assert whole[0] == fixed[0] and whole[1] > 3 * whole[0]  # one forward: grows with the step
+
+
+def test_bad_micro_batch_keys_are_refused_by_name(tmp_path):
+    with pytest.raises(ValueError, match="micro_batch must be >= 1"):
+        run_rm(RewardModelConfig(model="m", data="d", micro_batch=0))
+    with pytest.raises(ValueError, match="max_tokens_per_micro must be >= 0"):
+        run_rm(RewardModelConfig(model="m", data="d", max_tokens_per_micro=-1))
+
+
+_RSS_STEP = """
+import resource, sys, torch
+from transformers import Qwen2Config, Qwen2ForSequenceClassification
+from vibethinker.train.reward_model import accumulate_step, make_adamw
+pairs, micro = int(sys.argv[1]), int(sys.argv[2])
+torch.manual_seed(0)
+cfg = Qwen2Config(vocab_size=1000, hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
+                  num_attention_heads=4, num_key_value_heads=2, pad_token_id=0, num_labels=1)
+model = Qwen2ForSequenceClassification(cfg).train()
+opt = make_adamw(list(model.parameters()), 1e-4, 0.0)
+enc = [([5] * 512, [6] * 512)] * pairs
+accumulate_step(model, enc, list(range(pairs)), 0, micro)
+opt.step()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def rss_table() -> str:
+    """Peak RSS (MB) of a fresh process running one reward-model step (a random 4-layer Qwen2,
+    hidden 256, pairs of 512-token rows), by pairs per step: micro_batch 2 against the whole
+    step in one forward. Run: flock /tmp/heavy.lock env OMP_NUM_THREADS=1 PYTHONPATH=$PWD
+    python tests/test_reward_model.py"""
+    import subprocess
+    import sys
+
+    lines = ["| pairs per step | micro_batch 2 | one forward |", "|---:|---:|---:|"]
+    for pairs in (2, 8, 16, 32):
+        peak = [float(subprocess.run([sys.executable, "-c", _RSS_STEP, str(pairs), str(m)],
+                                     capture_output=True, text=True, check=True).stdout)
+                for m in (2, pairs)]  # fmt: skip
+        lines.append(f"| {pairs} | {peak[0]:.0f} | {peak[1]:.0f} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(rss_table())

@@ -120,12 +120,18 @@ def knob(stage: str, cfg: Any, ctx: Context) -> str:
 
 def combined_knob(stage: str, cfg: Any, ctx: Context) -> str:
     """Two changes together: checkpointing on (where there is the key) with a per-forward size
-    and a length cap; the largest size first, then the longest cap that fits with it."""
+    (the largest that fits without a shorter cap), else with a length cap; the largest size
+    first, then the longest cap that fits with it."""
     base: dict[str, Any] = {}
     if _has(cfg, "gradient_checkpointing") and not cfg.gradient_checkpointing:
         base["gradient_checkpointing"] = True
     sizes = [k for k in BATCH_KEYS if _has(cfg, k) and getattr(cfg, k) > 1]
     caps = [k for k in LENGTH_KEYS if _has(cfg, k) and getattr(cfg, k) > 1024]
+    for size in sizes if base else []:  # checkpointing and a smaller size, the cap as it is
+        v = _largest(stage, dataclasses.replace(cfg, **base), ctx, size,
+                     _halvings(getattr(cfg, size), 1))  # fmt: skip
+        if v:
+            return " ".join(f"{k}={str(x).lower()}" for k, x in {**base, size: v}.items())
     for size in sizes or [None]:
         values = [getattr(cfg, size), *_halvings(getattr(cfg, size), 1)] if size else [None]
         for v in values:
@@ -245,7 +251,7 @@ def ckpt_table(plans: list[StagePlan], recipe: Recipe, gpus: int, mem: float, cu
     rows = ["| stage | update peak, checkpointing on | off |", "|---|---:|---:|"]
     ctx = Context(base=lookup(recipe.model or ""), gpus=gpus, mem=mem, cuda=cuda)
     for ps in recipe.stages:
-        if ps.stage not in ("sft", "rl", "distill"):
+        if ps.stage not in ("sft", "rl", "distill", "reward_model"):
             continue
         peaks = []
         for on in (True, False):

@@ -174,14 +174,26 @@ def est_distill(cfg: Any, ctx: Context) -> list[Phase]:
     return phases
 
 
+def rm_micro_pairs(cfg: Any) -> int:
+    """Pairs per reward-model forward: `max_tokens_per_micro` padded tokens of max_len-long
+    chosen + rejected rows when the config has it (at least one pair), else `micro_batch`
+    (an older config without it: the whole `batch`); never more than the step's `batch`."""
+    budget = int(getattr(cfg, "max_tokens_per_micro", 0) or 0)
+    pairs = max(1, budget // (2 * cfg.max_len)) if budget else getattr(cfg, "micro_batch", 0)
+    return min(pairs or cfg.batch, cfg.batch)
+
+
 def est_reward_model(cfg: Any, ctx: Context) -> list[Phase]:
-    """Chosen and rejected in one forward ([2 x batch, max_len]), no checkpointing, one-logit
-    head (no vocabulary term)."""
+    """One micro-batch's chosen and rejected rows in one forward ([2 x pairs, max_len]), with or
+    without checkpointing, in one process (no FSDP), one-logit head (no vocabulary term). All
+    gradients count: from the second micro-batch of a step on, the earlier ones' are held."""
     s = _shape(cfg.model, ctx, "reward_model.model")
-    rows = 2 * cfg.batch
-    ph = Phase("update", train_state(s, 1, ctx.cuda, ckpt=False))
-    ph.add(f"activations ({rows} x {cfg.max_len} tok)",
-           activations(s, rows * cfg.max_len, False, ctx.cuda))  # fmt: skip
+    rows = 2 * rm_micro_pairs(cfg)
+    ckpt = bool(getattr(cfg, "gradient_checkpointing", False))
+    ph = Phase("update", train_state(s, 1, ctx.cuda, ckpt=ckpt))
+    kept = ", checkpointed" if ckpt else ""
+    ph.add(f"activations ({rows} x {cfg.max_len} tok{kept})",
+           activations(s, rows * cfg.max_len, ckpt, ctx.cuda))  # fmt: skip
     return [ph]
 
 

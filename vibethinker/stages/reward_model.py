@@ -41,7 +41,17 @@ class RewardModelConfig:
     epochs: int = 2
     """Passes over the training pairs. Our choice."""
     batch: int = 16
-    """Pairs per optimizer step (2x sequences per forward). Our choice."""
+    """Pairs per optimizer step (the loss is their mean). Our choice."""
+    micro_batch: int = 16
+    """Pairs per forward (2x sequences: chosen and rejected together), each micro-batch padded
+    to its own longest row; gradients accumulate over the step's `batch` pairs (same loss and
+    update as one forward). Memory knob only; also the held-out evaluation's pairs per forward."""
+    max_tokens_per_micro: int = 0
+    """When > 0, instead of `micro_batch`: as many pairs per forward as keep 2 x pairs x their
+    longest row <= this many padded tokens (at least one pair). 0: `micro_batch` pairs."""
+    gradient_checkpointing: bool = False
+    """Recompute each decoder layer's activations in backward (long texts on GPU; the 3B
+    recipe sets it, as for its SFT and RL stages)."""
     lr: float = 3e-4
     """Peak AdamW LR (cosine to `final_lr`). Tiny world: 3e-4; a 1-7B reward model: ~1e-5."""
     final_lr: float = 3e-5
@@ -113,9 +123,22 @@ def norm_from(chosen: list[float], rejected: list[float]) -> dict[str, float]:
             "mean_rejected": mr}  # fmt: skip
 
 
-def load_start(path: str, device: str) -> tuple[Any, Any]:
+def check_config(cfg: RewardModelConfig) -> None:
+    """Refuse bad keys before any loading, naming the key."""
+    if not cfg.model or not cfg.data:
+        raise ValueError("reward_model: `model` and `data` are required")
+    for key in ("epochs", "batch", "micro_batch", "max_len"):
+        if getattr(cfg, key) < 1:
+            raise ValueError(f"reward_model: {key} must be >= 1, got {getattr(cfg, key)}")
+    if cfg.max_tokens_per_micro < 0:
+        raise ValueError(f"reward_model: max_tokens_per_micro must be >= 0 (0: micro_batch "
+                         f"pairs per forward), got {cfg.max_tokens_per_micro}")  # fmt: skip
+
+
+def load_start(path: str, device: str, gradient_checkpointing: bool = False) -> tuple[Any, Any]:
     """The start model with a fresh one-logit head (a causal-LM folder) or as it is (a
-    sequence-classification folder)."""
+    sequence-classification folder); activation checkpointing enabled as policy.load_policy
+    does for SFT and RL (non-reentrant)."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     if not (Path(path) / "config.json").is_file():
@@ -132,6 +155,9 @@ def load_start(path: str, device: str) -> tuple[Any, Any]:
     finally:
         hf_logging.set_verbosity(verbosity)
     model.config.pad_token_id = tok.pad_token_id
+    model.config.use_cache = False  # a training forward never needs the KV cache
+    if gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     tok.padding_side, tok.truncation_side = "right", "left"
     return model.to(device), tok
 
@@ -143,8 +169,7 @@ def run(cfg: RewardModelConfig) -> dict[str, str]:
     from vibethinker.train import policy
     from vibethinker.train.reward_model import encode_pairs, evaluate_pairs, train_bt
 
-    if not cfg.model or not cfg.data:
-        raise ValueError("reward_model: `model` and `data` are required")
+    check_config(cfg)
     t0 = time.time()
     data = Path(cfg.data)
     path = data / "train.jsonl" if data.is_dir() else data
@@ -163,14 +188,15 @@ def run(cfg: RewardModelConfig) -> dict[str, str]:
     log.info("reward_model: %d problems -> %d training pairs (%d from open prompts), %d held-out",
              len(probs), len(train_rows), n_open, len(held_rows))  # fmt: skip
     device = policy.resolve_device(cfg.device)
-    model, tok = load_start(cfg.model, str(device))
+    model, tok = load_start(cfg.model, str(device), cfg.gradient_checkpointing)
     held_enc = encode_pairs(tok, held_rows, cfg.max_len)
     pad = tok.pad_token_id
-    before = evaluate_pairs(model, held_enc, pad)
+    before = evaluate_pairs(model, held_enc, pad, cfg.micro_batch)
     hist = train_bt(model, tok, train_rows, epochs=cfg.epochs, batch=cfg.batch, lr=cfg.lr,
                     final_lr=cfg.final_lr, max_len=cfg.max_len, seed=cfg.seed,
-                    max_seconds=cfg.max_seconds)  # fmt: skip
-    after = evaluate_pairs(model, held_enc, pad)
+                    max_seconds=cfg.max_seconds, micro_batch=cfg.micro_batch,
+                    max_tokens_per_micro=cfg.max_tokens_per_micro)  # fmt: skip
+    after = evaluate_pairs(model, held_enc, pad, cfg.micro_batch)
     out = Path(cfg.out)
     final = out / "final"
     final.mkdir(parents=True, exist_ok=True)

@@ -7,12 +7,19 @@ RewardTrainer does, without its optional margin or centring terms).
 
 Speed: every text is tokenized once up front; batches are built from length-sorted buckets
 (pairs of similar length share a batch, batch order shuffled per epoch, seeded), so padding stays
-small; chosen and rejected go through ONE forward ([2B, S]) without a KV cache; AdamW is the fused
-kernel where the device has one. No Trainer machinery per step.
+small; AdamW is the fused kernel where the device has one. No Trainer machinery per step.
+
+Memory (as SFT and RL): a step's pairs go through in micro-batches (`micro_groups`: at most
+`micro_batch` pairs, or with `max_tokens_per_micro` > 0 as many as fit that many padded tokens),
+each micro-batch's chosen and rejected in ONE forward ([2m, S], S its own longest row), without a
+KV cache, under bf16 autocast on GPU, with optional activation checkpointing (set on the model by
+the stage). Each micro-batch's loss is its pairs' summed NLL / the step's pair count, so the
+accumulated gradients equal one forward over the whole step's pairs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import time
@@ -22,6 +29,7 @@ from typing import Any
 import torch
 
 from vibethinker.log import get_logger
+from vibethinker.train.policy import autocast_context
 
 log = get_logger("train.reward_model")
 
@@ -58,6 +66,27 @@ def length_batches(enc: Sequence[tuple[list, list]], batch: int, seed: int,
     return batches
 
 
+def micro_groups(enc: Sequence[tuple[list, list]], idx: Sequence[int], micro_batch: int,
+                 max_tokens: int = 0) -> list[list[int]]:  # fmt: skip
+    """A step's pair indices split, in order, into micro-batches: at most `micro_batch` pairs
+    each, or with `max_tokens` > 0 as many pairs as keep 2 x pairs x longest row <= max_tokens
+    (at least one pair)."""
+    if max_tokens <= 0:
+        m = max(1, micro_batch)
+        return [list(idx[s : s + m]) for s in range(0, len(idx), m)]
+    groups: list[list[int]] = []
+    longest = 0
+    for i in idx:
+        n = max(len(enc[i][0]), len(enc[i][1]))
+        if groups and 2 * (len(groups[-1]) + 1) * max(longest, n) <= max_tokens:
+            groups[-1].append(i)
+            longest = max(longest, n)
+        else:
+            groups.append([i])
+            longest = n
+    return groups
+
+
 def collate(enc: Sequence[tuple[list, list]], idx: Sequence[int], pad_id: int):
     """[2B, S] input ids and mask: the B chosen rows, then the B rejected rows (right-padded)."""
     seqs = [enc[i][0] for i in idx] + [enc[i][1] for i in idx]
@@ -70,11 +99,35 @@ def collate(enc: Sequence[tuple[list, list]], idx: Sequence[int], pad_id: int):
     return ids, att
 
 
-def rewards_of(model: Any, ids: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
-    """[N] reward logits (the model's score at each row's last real token)."""
+def rewards_of(model: Any, ids: torch.Tensor, att: torch.Tensor,
+               autocast: bool = False) -> torch.Tensor:  # fmt: skip
+    """[N] reward logits (the model's score at each row's last real token); `autocast`: the
+    forward under bf16 autocast on GPU (training; nothing on CPU)."""
     device = next(model.parameters()).device
-    out = model(input_ids=ids.to(device), attention_mask=att.to(device), use_cache=False)
+    ctx = autocast_context(device) if autocast else contextlib.nullcontext()
+    with ctx:
+        out = model(input_ids=ids.to(device), attention_mask=att.to(device), use_cache=False)
     return out.logits[:, 0].float()  # no KV cache: one full pass, nothing to keep
+
+
+def accumulate_step(model: Any, enc: Sequence[tuple[list, list]], idx: Sequence[int],
+                    pad_id: int, micro_batch: int,
+                    max_tokens: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+    """Forward and backward of one optimizer step's pairs `idx`, micro-batch by micro-batch
+    (`micro_groups`), gradients accumulated in the parameters' .grad. Each micro-batch's loss
+    is its pairs' NLL summed / len(idx), so the gradients and the returned loss equal one
+    forward over all of `idx` (`bt_loss`). Returns (loss, chosen rewards, rejected rewards),
+    detached."""
+    total, rc_all, rr_all = torch.zeros(()), [], []
+    for group in micro_groups(enc, idx, micro_batch, max_tokens):
+        z = rewards_of(model, *collate(enc, group, pad_id), autocast=True)
+        rc, rr = z[: len(group)], z[len(group) :]
+        loss = bt_loss(rc, rr) * (len(group) / len(idx))
+        loss.backward()
+        total += loss.detach().cpu()
+        rc_all.append(rc.detach().cpu())
+        rr_all.append(rr.detach().cpu())
+    return total, torch.cat(rc_all), torch.cat(rr_all)
 
 
 @torch.no_grad()
@@ -105,10 +158,13 @@ def make_adamw(params: list, lr: float, weight_decay: float) -> torch.optim.Opti
 def train_bt(model: Any, tokenizer: Any, pairs: Sequence[dict], *, epochs: int = 1,
              batch: int = 16, lr: float = 1e-4, final_lr: float = 1e-5, max_len: int = 256,
              weight_decay: float = 0.0, max_grad_norm: float = 1.0, seed: int = 0,
-             max_seconds: float = 0.0, bucket: bool = True) -> list[dict[str, Any]]:  # fmt: skip
+             max_seconds: float = 0.0, bucket: bool = True, micro_batch: int = 0,
+             max_tokens_per_micro: int = 0) -> list[dict[str, Any]]:  # fmt: skip
     """Train `model` in place on `pairs`; returns one metrics row per optimizer step (loss,
     batch accuracy, reward margin, lr, seconds). Cosine LR from `lr` to `final_lr`. `bucket`:
-    length-bucketed batches (default) or pairs in random order."""
+    length-bucketed batches (default) or pairs in random order. `micro_batch` pairs per
+    forward (0: the whole step's `batch`), or `max_tokens_per_micro` padded tokens per forward
+    when > 0; gradients accumulate to the step (same loss and update)."""
     if not pairs:
         raise ValueError("reward model: no preference pairs to train on")
     torch.manual_seed(seed)
@@ -125,16 +181,13 @@ def train_bt(model: Any, tokenizer: Any, pairs: Sequence[dict], *, epochs: int =
     for ep in range(epochs):
         for idx in length_batches(enc, batch, seed * 1000 + ep, bucket):
             ts = time.perf_counter()
-            z = rewards_of(model, *collate(enc, idx, pad_id))
-            rc, rr = z[: len(idx)], z[len(idx) :]
-            loss = bt_loss(rc, rr)
-            loss.backward()
+            loss, rc, rr = accumulate_step(model, enc, idx, pad_id, micro_batch or batch,
+                                           max_tokens_per_micro)  # fmt: skip
             gn = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
             opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
-            rc, rr = rc.detach(), rr.detach()  # metrics only (no autograd scalar warnings)
-            hist.append({"step": len(hist) + 1, "epoch": ep, "loss": round(float(loss.detach()), 5),
+            hist.append({"step": len(hist) + 1, "epoch": ep, "loss": round(float(loss), 5),
                          "accuracy": float((rc > rr).float().mean()),
                          "margin": round(float((rc - rr).mean()), 4), "grad_norm": float(gn),
                          "lr": sched.get_last_lr()[0],
