@@ -28,6 +28,7 @@ from transformers import AutoModelForCausalLM, Qwen2Config
 from vibethinker.plan.memory import GIB, Step, train_phase
 from vibethinker.plan.shapes import ModelShape
 from vibethinker.train import policy, rollout, sft
+from vibethinker.train.chunked import chunk_size
 from vibethinker.train.packing import Sample, collate
 from vibethinker.train.rollout import build_batch
 from vibethinker.types import Completion
@@ -56,8 +57,9 @@ class Case:
 
     def step(self) -> Step:
         if self.kind == "sft":
-            return Step(self.rows, self.row_len, self.rows * (self.row_len - 1), 0, self.ckpt,
-                        masked=True)  # fmt: skip
+            # the SFT trainer always puts the head through train/chunked.py's chunks
+            return Step(self.rows, self.row_len, self.rows * (self.row_len - 1),
+                        chunk_size(VOCAB), self.ckpt, masked=True)  # fmt: skip
         resp = self.row_len - self.prompt
         return Step(self.rows, self.row_len, self.rows * resp, self.chunk, self.ckpt, gather=True)
 

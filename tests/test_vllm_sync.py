@@ -40,7 +40,7 @@ from vibethinker.engines import SamplingParams  # noqa: E402
 from vibethinker.engines.vllm import VLLMServerSampler, rollout_sampler  # noqa: E402
 from vibethinker.models.tiny import build_tiny_model  # noqa: E402
 from vibethinker.train import policy, rl  # noqa: E402
-from vibethinker.train.rl import RLOptions  # noqa: E402
+from vibethinker.train.rl import RLOptions, vllm_spec  # noqa: E402
 from vibethinker.train.rollout import build_batch, response_logprobs  # noqa: E402
 from vibethinker.types import Problem, Score  # noqa: E402
 
@@ -68,7 +68,7 @@ def engine(tiny, tmp_path_factory):
     """The colocated vLLM engine, built as the rl loop builds it (float32, eager on CPU)."""
     model, tok = policy.load_policy(tiny, "cpu")
     opts = RLOptions(model=tiny, out=str(tmp_path_factory.mktemp("rl")), seed=0)
-    return rollout_sampler(opts, tok)
+    return rollout_sampler(vllm_spec(opts), tok)
 
 
 @pytest.fixture(scope="module")

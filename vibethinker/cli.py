@@ -39,7 +39,6 @@ from vibethinker.config import (
 from vibethinker.data.io import DataError
 from vibethinker.log import get_logger, setup_logging
 from vibethinker.malloc import keep_freed_memory
-from vibethinker.plan import cmd_plan
 
 log = get_logger("cli")
 COMMANDS = ("run", "status", "stages", "ablate", "plan", "help")
@@ -309,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         if args[0] == "plan":
             rest = args[1:]
             values = parse_overrides([a for a in rest if "=" in a])
+            from vibethinker.plan import cmd_plan  # imports torch: after threads.configure()
+
             return cmd_plan([a for a in rest if "=" not in a], values, "--help" in flags)
         if args[0] == "stages":
             for n, s in sorted(stage_registry.load_all().items()):

@@ -31,9 +31,11 @@ engine-vs-trainer KL (`engine_kl`) every step.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vibethinker import dist
 from vibethinker.engines import (
     Prompt,
     SamplerError,
@@ -199,8 +201,6 @@ class VLLMServerSampler:
 
         from safetensors.torch import save_file
 
-        from vibethinker.train import dist
-
         if dist.is_main():
             self.sync_dir.mkdir(parents=True, exist_ok=True)
             path = self.sync_dir / "weights.safetensors"
@@ -216,37 +216,52 @@ class VLLMServerSampler:
         dist.barrier()
 
 
-def rollout_sampler(opts: Any, tokenizer: Any) -> Any:
-    """The rl stage's vLLM rollout engine for `opts` (RLConfig): colocated or server."""
+@dataclass(frozen=True)
+class RolloutSpec:
+    """What the rl stage's vLLM rollout engine needs, as plain values (built by train/rl.py from
+    its config; the fields mean what the rl config's `vllm_*` keys say)."""
+
+    model: str
+    seed: int = 0
+    mode: str = "colocate"  # colocate | server
+    url: str = ""  # server: its OpenAI /v1 address
+    sync_dir: str = ""  # server: the shared folder for weight files
+    device: str = "auto"  # "cpu" forces CPU even where CUDA is present
+    gpu_memory_utilization: float = 0.3
+    sleep: bool = True  # colocate on CUDA: sleep between rollouts
+    rope_yarn_factor: float = 0.0
+    rope_original_len: int = 0
+
+
+def rollout_sampler(spec: RolloutSpec, tokenizer: Any) -> Any:
+    """The rl stage's vLLM rollout engine: colocated (in this process) or a server."""
     import os
 
-    mode = getattr(opts, "vllm_mode", "colocate")
-    if mode == "server":
-        if not getattr(opts, "vllm_url", ""):
+    if spec.mode == "server":
+        if not spec.url:
             raise ValueError("rl: vllm_mode=server needs vllm_url (the server's /v1 address)")
-        sync_dir = getattr(opts, "vllm_sync_dir", "") or str(Path(opts.out) / "engine_weights")
-        return VLLMServerSampler(opts.vllm_url, tokenizer, sync_dir)
-    if mode != "colocate":
-        raise ValueError(f"rl: vllm_mode={mode!r}: colocate or server")
+        if not spec.sync_dir:
+            raise ValueError("rl: vllm_mode=server needs a weight sync folder (vllm_sync_dir)")
+        return VLLMServerSampler(spec.url, tokenizer, spec.sync_dir)
+    if spec.mode != "colocate":
+        raise ValueError(f"rl: vllm_mode={spec.mode!r}: colocate or server")
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # weights loaded in-process
     import torch
 
-    cuda = torch.cuda.is_available() and str(getattr(opts, "device", "auto")) != "cpu"
+    cuda = torch.cuda.is_available() and spec.device != "cpu"
     kw: dict[str, Any] = dict(
         dtype="bfloat16" if cuda else "float32",
-        gpu_memory_utilization=getattr(opts, "vllm_gpu_memory_utilization", 0.3),
-        seed=opts.seed,
+        gpu_memory_utilization=spec.gpu_memory_utilization,
+        seed=spec.seed,
         enforce_eager=not cuda,
-        rope_yarn_factor=opts.rope_yarn_factor,
-        rope_original_len=opts.rope_original_len,
+        rope_yarn_factor=spec.rope_yarn_factor,
+        rope_original_len=spec.rope_original_len,
     )
-    if cuda and getattr(opts, "vllm_sleep", True):
+    if cuda and spec.sleep:
         kw["enable_sleep_mode"] = True
-    from vibethinker.train import dist
-
     if dist.active():  # one engine per trainer process, inside torchrun's process group
         kw["distributed_executor_backend"] = "external_launcher"
-    sampler = VLLMSampler(opts.model, **kw)
+    sampler = VLLMSampler(spec.model, **kw)
     sampler.sleep_between = bool(kw.get("enable_sleep_mode"))
     return sampler
 

@@ -29,7 +29,12 @@ from vibethinker.plan.shapes import ModelShape
 GIB = float(1 << 30)
 RECOMPUTE = 1.0  # one recomputed layer's activations during backward (measured on CPU)
 HEAD_BYTES = 12.0  # bytes per (position, vocab) of an unchunked LM head + cross-entropy
-CHUNK_BYTES = 16.0  # the same for one checkpointed chunk (recomputed logits, log-softmax, grads)
+# One chunk of train/chunked.py's head (a custom autograd Function: the chunk's fp32 logits and
+# their softmax / gradient formed in place, nothing kept between forward and backward); measured
+# on CPU (scripts/plan_check.py). A LoRA-wrapped head goes chunk by chunk through
+# torch.utils.checkpoint instead (recomputed logits, log-softmax and their grads alive at once).
+CHUNK_BYTES = 8.0
+CKPT_CHUNK_BYTES = 16.0
 
 
 @dataclass(frozen=True)
@@ -118,11 +123,11 @@ def cpu_scores(s: ModelShape, rows: int, row_len: int, masked: bool, cuda: bool)
     return 4.0 * s.heads * rows * row_len * row_len if masked and not cuda else 0.0
 
 
-def head_logits(s: ModelShape, positions: int, chunk: int) -> float:
-    """LM head + loss over `positions` trained positions: all at once (chunk 0), or `chunk`
-    positions at a time, each chunk checkpointed (only one chunk's logits alive)."""
-    if chunk and positions > chunk:
-        return CHUNK_BYTES * chunk * s.vocab
+def head_logits(s: ModelShape, positions: int, chunk: int, lora: bool = False) -> float:
+    """LM head + loss over `positions` trained positions: all at once (chunk 0), or at most
+    `chunk` positions at a time (train/chunked.py; only one chunk's logits alive)."""
+    if chunk:
+        return (CKPT_CHUNK_BYTES if lora else CHUNK_BYTES) * min(positions, chunk) * s.vocab
     return HEAD_BYTES * positions * s.vocab
 
 
@@ -173,7 +178,7 @@ def train_phase(s: ModelShape, st: Step, gpus: int, cuda: bool, name: str = "upd
            saved_activations(s, tokens, st.ckpt, cuda))  # fmt: skip
     ph.add("attention masks", mask_bytes(st.rows, st.row_len, st.masked))
     what = f"chunks of {st.chunk}" if st.chunk and st.head_positions > st.chunk else "at once"
-    head = head_logits(s, st.head_positions, st.chunk)
+    head = head_logits(s, st.head_positions, st.chunk, lora=bool(st.lora_r))
     layer = activations(s, tokens, st.ckpt, cuda) - saved_activations(s, tokens, st.ckpt, cuda)
     layer += cpu_scores(s, st.rows, st.row_len, st.masked, cuda)
     if head >= layer:

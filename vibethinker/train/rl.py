@@ -525,6 +525,24 @@ def gather_scored(sc: Scored) -> tuple[Scored, slice]:
     return cat, slice(start, start + sc.rewards.shape[0])
 
 
+def vllm_spec(opts: RLConfig) -> Any:
+    """The vLLM rollout engine's values from the rl config (engines/vllm.RolloutSpec)."""
+    from vibethinker.engines.vllm import RolloutSpec
+
+    return RolloutSpec(
+        model=opts.model,
+        seed=opts.seed,
+        mode=opts.vllm_mode,
+        url=opts.vllm_url,
+        sync_dir=opts.vllm_sync_dir or str(Path(opts.out) / "engine_weights"),
+        device=str(opts.device),
+        gpu_memory_utilization=opts.vllm_gpu_memory_utilization,
+        sleep=opts.vllm_sleep,
+        rope_yarn_factor=opts.rope_yarn_factor,
+        rope_original_len=opts.rope_original_len,
+    )
+
+
 def rollout_engine(model: Any, tokenizer: Any, opts: RLConfig) -> tuple[Any, Callable | None]:
     """(sampler, sync) for the `engine` option. sync() pushes the trainer's weights to the
     engine; the loop calls it at the start and after every optimizer step.
@@ -533,11 +551,11 @@ def rollout_engine(model: Any, tokenizer: Any, opts: RLConfig) -> tuple[Any, Cal
     - hf under FSDP2: the sharded model cannot sample alone (each forward is a collective), so
       every process samples with an unsharded copy refreshed from the gathered weights.
     - vllm: engines/vllm.py (colocated LLM, or a server), weights pushed in place."""
-    engine = getattr(opts, "engine", "hf")
+    engine = opts.engine
     if engine == "vllm":
         from vibethinker.engines.vllm import rollout_sampler
 
-        sampler = rollout_sampler(opts, tokenizer)
+        sampler = rollout_sampler(vllm_spec(opts), tokenizer)
         return sampler, lambda: sampler.update_weights(dist.full_state_dict(model).items())
     if engine != "hf":
         raise ValueError(f"rl: engine={engine!r}: the rollout engine is hf or vllm")

@@ -155,7 +155,7 @@ def train(
     plan = _plan(samples, opts)
     total = len(plan)
     # the epoch counter counts epochs of the data, also when max_steps cuts the run short
-    full = len(_plan(samples, replace(opts, max_steps=0))) if opts.max_steps else total
+    full = len(_plan(samples, replace(opts, max_steps=None))) if opts.max_steps else total
     model = dist.wrap(model, getattr(opts, "parallel", "auto"))  # N processes: FSDP2 or DDP
     optimizer, scheduler, start = policy.start_or_resume(
         model, out, seed=opts.seed, lr=opts.lr, final_lr=opts.final_lr,
