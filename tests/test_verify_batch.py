@@ -196,10 +196,10 @@ def test_pool_preserves_order_and_kills_stuck_worker():
 def test_worker_late_to_start_is_not_a_timeout_verdict(monkeypatch, caplog):
     """A worker that misses its start-up allowance (a loaded host) is replaced and its items
     requeued without a verdict; only after MAX_COLD_MISSES does the old "timeout" come back."""
-    from vibethinker.verifiers import batch
+    from vibethinker.verifiers import pool as pool_mod
 
-    monkeypatch.setattr(batch, "STARTUP_TIMEOUT_S", 0.001)  # no worker starts in 1 ms
-    monkeypatch.setattr(batch, "MAX_COLD_MISSES", 14)  # allowance doubles up to ~16 s
+    monkeypatch.setattr(pool_mod, "STARTUP_TIMEOUT_S", 0.001)  # no worker starts in 1 ms
+    monkeypatch.setattr(pool_mod, "MAX_COLD_MISSES", 14)  # allowance doubles up to ~16 s
     pool = WorkerPool(1)
     try:
         with caplog.at_level("WARNING"):
@@ -208,7 +208,7 @@ def test_worker_late_to_start_is_not_a_timeout_verdict(monkeypatch, caplog):
         assert "not ready" in caplog.text
     finally:
         pool.close()
-    monkeypatch.setattr(batch, "MAX_COLD_MISSES", 0)  # the old behaviour: charged to the item
+    monkeypatch.setattr(pool_mod, "MAX_COLD_MISSES", 0)  # the old behaviour: charged to the item
     pool = WorkerPool(1)
     try:
         assert pool.map(abs, [(-3,)], timeout=0.05) == [("timeout", None)]
@@ -218,11 +218,12 @@ def test_worker_late_to_start_is_not_a_timeout_verdict(monkeypatch, caplog):
 
 def test_unknown_or_missing_domain_fails_before_work(monkeypatch):
     from vibethinker import verifiers
+    from vibethinker.verifiers import registry
 
     bad = Problem(id="x", domain="poetry", prompt="q")
     with pytest.raises(VerifierUnavailable, match="poetry"):
         verify_batch([bad], ["r"])
-    lazy = verifiers._lazy("code", "no_such_module", "verify_code")
+    lazy = registry._lazy("code", "no_such_module", "verify_code")
     monkeypatch.setitem(verifiers.VERIFIERS, "code", lazy)
     code = Problem(id="c", domain="code", prompt="q", tests=[{"input": "", "output": ""}])
     with pytest.raises(VerifierUnavailable, match="no_such_module"):

@@ -8,7 +8,19 @@ returns; a `Group` is one prompt's G completions with their scores (the unit of 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Union
+
+# A chat turn and a prompt: a user string, or a chat (list of {"role", "content"} turns).
+Message = dict[str, str]
+Prompt = Union[str, list[Message]]  # noqa: UP007 (a runtime alias; `|` on a str and a list fails on 3.10)
+
+
+def as_messages(prompt: Prompt) -> list[Message]:
+    """A user string becomes a one-turn chat; a chat is returned as is."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return list(prompt)
+
 
 DOMAINS = ("math", "code", "stem", "instruct")
 # SFT-only skill data, never a problem to verify: `clr` = the CLR judge tasks (claim extraction and

@@ -18,13 +18,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Union
+from typing import Any, Protocol
 
 from vibethinker.models.chat import chat_end_token
-from vibethinker.types import Completion
-
-Message = dict[str, str]
-Prompt = Union[str, list[Message]]  # noqa: UP007 (a runtime alias; `|` on a str and a list fails on 3.10)
+from vibethinker.types import Completion, Message, Prompt, as_messages  # noqa: F401 (re-exported)
 
 
 @dataclass
@@ -50,13 +47,6 @@ class Sampler(Protocol):
 
 class SamplerError(RuntimeError):
     """A sampler could not produce completions (server down after retries, engine missing)."""
-
-
-def as_messages(prompt: Prompt) -> list[Message]:
-    """A user string becomes a one-turn chat; a chat is returned as is."""
-    if isinstance(prompt, str):
-        return [{"role": "user", "content": prompt}]
-    return list(prompt)
 
 
 def encode_prompt(tokenizer: Any, prompt: Prompt, use_chat_template: bool) -> list[int]:

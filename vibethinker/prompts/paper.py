@@ -19,8 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vibethinker.engines import as_messages
-from vibethinker.types import Problem
+from vibethinker.types import Problem, as_messages
 
 MATH_SUFFIX = "Let's think step by step and output the final answer within \\boxed{}."
 CHOICE_SUFFIX = (

@@ -36,6 +36,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from vibethinker.types import Problem, Score
+from vibethinker.verifiers import pool
 from vibethinker.verifiers.extract import (
     after_last_box,
     all_boxed,
@@ -208,11 +209,9 @@ def check_answer(gold: str, pred: str, asked: frozenset[str] = frozenset()) -> S
         return Score(float(fast), fast, "ok" if fast else "wrong_answer")
     if screen(gold):  # a gold we cannot check safely is a data problem, not a model failure
         return Score(0.0, False, "bad_problem:unparseable_answer")
-    from vibethinker.verifiers import batch  # lazy: batch imports the verifier registry
-
-    if batch.in_guarded_worker():
+    if pool.in_guarded_worker():
         return equivalent(gold, pred)
-    return batch.guarded_call(equivalent, (gold, pred), timeout=CHECK_TIMEOUT_S)
+    return pool.guarded_call(equivalent, (gold, pred), timeout=CHECK_TIMEOUT_S)
 
 
 def _percent_of_one(number: str, percent: str) -> bool | None:
