@@ -1,4 +1,4 @@
-"""10-gram benchmark decontamination speed (issue 14): ours vs a Python set vs datatrove.
+"""10-gram benchmark decontamination speed: ours vs a Python set vs datatrove.
 
     .venv/bin/python benchmarks/decontam.py [--train 100000] [--repeats 3] [--stream]
 

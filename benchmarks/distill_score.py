@@ -1,4 +1,4 @@
-"""S_LP scoring speed (issue 11): our batched, packed scorer vs one trace at a time in plain
+"""S_LP scoring speed: our batched, packed scorer vs one trace at a time in plain
 transformers.
 
     .venv/bin/python benchmarks/distill_score.py [--problems 300] [--repeats 3] [--threads 2]

@@ -1,5 +1,5 @@
 """GPU decode throughput and training MFU, plain transformers vs ours, for Qwen2.5-1.5B and -3B
-architectures with random weights (issue 16). Meant for one H200 in under 8 minutes:
+architectures with random weights. Meant for one H200 in under 8 minutes:
 
     .venv/bin/python benchmarks/gpu_decode.py [--sizes 1.5b,3b] [--batches 64,256]
         [--prompt-len 128] [--max-new 256] [--train-len 2048] [--json out.json]

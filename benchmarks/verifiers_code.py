@@ -21,7 +21,7 @@ passes, not a check). Sides:
 
 With --attacks (no comparison) it times how long the verifier takes to score adversarial
 submissions (an infinite loop, a sleep, a memory bomb, a fork storm, 16 MB of output) and the
-grader's peak Python memory on the 16 MB output (issue 9).
+grader's peak Python memory on the 16 MB output.
 """
 
 from __future__ import annotations

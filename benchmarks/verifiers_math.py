@@ -1,5 +1,5 @@
 """Math verification throughput: our batch verifier vs math-verify in a process pool of the same
-size, on the same model-like responses (issue 16).
+size, on the same model-like responses.
 
     .venv/bin/python benchmarks/verifiers_math.py [--workload aime|forms] [--n 800] [--workers 2]
         [--repeats 3] [--sides ours,peer,peer_tail,peer_best,ours_nocache] [--explain]
@@ -37,7 +37,7 @@ the timed checks, per check: unlike checks/s it barely moves with the machine's 
 also reports its verdict agreement with the peer on the first 200 pairs. `--explain` (one
 process, no pools, no ratio) prints where the time goes: the share of our checks that reach
 sympy and the peer's cost per check split into parse(gold), parse(response) and verify.
-Target (issue 3): >= 1.5x.
+Target: >= 1.5x.
 """
 
 from __future__ import annotations

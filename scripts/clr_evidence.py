@@ -1,4 +1,4 @@
-"""CLR evidence on the embedded world (docs/EVIDENCE.md, "CLR (test-time)"; issue 13).
+"""CLR evidence on the embedded world (docs/EVIDENCE.md, "CLR (test-time)").
 
 CLR vs maj@k vs avg@n at K = 8 and 16 (and 32 with --ks 8,16,32), Pass@1 over R repeats with its
 spread, the tokens each spends, for the three claim verifiers (model, symbolic, both), on a

@@ -1,4 +1,4 @@
-"""Can the tiny model learn CLR's claim verification from the world's examples? (issue 13)
+"""Can the tiny model learn CLR's claim verification from the world's examples?
 
 A cheap test instead of a full demo: continue a finished sft1 model for a few hundred SFT steps
 on the world's CLR examples (+ a small replay of the other domains against forgetting), then

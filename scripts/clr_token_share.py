@@ -1,4 +1,4 @@
-"""The CLR examples' share of sft1's tokens in a run's train.jsonl (docs/CLR.md; issue 13).
+"""The CLR examples' share of sft1's tokens in a run's train.jsonl (docs/CLR.md).
 
 Counts every trace as sft1 sees it: the chat-wrapped prompt (the paper's prompt style) plus the
 reply, with the run's own tokenizer; per domain, and for the CLR examples per task.

@@ -1,4 +1,4 @@
-"""Evidence for stage 4 (issue 11): learning-potential vs random selection, and the distilled
+"""Evidence for stage 4: learning-potential vs random selection, and the distilled
 student against the specialists and SFT stage 1, held-out, over several seeds.
 
     .venv/bin/python scripts/distill_evidence.py [--run /tmp/demo4] [--out /tmp/11/evidence] \

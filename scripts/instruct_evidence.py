@@ -1,4 +1,4 @@
-"""Evidence for Instruct RL (docs/PAPER.md stage 5, issue 12): does control return without losing
+"""Evidence for Instruct RL (docs/PAPER.md stage 5): does control return without losing
 reasoning, and does the policy game the tiny reward model?
 
     .venv/bin/python scripts/instruct_evidence.py [--run-dir /tmp/demo1] [--out /tmp/12/evidence]

@@ -8,7 +8,7 @@ tree, so tests run elsewhere never see a mutated file. One target at a time, tes
 target, one worker by default (the machines are small and shared).
 
     python scripts/mutate.py                      # every target, report in docs/MUTATION.md
-    python scripts/mutate.py listed algo.losses --jobs 2   # `listed`: issue 18's own mutants
+    python scripts/mutate.py listed algo.losses --jobs 2   # `listed`: the hand-written mutants
 
 Surviving mutants that cannot change behaviour are listed in EQUIVALENT with the reason; the
 report counts them apart. Anything else that survives is a missing test: write it. To look at one:
@@ -226,7 +226,7 @@ def copy_tree(dst: Path, rev: str = "") -> None:
 
 @dataclass(frozen=True)
 class Listed:
-    """A hand-written mutant (issue 18's list): `old` replaced by `new` in `path` must make
+    """A hand-written mutant: `old` replaced by `new` in `path` must make
     `tests` fail."""
 
     path: str
@@ -330,7 +330,7 @@ def run_listed(work: Path, rev: str = "") -> dict[str, object]:
         print(f"  {'killed  ' if ok else 'SURVIVED'} {name}", flush=True)
         if not ok:
             survived.append(f"{name}: pytest exit {res.returncode}")
-    return {"target": "listed", "module": "issue 18's hand-written mutants", "functions": [],
+    return {"target": "listed", "module": "hand-written mutants", "functions": [],
             "tests": [], "mutants": len(LISTED), "killed": killed, "equivalent": 0,
             "survived": survived, "minutes": round((time.time() - t0) / 60, 1)}  # fmt: skip
 

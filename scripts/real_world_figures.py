@@ -1,4 +1,4 @@
-"""Issue 10's two figures, before vs after, on CPU in ~4 minutes:
+"""Two figures of docs/REAL_WORLD.md, before vs after, on CPU in ~4 minutes:
 
 1. Stopping: a random-weight Qwen2.5-base-style checkpoint (EOS <|endoftext|>, turn end
    <|im_end|>) after a short SFT, sampled with the turn end as a stop token (now) and with the

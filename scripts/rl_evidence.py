@@ -1,4 +1,4 @@
-"""Evidence for the RL stages on the embedded world (issue 6), reproducible with one command.
+"""Evidence for the RL stages on the embedded world, reproducible with one command.
 
 1. Evaluation noise: the starting (SFT) model's held-out math avg@n under several sampling seeds.
 2. Math RL raises accuracy: the `rl` stage (MGPO) for each RL seed, wall-clock capped; each final

@@ -1,5 +1,5 @@
 """The command line a first-time user meets: flags, help, single-stage runs from a recipe, status,
-why a stage re-runs, and one-line errors (issue 20)."""
+why a stage re-runs, and one-line errors."""
 
 import json
 import re

@@ -141,9 +141,6 @@ def test_reasoning_content_is_put_back_in_think_tags():
         assert "logprobs" not in srv.requests[0]["body"]
 
 
-# ----------------------------------------------------------------------------- issue 10
-
-
 def _seeded(body, path, i):
     """A seed-honouring server: the same seed gives the same sample."""
     return f"{body['messages'][-1]['content']}@{body.get('seed')}/{i}"

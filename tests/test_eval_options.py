@@ -1,4 +1,4 @@
-"""Eval options a first-time user trips on (issue 20): k follows n, a limit balanced over domains,
+"""Eval options a first-time user trips on: k follows n, a limit balanced over domains,
 a domain filter, and the eval-only failure detail written to samples.jsonl."""
 
 import json

@@ -101,7 +101,7 @@ def test_problem_dataclass_defaults():
 
 
 def test_dataset_columns_go_to_meta_with_one_warning(tmp_path, caplog):
-    """Issue 10 item 6: public datasets carry extra columns; keep them, warn once."""
+    """Public datasets carry extra columns; keep them, warn once."""
     rows = [{**GOOD[0], "id": f"m{i}", "source": "aops", "level": i, "url": "u"} for i in range(3)]
     probs = load_problems(_write(tmp_path / "d.jsonl", rows))
     assert [p.meta for p in probs][2] == {"source": "aops", "level": 2, "url": "u"}

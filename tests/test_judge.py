@@ -312,7 +312,7 @@ def test_stub_chat_logprobs_token_ids_stop_and_hook():
 
 
 # --------------------------------------------------------------------------------------------
-# The math judge: a second opinion where the rules cannot decide or say wrong (issue 9)
+# The math judge: a second opinion where the rules cannot decide or say wrong
 # --------------------------------------------------------------------------------------------
 def _math(answer: str, i: int = 0):
     from vibethinker.types import Problem

@@ -1,4 +1,4 @@
-"""Issue 10 rules on lengths and the evaluation protocol: over-long SFT samples are dropped
+"""Rules on lengths and the evaluation protocol: over-long SFT samples are dropped
 (counted) unless cutting is asked for; truncated reference/filter rollouts are judged by one
 rule (`truncated_reward`) with the decisions it made counted; eval's per-domain n and one notion
 of correct for avg@n and pass@k."""

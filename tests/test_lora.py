@@ -1,4 +1,4 @@
-"""LoRA through peft, an option beside full fine-tuning (issue 20): SFT, then one RL step, on the
+"""LoRA through peft, an option beside full fine-tuning: SFT, then one RL step, on the
 tiny model; each saves a loadable adapter and a merged plain HF folder that agree, and a LoRA SFT
 run resumes from its checkpoint."""
 

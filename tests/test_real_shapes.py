@@ -1,4 +1,4 @@
-"""Real-model shapes (issue 10): a random-weight Qwen2.5-base-style checkpoint whose EOS
+"""Real-model shapes: a random-weight Qwen2.5-base-style checkpoint whose EOS
 (`<|endoftext|>`) differs from the chat turn end (`<|im_end|>`), with Qwen's template (default
 system prompt, no generation block) and 32K positions, through sft -> rl -> eval on CPU; plus the
 context-length rules (positions, YaRN, "up to the context") on the same kind of checkpoint."""

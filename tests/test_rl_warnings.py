@@ -1,4 +1,4 @@
-"""RL that learns nothing must say so (issue 20): in the log, the stage summary and the report."""
+"""RL that learns nothing must say so: in the log, the stage summary and the report."""
 
 from __future__ import annotations
 

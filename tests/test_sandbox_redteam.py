@@ -1,4 +1,4 @@
-"""Red-team tests for the code verifier (issue 3): every escape route is a bug.
+"""Red-team tests for the code verifier: every escape route is a bug.
 
 An attacker's model writes the code that `verify_code` grades. Each test is one attack and asserts
 the SAFE outcome: a forged pass scores 0, the host is unchanged, a listener receives nothing, no
@@ -1000,7 +1000,7 @@ COUNTERS = {
 
 @pytest.mark.parametrize("counter", sorted(COUNTERS))
 def test_no_counter_carries_over_between_checks(counter):
-    # Issue 9: a reused sandbox used to keep its pid namespace, tmpfs and network namespace, so
+    # A reused sandbox used to keep its pid namespace, tmpfs and network namespace, so
     # these counters carried ~10+ bits from one check to the next. Each check now gets fresh
     # namespaces and tmpfs (zygote.py); host-wide counters no namespace separates are left
     # (zygote.py's docstring).
@@ -1034,7 +1034,7 @@ def test_host_wide_inode_counter_carries_over():
     assert abs(again - first) < 1000, (first, again)
 
 
-# --- 6. Round 2 (issue 9): reward hacks through kernel state, host resources -------------------
+# --- 6. Round 2: reward hacks through kernel state, host resources -------------------
 
 # A solver plants its answer where a later check can read it; the later, non-solving
 # submissions print what they find. Samples of one prompt are graded back to back in RL, so a
@@ -1166,7 +1166,7 @@ def test_function_server_cannot_pass_on_which_answers_were_accepted():
 
 TCP_HOARD = (
     # Loopback connections whose buffers fill because nobody reads, in four processes: socket
-    # buffers are kernel memory that a cgroup v1 does not count without a TCP limit (issue 9:
+    # buffers are kernel memory that a cgroup v1 does not count without a TCP limit (measured:
     # ~165 MB under an 80 MB cap).
     "import os, socket, time\n"
     "def hoard():\n"

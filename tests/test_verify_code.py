@@ -385,7 +385,7 @@ def test_dotted_entry_point_solution_method():
     assert not s.correct and s.reason == "wrong_answer"
 
 
-# --- output comparison in bounded memory (issue 9) ---------------------------------------------
+# --- output comparison in bounded memory ---------------------------------------------
 
 
 def _memfd(data: bytes) -> int:
@@ -506,7 +506,7 @@ def _traced_peak(fn):
 
 @pytest.mark.parametrize("name", sorted(AMPLIFY))
 def test_output_comparison_memory_does_not_grow_with_the_output(name):
-    # Issue 9: 16 MB of b"\xff\n" made the grader build 8M lines of replacement characters
+    # 16 MB of b"\xff\n" made the grader build 8M lines of replacement characters
     # (RSS 30 MB -> 895 MB, the GIL held for seconds). The comparison holds one chunk and the
     # expected output whatever the program printed: 16x the output, the same peak (behaviour,
     # not a threshold: the old code's peak grew with the output).

@@ -306,7 +306,7 @@ def test_capital_words_tokenization():
     assert count_capital_words("I CAN'T. It's OK, STATE-OF-THE-ART!") == 5  # I CA N'T OK STATE..
 
 
-# ---- issue 21: counted as the reference counts (nltk Punkt + Treebank words, langdetect) ----
+# ---- counted as the reference counts (nltk Punkt + Treebank words, langdetect) ----
 # Expected values below are the reference's (lm-eval's copy of Google's IFEval code, run offline
 # by scripts/ifeval_reference_corpus.py); main before the fix got each of them wrong.
 @pytest.mark.parametrize(

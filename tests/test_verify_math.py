@@ -247,7 +247,7 @@ def test_verify_dispatch_never_raises(monkeypatch):
     )
 
 
-# ---- issue 21: answers compared as a careful grader compares them ----
+# ---- answers compared as a careful grader compares them ----
 # tests/data/math_verdicts.jsonl: gold, full response, expected verdict, class and a note. Main
 # before the fix got 38 of its 89 verdicts wrong (exact values with a tolerance, \fbox hedges,
 # `AB = 5`, "and"/"or" listings, the same value boxed twice, 30°, 0.\overline{3}, the policies).
@@ -301,7 +301,7 @@ def test_one_notion_of_a_boxed_answer():
     assert verify_math(mp("3"), r"<think>x</think> \fbox{2} or \fbox{3}").reason == "hedged_answer"
 
 
-# ---- issue 9: the parser-bomb guard and real gold answers ----
+# ---- the parser-bomb guard and real gold answers ----
 
 
 def _golds() -> list[str]:
@@ -332,7 +332,7 @@ def test_every_real_gold_verifies_against_itself():
     assert failed == []
 
 
-# ---- issue 9: fenced-code extraction is a linear scanner ----
+# ---- fenced-code extraction is a linear scanner ----
 
 _ADVERSARIAL_FENCES = r"""
 import json, sys

@@ -458,7 +458,7 @@ def acquire(bwrap: str, tmp_mb: int) -> Zygote | None:
                     return z
                 dead.append(z)
     finally:
-        for z in dead:  # outside the lock: close() takes it (a deadlock before issue 9)
+        for z in dead:  # outside the lock: close() takes it (a deadlock otherwise)
             z.close()
     try:
         return Zygote(bwrap, tmp_mb)

@@ -1,7 +1,7 @@
 """Teacher-forced scoring of verified traces under the student: S_LP in batched no-grad forwards.
 
 S_LP(q, y) = -(1/|y|) sum_t log pi_student(y_t | q, y_<t) (docs/PAPER.md stage 4; algo/potential.py)
-for many (q, y) at once. What makes it fast, at equal results (BENCHMARKS.md, issue 11):
+for many (q, y) at once. What makes it fast, at equal results (BENCHMARKS.md):
 - **Shared prompts.** The n traces of one prompt share its forward: a *unit* is one prompt
   followed by several of its responses, each response attending to the prompt and to itself only
   (a tree-shaped mask), positions continuing from the prompt's end. In the tiny world the prompt

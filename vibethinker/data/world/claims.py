@@ -1,4 +1,4 @@
-"""The world's CLR skills (docs/PAPER.md, "Test time: CLR"; issue 13): SFT examples that teach the
+"""The world's CLR skills (docs/PAPER.md, "Test time: CLR"): SFT examples that teach the
 tiny model the two judge tasks of the `clr` stage, in exactly the chat format that stage sends.
 
 - extraction: the user turn is `prompts/clr_extract.txt` filled with a train problem and one of

@@ -8,7 +8,7 @@ operations, the formula instead of iteration, guess-and-check, a verification st
 operands are only a fallback when a problem has fewer than three. Difficulty = steps of the
 canonical path (1-4). All values are non-negative integers, so answers are digits only.
 
-Calibration (issue 17): every number a path shows (operands, step results, the answer) is at
+Calibration: every number a path shows (operands, step results, the answer) is at
 most MAX_VALUE. The ~1M demo model learns the few hundred one- and two-digit facts this leaves
 in its SFT budget; with values up to ~100 it reached 0.14 held-out Pass@1 and copied operands
 and single-digit sums wrongly. Paths of a problem that exceed the cap are dropped; a problem

@@ -7,7 +7,7 @@ solve by three different routes: compute directly, back-substitute each option, 
 mistakes. Options are shuffled by the generator's rng; `choices` holds the texts in A-D order,
 `answer` the letter.
 
-Calibration (issue 17): every distractor of a product is smaller than the product and every
+Calibration: every distractor of a product is smaller than the product and every
 distractor of a quotient larger than the quotient, so knowing which operation the formula uses
 (the physics concept) picks the answer by size, without exact long multiplication. With near-miss
 distractors (r+1, r-1) the ~1M demo model stayed near chance (0.31 with four options) after SFT:
