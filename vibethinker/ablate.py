@@ -73,8 +73,21 @@ and ablation.png. Running it again resumes. <stage>.<key>= overrides apply to ev
   --inprocess run the arms one after another in this process (no worker start-up per arm)
   --table     only write the table and plot of the arm x seed runs finished so far
   --dry-run   print each arm's stages, overrides and what would run, and run nothing"""
-STUDY_KEYS = ("recipe", "base_run", "out", "stages", "overrides", "arms", "seeds", "budget",
-              "metrics", "jobs", "conf", "title", "notes")  # fmt: skip
+STUDY_KEYS = (
+    "recipe",
+    "base_run",
+    "out",
+    "stages",
+    "overrides",
+    "arms",
+    "seeds",
+    "budget",
+    "metrics",
+    "jobs",
+    "conf",
+    "title",
+    "notes",
+)
 _REF = re.compile(r"\$\{([A-Za-z0-9_\-]+)\.")
 
 
@@ -158,14 +171,21 @@ def load_study(path: str, cli: dict[str, str] | None = None) -> Study:
     if not seeds or len(set(seeds)) != len(seeds):
         raise ConfigError(f"study {path}: seeds must be distinct, at least one: {seeds}")
     study = Study(
-        path=str(path), recipe=str(raw["recipe"]), base_run=str(raw.get("base_run") or ""),
-        out=str(raw["out"]), arms=arms, seeds=seeds,
+        path=str(path),
+        recipe=str(raw["recipe"]),
+        base_run=str(raw.get("base_run") or ""),
+        out=str(raw["out"]),
+        arms=arms,
+        seeds=seeds,
         fixed=[str(k) for k in budget.get("fixed") or []],
         consumed={str(k): str(v) for k, v in (budget.get("consumed") or {}).items()},
-        metrics={str(k): str(v) for k, v in raw["metrics"].items()}, overrides=common,
-        jobs=int(raw.get("jobs") or 0), conf=float(raw.get("conf") or 0.95),
-        title=str(raw.get("title") or Path(path).stem), notes=str(raw.get("notes") or "").strip(),
-    )  # fmt: skip
+        metrics={str(k): str(v) for k, v in raw["metrics"].items()},
+        overrides=common,
+        jobs=int(raw.get("jobs") or 0),
+        conf=float(raw.get("conf") or 0.95),
+        title=str(raw.get("title") or Path(path).stem),
+        notes=str(raw.get("notes") or "").strip(),
+    )
     for arm in study.arms:
         _upstream(study, arm)  # every stage named is a recipe stage
     return study
@@ -303,8 +323,9 @@ def ensure_base(study: Study) -> None:
         raise ConfigError(f"study {study.path}: no base_run, but the arms need {missing}")
     names = [n for n, _, _ in _recipe_entries(study.recipe)]
     last = max(names.index(s) for s in missing)
-    log.info("base run %s lacks %s: running the recipe up to %s", study.base_run, missing,
-             names[last])  # fmt: skip
+    log.info(
+        "base run %s lacks %s: running the recipe up to %s", study.base_run, missing, names[last]
+    )
     recipe = load_recipe(study.recipe, {"run_dir": study.base_run})
     recipe.stages = recipe.stages[: last + 1]
     execute(recipe, quiet=True)
@@ -313,12 +334,16 @@ def ensure_base(study: Study) -> None:
 def describe(study: Study) -> str:
     """The plan: per arm its stages and overrides, the fixed budget, what would run."""
     fixed = check_fixed(study)
-    lines = [f"study {study.title}: recipe {study.recipe}, base run {study.base_run}, "
-             f"out {study.out}, seeds {study.seeds}"]  # fmt: skip
+    lines = [
+        f"study {study.title}: recipe {study.recipe}, base run {study.base_run}, "
+        f"out {study.out}, seeds {study.seeds}"
+    ]
     for arm in study.arms:
         done = [s for s in study.seeds if is_done(study, arm, s)]
-        lines.append(f"  arm {arm.name}: stages {arm.stages}; upstream from the base run: "
-                     f"{_upstream(study, arm)}; done seeds {done}")  # fmt: skip
+        lines.append(
+            f"  arm {arm.name}: stages {arm.stages}; upstream from the base run: "
+            f"{_upstream(study, arm)}; done seeds {done}"
+        )
         for k, v in {**study.overrides, **arm.overrides}.items():
             lines.append(f"      {k}={v}")
     for k, per in fixed.items():
@@ -365,16 +390,29 @@ def _spawn(study: Study, cli: dict[str, str], arm: Arm, seed: int, threads: int)
     run_dir = Path(study.out) / arm.name / f"seed{seed}"
     run_dir.mkdir(parents=True, exist_ok=True)
     args = [f"{k}={v}" for k, v in cli.items()]
-    cmd = [sys.executable, "-m", "vibethinker.ablate", "--one", study.path, arm.name, str(seed),
-           *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "vibethinker.ablate",
+        "--one",
+        study.path,
+        arm.name,
+        str(seed),
+        *args,
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(threads))}
     t0 = time.time()
     with open(run_dir / "ablate.log", "a") as logf:
         proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env)
         _PROCS.append(proc)
         rc = proc.wait()
-    log.info("%s seed %d: %s in %.0f s", arm.name, seed, "done" if rc == 0 else f"FAILED rc={rc}",
-             time.time() - t0)  # fmt: skip
+    log.info(
+        "%s seed %d: %s in %.0f s",
+        arm.name,
+        seed,
+        "done" if rc == 0 else f"FAILED rc={rc}",
+        time.time() - t0,
+    )
     return rc
 
 
@@ -396,8 +434,13 @@ def run_study(
     Path(study.out).mkdir(parents=True, exist_ok=True)
     todo = [(a, s) for s in study.seeds for a in study.arms if not is_done(study, a, s)]
     skipped = len(study.arms) * len(study.seeds) - len(todo)
-    log.info("study %s: %d arm x seed runs to do, %d already done; %d job(s)", study.title,
-             len(todo), skipped, jobs)  # fmt: skip
+    log.info(
+        "study %s: %d arm x seed runs to do, %d already done; %d job(s)",
+        study.title,
+        len(todo),
+        skipped,
+        jobs,
+    )
     print(f"ablate {study.title}: {len(todo)} to run, {skipped} done already, jobs={jobs}")
     old = signal.signal(signal.SIGTERM, _raise_interrupt)
     ex = ThreadPoolExecutor(max_workers=jobs)
@@ -489,10 +532,14 @@ def collect(study: Study) -> dict[str, Any]:
                     continue
                 recipe = arm_recipe(study, arm, seed)
                 absent = {n for n, _, _ in _recipe_entries(study.recipe)} - set(arm.stages)
-                row = {"metrics": {k: read_value(run_dir, v, recipe, absent)
-                                   for k, v in study.metrics.items()},
-                       "budget": {k: read_value(run_dir, v, recipe, absent)
-                                  for k, v in study.consumed.items()}}  # fmt: skip
+                row = {
+                    "metrics": {
+                        k: read_value(run_dir, v, recipe, absent) for k, v in study.metrics.items()
+                    },
+                    "budget": {
+                        k: read_value(run_dir, v, recipe, absent) for k, v in study.consumed.items()
+                    },
+                }
             except (OSError, KeyError, IndexError, ValueError) as e:
                 log.warning("%s seed %d: cannot read results: %s", arm.name, seed, e)
                 continue
@@ -564,8 +611,13 @@ def write_outputs(study: Study, res: dict[str, Any]) -> dict[str, str]:
     res.update(summary=s["table"], budget_mismatch=s["mismatch"])
     pct = round(study.conf * 100)
     first = study.arms[0].name
-    head = ["arm", "seeds", *[f"{m} (mean [{pct}% CI])" for m in study.metrics],
-            *[f"{m}: minus {first}" for m in study.metrics], *study.consumed]  # fmt: skip
+    head = [
+        "arm",
+        "seeds",
+        *[f"{m} (mean [{pct}% CI])" for m in study.metrics],
+        *[f"{m}: minus {first}" for m in study.metrics],
+        *study.consumed,
+    ]
     lines = [f"# Ablation: {study.title}", ""]
     if study.notes:
         lines += [study.notes, ""]
@@ -582,24 +634,36 @@ def write_outputs(study: Study, res: dict[str, Any]) -> dict[str, str]:
         t = s["table"][arm.name]
         cells = [arm.name, str(len(t["seeds"]))]
         cells += [_fmt(t["metrics"][m]) for m in study.metrics]
-        cells += [_fmt(t.get("diff", {}).get(m)) if arm.name != first else "-"
-                  for m in study.metrics]  # fmt: skip
+        cells += [
+            _fmt(t.get("diff", {}).get(m)) if arm.name != first else "-" for m in study.metrics
+        ]
         cells += [_fmt_budget(t["budget"][b]) for b in study.consumed]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     if s["mismatch"]:
-        lines.append(f"**Budget mismatch:** {', '.join(s['mismatch'])} differ between arms or "
-                     "seeds (see the columns above): the comparison is not at matched budget.")  # fmt: skip
+        lines.append(
+            f"**Budget mismatch:** {', '.join(s['mismatch'])} differ between arms or "
+            "seeds (see the columns above): the comparison is not at matched budget."
+        )
     elif study.consumed:
         lines.append("Consumed budget identical in every arm and seed.")
     if res.get("failed"):
         lines.append(f"\n**Failed runs** (see their ablate.log): {', '.join(res['failed'])}")
-    missing = [f"{a.name}/seed{x}" for a in study.arms for x in study.seeds
-               if str(x) not in res["arms"].get(a.name, {})]  # fmt: skip
+    missing = [
+        f"{a.name}/seed{x}"
+        for a in study.arms
+        for x in study.seeds
+        if str(x) not in res["arms"].get(a.name, {})
+    ]
     if missing:
         lines.append(f"\nNot finished (not in the table): {', '.join(missing)}")
-    lines += ["", "Per seed:", "", "| arm | seed | " + " | ".join(study.metrics) + " |",
-              "|---|---|" + "---|" * len(study.metrics)]  # fmt: skip
+    lines += [
+        "",
+        "Per seed:",
+        "",
+        "| arm | seed | " + " | ".join(study.metrics) + " |",
+        "|---|---|" + "---|" * len(study.metrics),
+    ]
     for arm in study.arms:
         for seed, r in sorted(res["arms"].get(arm.name, {}).items(), key=lambda x: int(x[0])):
             vals = " | ".join(_fmt_seed(r["metrics"][m]) for m in study.metrics)
@@ -609,8 +673,11 @@ def write_outputs(study: Study, res: dict[str, Any]) -> dict[str, str]:
     (out / "ablation.md").write_text("\n".join(lines))
     (out / "ablation.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
     plot(study, res, out / "ablation.png")
-    return {"table": str(out / "ablation.md"), "json": str(out / "ablation.json"),
-            "plot": str(out / "ablation.png")}  # fmt: skip
+    return {
+        "table": str(out / "ablation.md"),
+        "json": str(out / "ablation.json"),
+        "plot": str(out / "ablation.png"),
+    }
 
 
 def plot(study: Study, res: dict[str, Any], png: Path) -> str:
@@ -621,8 +688,7 @@ def plot(study: Study, res: dict[str, Any], png: Path) -> str:
     import matplotlib.pyplot as plt
 
     ms = list(study.metrics)
-    fig, axes = plt.subplots(1, len(ms), figsize=(3.2 * len(ms) + 0.6, 3.2), dpi=110,
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(1, len(ms), figsize=(3.2 * len(ms) + 0.6, 3.2), dpi=110, squeeze=False)
     for ax, m in zip(axes[0], ms):
         for i, arm in enumerate(study.arms):
             ci = res["summary"][arm.name]["metrics"][m]
@@ -636,8 +702,9 @@ def plot(study: Study, res: dict[str, Any], png: Path) -> str:
         ax.set_xticks(range(len(study.arms)), [a.name for a in study.arms], fontsize=8)
         ax.set_xlim(-0.6, len(study.arms) - 0.4)
         ax.set_title(m, fontsize=9)
-    fig.suptitle(f"{study.title} (mean, {round(study.conf * 100)}% CI over seeds; dots: seeds)",
-                 fontsize=9)  # fmt: skip
+    fig.suptitle(
+        f"{study.title} (mean, {round(study.conf * 100)}% CI over seeds; dots: seeds)", fontsize=9
+    )
     fig.tight_layout()
     fig.savefig(png)
     plt.close(fig)

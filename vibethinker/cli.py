@@ -243,8 +243,13 @@ def cmd_stage(cmd: str, args: list[str], flags: set[str]) -> int:
 
 
 _HUB_ERRORS = ("LocalEntryNotFoundError", "OfflineModeIsEnabled", "RepositoryNotFoundError")
-_HUB_TEXT = ("offline mode", "couldn't connect to", "not a valid model identifier",
-             "cannot find the requested files", "local_files_only")  # fmt: skip
+_HUB_TEXT = (
+    "offline mode",
+    "couldn't connect to",
+    "not a valid model identifier",
+    "cannot find the requested files",
+    "local_files_only",
+)
 
 
 def hub_hint(e: BaseException, values: dict[str, Any] | None = None) -> str | None:
@@ -264,8 +269,9 @@ def hub_hint(e: BaseException, values: dict[str, Any] | None = None) -> str | No
         i.rstrip(".")
         for i in re.findall(r"([A-Za-z0-9][\w.-]*/[\w.-]+)", " ".join(map(str, chain)))
     ]
-    repo = next((i for i in ids if re.fullmatch(r"[\w.-]+/[\w.-]+", i) and not Path(i).exists()),
-                None)  # fmt: skip
+    repo = next(
+        (i for i in ids if re.fullmatch(r"[\w.-]+/[\w.-]+", i) and not Path(i).exists()), None
+    )
     what = f"model {repo!r}" if repo else "the model"
     cmd = f"hf download {repo} --local-dir DIR" if repo else "hf download ORG/NAME --local-dir DIR"
     return (
@@ -329,9 +335,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted (sft, rl and distill saved a checkpoint at their last step; the log "
-              "says what each stage kept); run the same command again to resume",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "interrupted (sft, rl and distill saved a checkpoint at their last step; the log "
+            "says what each stage kept); run the same command again to resume",
+            file=sys.stderr,
+        )
         return 130
 
 

@@ -286,8 +286,9 @@ class Checks:
         known = [*DOMAINS, *TRAIN_ONLY_DOMAINS] if train_only else list(DOMAINS)
         for d in names:
             if d not in known:
-                self.bad(key, f"unknown domain {d!r}{close_matches(d, known)}; known: "
-                         f"{', '.join(known)}")  # fmt: skip
+                self.bad(
+                    key, f"unknown domain {d!r}{close_matches(d, known)}; known: {', '.join(known)}"
+                )
 
     def device(self, key: str = "device", empty_ok: bool = False) -> None:
         v = getattr(self.cfg, key)
@@ -307,8 +308,7 @@ class Checks:
         if not probs:
             return
         if paths and len(probs) != len(paths):
-            self.bad(probs_key, f"{len(probs)} weight(s) for {len(paths)} dataset(s) in "
-                     f"{data_key}")  # fmt: skip
+            self.bad(probs_key, f"{len(probs)} weight(s) for {len(paths)} dataset(s) in {data_key}")
         elif any(w < 0 for w in probs) or sum(probs) <= 0:
             self.bad(probs_key, "weights must be >= 0 with a positive sum")
 

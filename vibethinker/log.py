@@ -87,11 +87,18 @@ def _wandb(out: Path, name: str, config: dict[str, Any]) -> tuple[LogFn, Callabl
         import wandb
     except ImportError as e:
         raise ImportError("report_to=wandb needs `pip install wandb`") from e
-    mode = os.environ.get("WANDB_MODE") or ("online" if os.environ.get("WANDB_API_KEY") else
-                                            "offline")  # fmt: skip
+    mode = os.environ.get("WANDB_MODE") or (
+        "online" if os.environ.get("WANDB_API_KEY") else "offline"
+    )
     (out / "wandb").mkdir(parents=True, exist_ok=True)
-    run = wandb.init(project=os.environ.get("WANDB_PROJECT", "vibethinker"), name=name,
-                     dir=str(out), config=config, mode=mode, reinit="finish_previous")  # fmt: skip
+    run = wandb.init(
+        project=os.environ.get("WANDB_PROJECT", "vibethinker"),
+        name=name,
+        dir=str(out),
+        config=config,
+        mode=mode,
+        reinit="finish_previous",
+    )
     return (lambda row, step: run.log(row, step=step)), run.finish
 
 
@@ -100,8 +107,9 @@ def _trackio(out: Path, name: str, config: dict[str, Any]) -> tuple[LogFn, Calla
         import trackio
     except ImportError as e:
         raise ImportError("report_to=trackio needs `pip install trackio`") from e
-    run = trackio.init(project=os.environ.get("TRACKIO_PROJECT", "vibethinker"), name=name,
-                       config=config)  # fmt: skip
+    run = trackio.init(
+        project=os.environ.get("TRACKIO_PROJECT", "vibethinker"), name=name, config=config
+    )
     return (lambda row, step: run.log(row, step=step)), run.finish
 
 
@@ -149,9 +157,11 @@ def parse_report_to(report_to: str | list[str] | None) -> list[str]:
 
 
 def make_tracker(
-    report_to: str | list[str] | None, out: str | os.PathLike, name: str,
+    report_to: str | list[str] | None,
+    out: str | os.PathLike,
+    name: str,
     config: dict[str, Any] | None = None,
-) -> Tracker:  # fmt: skip
+) -> Tracker:
     """Open the trackers named in `report_to` for a stage writing to `out` (run `name`)."""
     backends = []
     for n in parse_report_to(report_to):

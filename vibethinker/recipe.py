@@ -105,9 +105,9 @@ def _ref_hint(key: str, scope: dict[str, Any]) -> str:
         return f" (did you mean ${{{m[0]}}}?)"
     stages = sorted({k.split(".", 1)[0] for k in scope if "." in k})
     top = [k for k in scope if "." not in k]
-    return (f"; available: {', '.join(f'${{{t}}}' for t in top)}"
-            + (f", or ${{<stage>.<key>}} of an earlier stage ({', '.join(stages)})" if stages
-               else ""))  # fmt: skip
+    return f"; available: {', '.join(f'${{{t}}}' for t in top)}" + (
+        f", or ${{<stage>.<key>}} of an earlier stage ({', '.join(stages)})" if stages else ""
+    )
 
 
 def load_recipe(path: str, overrides: dict[str, str] | None = None) -> Recipe:
@@ -214,8 +214,11 @@ def explain(recipe: Recipe) -> list[tuple[PlannedStage, str, str]]:
     for ps in recipe.stages:
         rec = manifest.data["stages"].get(ps.name, {})
         now = rundir.portable(_result_dict(ps.config), recipe.run_dir)
-        then = rundir.portable(_result_dict(ps.config, rec["config"]), *was) if rec.get(
-            "config") else None  # fmt: skip
+        then = (
+            rundir.portable(_result_dict(ps.config, rec["config"]), *was)
+            if rec.get("config")
+            else None
+        )
         same, status = then == now, rec.get("status")
         if not dirty and status == "done" and same:
             out.append((ps, "skip", "done, same config"))
@@ -289,8 +292,7 @@ def prepare_single(cfg: Any, stage: str) -> None:
             if not (same and stage_registry.get(stage).resumable):
                 shutil.rmtree(out)
         out.mkdir(parents=True, exist_ok=True)
-        rec = {"stage": stage, "status": "running", "config": _config_dict(cfg),
-               "started": _now()}  # fmt: skip
+        rec = {"stage": stage, "status": "running", "config": _config_dict(cfg), "started": _now()}
         marker.write_text(json.dumps(rec, indent=2) + "\n")
     dist.barrier()
 
@@ -323,9 +325,17 @@ def _start_stage(manifest: Manifest, ps: PlannedStage, action: str, run_dir: str
     if action == "run":
         _clean_out(ps.config.out, run_dir)
         rec.update(spent=0.0, attempts=0)
-    rec.update(stage=ps.stage, status="running", config=_config_dict(ps.config),
-               dir=rundir.relative(ps.config.out, run_dir), started=_now(), finished=None,
-               outputs={}, error=None, attempts=rec.get("attempts", 0) + 1)  # fmt: skip
+    rec.update(
+        stage=ps.stage,
+        status="running",
+        config=_config_dict(ps.config),
+        dir=rundir.relative(ps.config.out, run_dir),
+        started=_now(),
+        finished=None,
+        outputs={},
+        error=None,
+        attempts=rec.get("attempts", 0) + 1,
+    )
     rec.setdefault("spent", 0.0)
     manifest.save()
 
@@ -403,15 +413,20 @@ def execute(recipe: Recipe, quiet: bool = False) -> dict[str, Any]:
         actions = dist.broadcast_object([a for _, a in plan(recipe)] if main else None)
         if main:
             manifest = Manifest(recipe.run_dir)
-            manifest.data.update(recipe=recipe.path, model=recipe.model, run_dir=recipe.run_dir,
-                                 run_dir_abs=str(run_dir.resolve()),
-                                 order=[s.name for s in recipe.stages])  # fmt: skip
+            manifest.data.update(
+                recipe=recipe.path,
+                model=recipe.model,
+                run_dir=recipe.run_dir,
+                run_dir_abs=str(run_dir.resolve()),
+                order=[s.name for s in recipe.stages],
+            )
         for ps, action in zip(recipe.stages, actions):
             if action == "skip":
                 log.info("stage %s: done, skipping", ps.name)
                 continue
-            where = f" on {dist.world()} processes" if ps.stage in DISTRIBUTED and dist.active() \
-                else ""  # fmt: skip
+            where = (
+                f" on {dist.world()} processes" if ps.stage in DISTRIBUTED and dist.active() else ""
+            )
             log.info("stage %s (%s): %s%s", ps.name, ps.stage, action, where)
             if manifest is not None:
                 _start_stage(manifest, ps, action, recipe.run_dir)

@@ -102,14 +102,24 @@ def status_table(run_dir: str) -> str:
         rec = stages.get(name, {"status": "pending"})
         outs = " ".join(f"{k}={v}" for k, v in (rec.get("outputs") or {}).items())
         fin = rec.get("finished") or rec.get("started") or ""
-        rows.append((name, rec.get("stage", ""), rec.get("status", "pending"),
-                     _seconds(rec), fin, outs[:80]))  # fmt: skip
+        rows.append(
+            (
+                name,
+                rec.get("stage", ""),
+                rec.get("status", "pending"),
+                _seconds(rec),
+                fin,
+                outs[:80],
+            )
+        )
         if rec.get("error"):
             notes.append(f"{name}: {rec['error']}")
         notes += [f"{name}: WARNING {w}" for w in _warnings(run_dir, rec)]
     if any(r[2] == "running" for r in rows[1:]) and not _locked(run_dir):
-        notes.append("a stage marked running has no live process (crashed or killed): run the "
-                     "recipe again to resume it")  # fmt: skip
+        notes.append(
+            "a stage marked running has no live process (crashed or killed): run the "
+            "recipe again to resume it"
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = [f"run {run_dir}: recipe {manifest.get('recipe')}, model {manifest.get('model')}"]
     for r in rows:
@@ -118,8 +128,10 @@ def status_table(run_dir: str) -> str:
     if singles:
         lines.append("\nsingle-stage runs (not part of the recipe's manifest):")
         for name, rec in singles:
-            lines.append(f"  single/{name}  {rec.get('stage')}  {rec.get('status')}  "
-                         f"{rec.get('finished') or rec.get('started', '')}")  # fmt: skip
+            lines.append(
+                f"  single/{name}  {rec.get('stage')}  {rec.get('status')}  "
+                f"{rec.get('finished') or rec.get('started', '')}"
+            )
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
@@ -200,9 +212,13 @@ def _replace_report(path: Path, text: str, missing: list[str]) -> str:
     if lost:
         keep = path.with_name("report.rebuilt.md")
         keep.write_text(text)
-        log.warning("%s kept: the folders of finished stage(s) %s were not found, so a rebuild "
-                    "would lose their sections; the rebuild is in %s", path, ", ".join(lost),
-                    keep.name)  # fmt: skip
+        log.warning(
+            "%s kept: the folders of finished stage(s) %s were not found, so a rebuild "
+            "would lose their sections; the rebuild is in %s",
+            path,
+            ", ".join(lost),
+            keep.name,
+        )
         return str(path)
     path.write_text(text)
     return str(path)

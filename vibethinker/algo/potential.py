@@ -169,8 +169,14 @@ def select_random(reference: Selection, n_buckets: int, rng: random.Random) -> S
     counts = dict(reference.counts)
     counts.update(dropped_outlier=0, out_of_band=0)
     counts["over_quota"] = counts["candidates"] - counts["dropped_short"] - len(kept)
-    return Selection(sorted(kept), list(reference.bucket), list(reference.edges), math.inf,
-                     [(math.nan, math.nan)] * n_buckets, counts)  # fmt: skip
+    return Selection(
+        sorted(kept),
+        list(reference.bucket),
+        list(reference.edges),
+        math.inf,
+        [(math.nan, math.nan)] * n_buckets,
+        counts,
+    )
 
 
 def domain_quotas(

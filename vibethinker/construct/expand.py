@@ -72,9 +72,14 @@ def fill(template: str, **values: str) -> str:
 def expand_prompt(template: str, seed: Problem, axis: str) -> str:
     rules, fields = DOMAIN_RULES[seed.domain]
     return fill(
-        template, axis=axis, axis_text=AXES[axis], domain=seed.domain, problem=seed.prompt,
-        domain_rules=rules, fields=fields,
-    )  # fmt: skip
+        template,
+        axis=axis,
+        axis_text=AXES[axis],
+        domain=seed.domain,
+        problem=seed.prompt,
+        domain_rules=rules,
+        fields=fields,
+    )
 
 
 def last_json_object(text: str) -> dict[str, Any] | None:
@@ -119,9 +124,12 @@ def parse_expansion(text: str, seed: Problem, axis: str) -> Problem:
     if not isinstance(prompt, str) or not prompt.strip():
         raise ParseError("bad_field", "problem must be a non-empty string")
     p = Problem(
-        id=f"{seed.id}~{axis}", domain=seed.domain, prompt=prompt.strip(),
-        subdomain=seed.subdomain, meta={"source_seed": seed.id, "axis": axis},
-    )  # fmt: skip
+        id=f"{seed.id}~{axis}",
+        domain=seed.domain,
+        prompt=prompt.strip(),
+        subdomain=seed.subdomain,
+        meta={"source_seed": seed.id, "axis": axis},
+    )
     if seed.domain == "stem":
         p.choices = _str_list(obj.get("choices"), "choices", 2, 26)
     elif seed.domain == "code":
@@ -132,10 +140,16 @@ def parse_expansion(text: str, seed: Problem, axis: str) -> Problem:
         p.subdomain = "stdio"
     elif seed.domain == "instruct":
         inst = obj.get("instructions")
-        ok = isinstance(inst, list) and inst and all(
-            isinstance(i, dict) and isinstance(i.get("id"), str)
-            and isinstance(i.get("kwargs", {}), dict) for i in inst
-        )  # fmt: skip
+        ok = (
+            isinstance(inst, list)
+            and inst
+            and all(
+                isinstance(i, dict)
+                and isinstance(i.get("id"), str)
+                and isinstance(i.get("kwargs", {}), dict)
+                for i in inst
+            )
+        )
         if not ok:
             raise ParseError("bad_field", "instructions must be a list of {id, kwargs}")
         p.instructions = [{"id": i["id"], "kwargs": dict(i.get("kwargs") or {})} for i in inst]

@@ -95,8 +95,15 @@ def expand(seeds: list[tuple[int, Problem]], ctx: Context, seed: int) -> list[Pr
     out = []
     for _, s in seeds:
         if cfg.keep_seeds:
-            out.append(replace(s, traces=None, wrong_traces=None, claims=None,
-                               meta={**s.meta, "source_seed": s.id, "axis": "seed"}))  # fmt: skip
+            out.append(
+                replace(
+                    s,
+                    traces=None,
+                    wrong_traces=None,
+                    claims=None,
+                    meta={**s.meta, "source_seed": s.id, "axis": "seed"},
+                )
+            )
     per_dom: Counter = Counter()
     kept: Counter = Counter()
     for (s, axis), reply in zip(jobs, replies):
@@ -224,8 +231,9 @@ def label(queries: list[Problem], samples: list[list[str]], ctx: Context) -> lis
             keep.append(i)
     if code_jobs:
         items = [(queries[i], t) for i in code_jobs for t in dict.fromkeys(samples[i])]
-        scores = verify_batch([p for p, _ in items], [t for _, t in items], workers=cfg.workers,
-                              fn=run_on_inputs)  # fmt: skip
+        scores = verify_batch(
+            [p for p, _ in items], [t for _, t in items], workers=cfg.workers, fn=run_on_inputs
+        )
         runs: dict[int, dict[str, list]] = {}
         for (p, t), s in zip(items, scores):
             try:
@@ -280,8 +288,9 @@ def select_and_filter(q: Problem, good: list[str], ctx: Context) -> list[str]:
     ctx.funnel.step(q.domain, "multipath", len(good), len(paths))
     kept = []
     for t in paths:
-        why = repetition_reason(t, cfg.rep_min_words, cfg.rep_max_dup_line, cfg.rep_max_top,
-                                cfg.rep_max_dup)  # fmt: skip
+        why = repetition_reason(
+            t, cfg.rep_min_words, cfg.rep_max_dup_line, cfg.rep_max_top, cfg.rep_max_dup
+        )
         if why:
             ctx.funnel.drop(q.domain, "repetition", why)
         else:

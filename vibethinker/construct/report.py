@@ -48,12 +48,18 @@ def _mean(c: Counter) -> float:
 
 def write_summary(out: Path, cfg: Any, ctx: Any, state: Progress, hist: dict[str, dict]) -> None:
     lines = [
-        "# construct", "",
-        f"Teacher `{cfg.teacher}`" + (" (SIMULATED world teacher, no LLM)" if cfg.teacher == "world" else "")
+        "# construct",
+        "",
+        f"Teacher `{cfg.teacher}`"
+        + (" (SIMULATED world teacher, no LLM)" if cfg.teacher == "world" else "")
         + f"; {state.seeds_done} seeds, {cfg.n_samples} samples per query, "
-        f"vote margin >= {cfg.vote_min_margin}, up to {cfg.max_traces} paths per query.", "",
-        "## Funnel (in -> out per step and domain)", "", ctx.funnel.table(), "",
-    ]  # fmt: skip
+        f"vote margin >= {cfg.vote_min_margin}, up to {cfg.max_traces} paths per query.",
+        "",
+        "## Funnel (in -> out per step and domain)",
+        "",
+        ctx.funnel.table(),
+        "",
+    ]
     drops = ctx.funnel.drop_lines()
     if drops:
         lines += ["Drop reasons:", "", *drops, ""]
@@ -61,10 +67,13 @@ def write_summary(out: Path, cfg: Any, ctx: Any, state: Progress, hist: dict[str
         lines += [f"Seeds without supervision dropped: {state.bad_seeds}", ""]
     if ctx.index is not None:
         hits = ctx.eval_hits
-        lines += ["## Decontamination", "",
-                  f"{ctx.index.n_items} eval items, {len(ctx.index)} {cfg.decontam_n}-grams "
-                  f"({ctx.index.template_grams} template n-grams left out); "
-                  f"{len(hits)} eval items hit by {sum(hits.values())} drops."]  # fmt: skip
+        lines += [
+            "## Decontamination",
+            "",
+            f"{ctx.index.n_items} eval items, {len(ctx.index)} {cfg.decontam_n}-grams "
+            f"({ctx.index.template_grams} template n-grams left out); "
+            f"{len(hits)} eval items hit by {sum(hits.values())} drops.",
+        ]
         if hits:
             lines += ["Most hit: " + ", ".join(f"`{k}` {v}" for k, v in hits.most_common(10))]
         pl = ctx.planted
@@ -72,21 +81,38 @@ def write_summary(out: Path, cfg: Any, ctx: Any, state: Progress, hist: dict[str
             rec = pl["caught"] / pl["reached"] if pl["reached"] else float("nan")
             prec = pl["caught"] / pl["flagged"] if pl["flagged"] else float("nan")
             lines += [
-                "", f"Planted eval items (simulated teacher): {pl['reached']} reached the filter, "
+                "",
+                f"Planted eval items (simulated teacher): {pl['reached']} reached the filter, "
                 f"{pl['caught']} caught: recall {rec:.2f}; precision {prec:.2f} ({pl['flagged']} "
-                "queries flagged at the query step)."]  # fmt: skip
+                "queries flagged at the query step).",
+            ]
         lines.append("")
     lens, diffs = hist["lengths"], hist["difficulty"]
     if lens:
-        lines += ["## Curriculum tags", "", "| domain | problems | traces | mean trace chars | "
-                  "mean difficulty (1 - teacher pass rate) |", "|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "## Curriculum tags",
+            "",
+            "| domain | problems | traces | mean trace chars | "
+            "mean difficulty (1 - teacher pass rate) |",
+            "|---|---|---|---|---|",
+        ]
         for d in sorted(lens):
             lc, dc = Counter(lens[d]), Counter(diffs.get(d, {}))
-            lines.append(f"| {d} | {sum(dc.values())} | {sum(lc.values())} | {_mean(lc) + 10:.0f} "
-                         f"| {_mean(dc):.3f} |")  # fmt: skip
-        _plot(out / "lengths.png", {d: Counter(c) for d, c in lens.items()}, "trace chars (bins of 20)",
-              "trace length")  # fmt: skip
-        _plot(out / "difficulty.png", {d: Counter(c) for d, c in diffs.items()},
-              "difficulty = 1 - teacher pass rate", "difficulty")  # fmt: skip
+            lines.append(
+                f"| {d} | {sum(dc.values())} | {sum(lc.values())} | {_mean(lc) + 10:.0f} "
+                f"| {_mean(dc):.3f} |"
+            )
+        _plot(
+            out / "lengths.png",
+            {d: Counter(c) for d, c in lens.items()},
+            "trace chars (bins of 20)",
+            "trace length",
+        )
+        _plot(
+            out / "difficulty.png",
+            {d: Counter(c) for d, c in diffs.items()},
+            "difficulty = 1 - teacher pass rate",
+            "difficulty",
+        )
         lines += ["", "![lengths](lengths.png) ![difficulty](difficulty.png)", ""]
     (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")

@@ -191,9 +191,14 @@ def _check_missing(kwargs: dict, keys: list, shape: RowShape, path: Any, line: i
                 why += " (an instruct prompt without rules needs subdomain 'open')"
         raise DataError(path, line, key, f"{why}; give {_MISSING_HINT.get(key, key)}")
     hints = "; ".join(f"{k}: {_MISSING_HINT.get(k, 'required')}" for k in missing)
-    raise DataError(path, line, ", ".join(missing), f"missing (the record has "
-                    f"{', '.join(keys) or 'no keys'}). Give {hints} (docs/REAL_WORLD.md, "
-                    "Bringing your own data)")  # fmt: skip
+    raise DataError(
+        path,
+        line,
+        ", ".join(missing),
+        f"missing (the record has "
+        f"{', '.join(keys) or 'no keys'}). Give {hints} (docs/REAL_WORLD.md, "
+        "Bringing your own data)",
+    )
 
 
 def _is_number(v: Any) -> bool:
@@ -304,15 +309,19 @@ def load_problems(
     if unknown:
         log.warning(
             "%s: column(s) %s are not Problem fields; kept in each record's `meta`",
-            path, ", ".join(sorted(unknown)),
-        )  # fmt: skip
+            path,
+            ", ".join(sorted(unknown)),
+        )
     dup = {k: n for k, n in Counter(p.id for p in out).items() if n > 1}
     if dup:
         example = ", ".join(f"{k!r} x{n}" for k, n in list(dup.items())[:3])
         log.warning(
             "%s: %d id(s) appear more than once (%s); ids should be unique: per-problem results "
-            "and samples are keyed by id", path, len(dup), example,
-        )  # fmt: skip
+            "and samples are keyed by id",
+            path,
+            len(dup),
+            example,
+        )
     return out
 
 

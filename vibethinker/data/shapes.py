@@ -62,8 +62,11 @@ def from_messages(row: dict) -> dict:
     roles = [m.get("role") for m in msgs]
     body = roles[1:] if roles[:1] == ["system"] else roles
     if body not in (["user"], ["user", "assistant"]):
-        raise ShapeError("messages", f"expected [system], user, [assistant] turns, got {roles} "
-                         "(multi-turn conversations are not supported)")  # fmt: skip
+        raise ShapeError(
+            "messages",
+            f"expected [system], user, [assistant] turns, got {roles} "
+            "(multi-turn conversations are not supported)",
+        )
     if "prompt" in row:
         raise ShapeError("messages", "give either `prompt` or `messages`, not both")
     out = {k: v for k, v in row.items() if k != "messages"}
@@ -87,8 +90,11 @@ def _gold(row: dict, shape: RowShape) -> dict:
     col = shape.answer_key
     if col:
         if col not in row:
-            raise ShapeError(col, f"missing (answer_key={col} names it as the gold column; this "
-                             f"row has {', '.join(sorted(row))})")  # fmt: skip
+            raise ShapeError(
+                col,
+                f"missing (answer_key={col} names it as the gold column; this "
+                f"row has {', '.join(sorted(row))})",
+            )
     elif row.get("answer") in (None, ""):
         col = next((c for c in GOLD_COLUMNS if isinstance(row.get(c), (str, int, float))), "")
     if not col or col == "answer":

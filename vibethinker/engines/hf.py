@@ -222,8 +222,9 @@ class _StaticDecoder:
         self.graphs, self.graph, self.logits = graphs, None, None
         self.cache: Any = None
         self.mask: torch.Tensor | None = None
-        self.layer_types = sorted(set(getattr(model.config, "layer_types", None)
-                                      or ["full_attention"]))  # fmt: skip
+        self.layer_types = sorted(
+            set(getattr(model.config, "layer_types", None) or ["full_attention"])
+        )
 
     def load(self, prefill: Any, rep: torch.Tensor, prompt_mask: torch.Tensor) -> None:
         """Copy the prefill's KV (one row per distinct prompt) to the rows (`rep`: row ->
@@ -379,8 +380,10 @@ class HFSampler:
         attn = getattr(cfg, "_attn_implementation", None) or "sdpa"
         kinds = set(getattr(cfg, "layer_types", None) or ["full_attention"])
         if attn not in ("sdpa", "eager") or kinds != {"full_attention"}:
-            log.warning(f"static KV cache needs sdpa/eager attention and full-attention layers "
-                        f"(got {attn}, {sorted(kinds)}); using the plain decode loop")  # fmt: skip
+            log.warning(
+                f"static KV cache needs sdpa/eager attention and full-attention layers "
+                f"(got {attn}, {sorted(kinds)}); using the plain decode loop"
+            )
             return False
         return True
 
@@ -415,8 +418,9 @@ class HFSampler:
         try:
             with torch.inference_mode():
                 for chunks in batches:
-                    rows = self._sample_batch([ids[i] for i, _ in chunks], [c for _, c in chunks],
-                                              params, gen)  # fmt: skip
+                    rows = self._sample_batch(
+                        [ids[i] for i, _ in chunks], [c for _, c in chunks], params, gen
+                    )
                     k = 0
                     for i, c in chunks:
                         out[i].extend(rows[k : k + c])
@@ -433,8 +437,10 @@ class HFSampler:
                 raise ValueError("max_new_tokens=0 (up to the context) needs a known context_len")
             left = self.context_len - longest_prompt
             if left <= 0:
-                raise ValueError(f"a prompt of {longest_prompt} tokens fills the context "
-                                 f"({self.context_len}); nothing left to generate")  # fmt: skip
+                raise ValueError(
+                    f"a prompt of {longest_prompt} tokens fills the context "
+                    f"({self.context_len}); nothing left to generate"
+                )
             return left
         if self.context_len and longest_prompt + params.max_new_tokens > self.context_len:
             from vibethinker.models import ContextLengthError, check_context
@@ -505,8 +511,10 @@ class HFSampler:
             mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
             logits = self._forward(tok[:, None], mask, next_pos, cache, last_only=False)
             next_pos = next_pos + 1
-        return [self._completion(tokens[r], lps[r], finish[r], hit_stop[r], params)
-                for r in range(n_rows)]  # fmt: skip
+        return [
+            self._completion(tokens[r], lps[r], finish[r], hit_stop[r], params)
+            for r in range(n_rows)
+        ]
 
     def _prefill(self, prompt_ids: list[list[int]], reserve: int):
         """Left-padded prefill of the distinct prompts: (last logits [P, V], cache, mask [P, W])."""
@@ -554,8 +562,9 @@ class HFSampler:
                 for r, (tv, alive) in enumerate(zip(tok.tolist(), live.tolist())):
                     if alive:
                         text_rows[r].append(tv)
-                        if tv not in self.eos_ids and self._hits_stop(text_rows[r], tv,
-                                                                       params.stop):  # fmt: skip
+                        if tv not in self.eos_ids and self._hits_stop(
+                            text_rows[r], tv, params.stop
+                        ):
                             hit_stop[r] = True
                             ends[r] = True
             stopped |= ends
@@ -566,8 +575,10 @@ class HFSampler:
             next_pos = next_pos + 1
         toks, lps = out_tok.tolist(), out_lp.tolist()
         fin = ["stop" if s else "length" for s in stopped.tolist()]
-        return [self._completion(toks[r][:n], lps[r][:n], fin[r], hit_stop[r], params)
-                for r, n in enumerate(length.tolist())]  # fmt: skip
+        return [
+            self._completion(toks[r][:n], lps[r][:n], fin[r], hit_stop[r], params)
+            for r, n in enumerate(length.tolist())
+        ]
 
     def _completion(self, toks, lps, finish, hit_stop, params) -> Completion:
         body = toks[:-1] if toks and toks[-1] in self.eos_ids else toks

@@ -103,8 +103,10 @@ class OpenAISampler:
             split = self.ignores_n and n > 1
             if split:  # known to ignore n: one request per sample, all in flight
                 jobs = [(i, j) for i in range(len(prompts)) for j in range(n)]
-                futures = [pool.submit(self._one_prompt, prompts[i], 1, params, i, cancel, j)
-                           for i, j in jobs]  # fmt: skip
+                futures = [
+                    pool.submit(self._one_prompt, prompts[i], 1, params, i, cancel, j)
+                    for i, j in jobs
+                ]
             else:
                 futures = [
                     pool.submit(self._one_prompt, p, n, params, i, cancel)
@@ -142,8 +144,12 @@ class OpenAISampler:
             if self.ignores_n:
                 return
             self.ignores_n = True
-        log.warning("%s answered n=%d with one choice: the server ignores `n`; asking one sample "
-                    "per request from now on, each with its own seed", self.url, asked)  # fmt: skip
+        log.warning(
+            "%s answered n=%d with one choice: the server ignores `n`; asking one sample "
+            "per request from now on, each with its own seed",
+            self.url,
+            asked,
+        )
 
     def _body(
         self, prompt: Prompt, n: int, params: SamplingParams, i: int, first: int = 0

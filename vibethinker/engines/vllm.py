@@ -88,8 +88,9 @@ class VLLMSampler:
 
             from vibethinker.models import apply_yarn, rope_params
 
-            cfg = apply_yarn(AutoConfig.from_pretrained(str(model)), rope_yarn_factor,
-                             rope_original_len)  # fmt: skip
+            cfg = apply_yarn(
+                AutoConfig.from_pretrained(str(model)), rope_yarn_factor, rope_original_len
+            )
             kw["hf_overrides"] = {
                 "rope_scaling": rope_params(cfg),
                 "max_position_embeddings": cfg.max_position_embeddings,
@@ -181,15 +182,17 @@ class VLLMServerSampler:
         from vibethinker.engines.openai import OpenAISampler
 
         extra = {"return_tokens_as_token_ids": True, "skip_special_tokens": False}
-        self.client = OpenAISampler(base_url=base_url, model=model, endpoint="chat",
-                                    extra_body=extra, tokenizer=tokenizer)  # fmt: skip
+        self.client = OpenAISampler(
+            base_url=base_url, model=model, endpoint="chat", extra_body=extra, tokenizer=tokenizer
+        )
         self.base_url = base_url.rstrip("/").removesuffix("/v1")
         self.tokenizer = tokenizer
         self.sync_dir = Path(sync_dir)
 
     def encode(self, prompt: Prompt) -> list[int]:
-        return encode_prompt(self.tokenizer, prompt, bool(getattr(self.tokenizer,
-                                                                  "chat_template", None)))  # fmt: skip
+        return encode_prompt(
+            self.tokenizer, prompt, bool(getattr(self.tokenizer, "chat_template", None))
+        )
 
     def generate(self, prompts, n, params=None):
         return self.client.generate(prompts, n, params or SamplingParams())
@@ -206,10 +209,13 @@ class VLLMServerSampler:
             path = self.sync_dir / "weights.safetensors"
             save_file({k: v.detach().clone().contiguous() for k, v in weights}, str(path))
             body = json.dumps({"method": "vt_load_weights_from_file", "args": [str(path)]})
-            for url, data in ((f"{self.base_url}/collective_rpc", body.encode()),
-                              (f"{self.base_url}/reset_prefix_cache", b"")):  # fmt: skip
-                req = urllib.request.Request(url, data=data, method="POST",
-                                             headers={"Content-Type": "application/json"})  # fmt: skip
+            for url, data in (
+                (f"{self.base_url}/collective_rpc", body.encode()),
+                (f"{self.base_url}/reset_prefix_cache", b""),
+            ):
+                req = urllib.request.Request(
+                    url, data=data, method="POST", headers={"Content-Type": "application/json"}
+                )
                 with urllib.request.urlopen(req, timeout=600) as r:
                     if r.status != 200:
                         raise SamplerError(f"vllm server: {url} answered {r.status}")

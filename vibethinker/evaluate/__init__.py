@@ -54,15 +54,25 @@ class EvalResult:
         for g, prompt in zip(self.groups, self.prompts or [""] * len(self.groups)):
             p = g.problem
             for j, (c, s) in enumerate(zip(g.completions, g.scores)):
-                rows.append({
-                    "id": p.id, "domain": p.domain, "subdomain": p.subdomain, "sample": j,
-                    "prompt": prompt if j == 0 else None, "response": c.text,
-                    "score": s.value, "correct": s.correct, "reason": s.reason,
-                    "answer": answer_key(p, c.text), "gold": p.answer,
-                    "tokens": n_tokens(c), "finish_reason": c.finish_reason,
-                    "partial_score": s.value,
-                    **({"detail": s.detail} if s.detail else {}),  # eval-only (types.Score)
-                })  # fmt: skip
+                rows.append(
+                    {
+                        "id": p.id,
+                        "domain": p.domain,
+                        "subdomain": p.subdomain,
+                        "sample": j,
+                        "prompt": prompt if j == 0 else None,
+                        "response": c.text,
+                        "score": s.value,
+                        "correct": s.correct,
+                        "reason": s.reason,
+                        "answer": answer_key(p, c.text),
+                        "gold": p.answer,
+                        "tokens": n_tokens(c),
+                        "finish_reason": c.finish_reason,
+                        "partial_score": s.value,
+                        **({"detail": s.detail} if s.detail else {}),  # eval-only (types.Score)
+                    }
+                )
         return rows
 
     def summary(self, **meta: Any) -> dict[str, Any]:

@@ -47,13 +47,16 @@ def parse_rows(value: Any) -> list[Row]:
     """`models` as a list of {name, model[, domain, start]} or a mapping name -> model (or
     name -> {model[, domain, start]}), in pipeline order. Errors name the entry."""
     if isinstance(value, Mapping):
-        items = [{"name": k, **(v if isinstance(v, Mapping) else {"model": v})}
-                 for k, v in value.items()]  # fmt: skip
+        items = [
+            {"name": k, **(v if isinstance(v, Mapping) else {"model": v})} for k, v in value.items()
+        ]
     elif isinstance(value, (list, tuple)):
         items = list(value)
     else:
-        raise ConfigError("headline: `models` must be a list of {name, model[, domain, start]} "
-                          f"or a mapping name -> model, got {value!r}")  # fmt: skip
+        raise ConfigError(
+            "headline: `models` must be a list of {name, model[, domain, start]} "
+            f"or a mapping name -> model, got {value!r}"
+        )
     rows: list[Row] = []
     for i, it in enumerate(items):
         where = f"headline: models[{i}] = {it!r}"
@@ -62,10 +65,16 @@ def parse_rows(value: Any) -> list[Row]:
         missing = [k for k in ROW_KEYS if not it.get(k)]
         extra = sorted(set(it) - set(ROW_KEYS) - set(ROW_OPTIONAL))
         if missing or extra:
-            raise ConfigError(f"{where}: needs the keys {ROW_KEYS}, optionally {ROW_OPTIONAL} "
-                              f"(missing {missing}, unknown {extra})")  # fmt: skip
-        row = Row(str(it["name"]), str(it["model"]), str(it.get("domain") or ""),
-                  str(it.get("start") or ""))  # fmt: skip
+            raise ConfigError(
+                f"{where}: needs the keys {ROW_KEYS}, optionally {ROW_OPTIONAL} "
+                f"(missing {missing}, unknown {extra})"
+            )
+        row = Row(
+            str(it["name"]),
+            str(it["model"]),
+            str(it.get("domain") or ""),
+            str(it.get("start") or ""),
+        )
         names = [r.name for r in rows]
         if row.name in names:
             raise ConfigError(f"{where}: the name {row.name!r} is used twice")
@@ -103,26 +112,43 @@ def column_values(scores: Sequence[float], domains: Sequence[str], col: str) -> 
     return [s for s, d in zip(scores, domains) if col == "all" or d == col]
 
 
-def cell_stats(scores: Sequence[float], domains: Sequence[str], n: int, conf: float = 0.95,
-               n_boot: int = 2000, seed: int = 0) -> dict[str, dict[str, float]]:  # fmt: skip
+def cell_stats(
+    scores: Sequence[float],
+    domains: Sequence[str],
+    n: int,
+    conf: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, dict[str, float]]:
     """Per column: mean per-problem score with its bootstrap interval, problems, samples."""
     cells = {}
     for col in columns_of(domains):
         vals = column_values(scores, domains, col)
         mean, lo, hi = bootstrap_ci(vals, conf, n_boot, seed)
-        cells[col] = {"mean": mean, "lo": lo, "hi": hi, "n_problems": len(vals),
-                      "n_samples": len(vals) * n}  # fmt: skip
+        cells[col] = {
+            "mean": mean,
+            "lo": lo,
+            "hi": hi,
+            "n_problems": len(vals),
+            "n_samples": len(vals) * n,
+        }
     return cells
 
 
-def diff_stats(a: Sequence[float], b: Sequence[float], domains: Sequence[str],
-               conf: float = 0.95, n_boot: int = 2000,
-               seed: int = 0) -> dict[str, dict[str, Any]]:  # fmt: skip
+def diff_stats(
+    a: Sequence[float],
+    b: Sequence[float],
+    domains: Sequence[str],
+    conf: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict[str, dict[str, Any]]:
     """Per column: b - a paired over the same problems, its interval, and beyond noise."""
     out = {}
     for col in columns_of(domains):
-        d, lo, hi = paired_diff_ci(column_values(a, domains, col), column_values(b, domains, col),
-                                   conf, n_boot, seed)  # fmt: skip
+        d, lo, hi = paired_diff_ci(
+            column_values(a, domains, col), column_values(b, domains, col), conf, n_boot, seed
+        )
         out[col] = {"diff": d, "lo": lo, "hi": hi, "beyond": beyond_noise(lo, hi)}
     return out
 
@@ -132,8 +158,9 @@ def change_text(col: str, d: Mapping[str, Any]) -> str:
     return f"{col} {d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"
 
 
-def stage_line(name: str, ref: str, diffs: Mapping[str, Mapping[str, Any]],
-               same: bool = False) -> str:  # fmt: skip
+def stage_line(
+    name: str, ref: str, diffs: Mapping[str, Mapping[str, Any]], same: bool = False
+) -> str:
     """One line: what `name` changed against `ref` beyond noise, e.g.
     'rl_math (vs sft2): math +0.080 [+0.030, +0.130] (beyond noise); others within noise'."""
     head = f"{name} (vs {ref})"
@@ -141,25 +168,30 @@ def stage_line(name: str, ref: str, diffs: Mapping[str, Mapping[str, Any]],
         return f"{head}: the same checkpoint as {ref} (evaluated once): no change"
     beyond = [c for c, d in diffs.items() if d["beyond"]]
     if not beyond:
-        return f"{head}: no change beyond noise (" + "; ".join(
-            change_text(c, d) for c, d in diffs.items()) + ")"  # fmt: skip
+        return (
+            f"{head}: no change beyond noise ("
+            + "; ".join(change_text(c, d) for c, d in diffs.items())
+            + ")"
+        )
     rest = [c for c in diffs if c not in beyond]
     text = "; ".join(change_text(c, diffs[c]) + " (beyond noise)" for c in beyond)
     return f"{head}: {text}" + (f"; others within noise ({', '.join(rest)})" if rest else "")
 
 
-def check_claim(subject: str, ref: str, col: str, d: Mapping[str, Any],
-                same: bool = False) -> tuple[bool, str]:  # fmt: skip
+def check_claim(
+    subject: str, ref: str, col: str, d: Mapping[str, Any], same: bool = False
+) -> tuple[bool, str]:
     """Whether `subject` beats `ref` on `col` beyond noise, and a plain sentence saying so."""
     if same:
-        return False, (f"{subject} is the same checkpoint as {ref} (the stage changed nothing), "
-                       f"so it does not beat it on {col}")  # fmt: skip
+        return False, (
+            f"{subject} is the same checkpoint as {ref} (the stage changed nothing), "
+            f"so it does not beat it on {col}"
+        )
     if d["beyond"] and d["diff"] > 0:
         return True, f"{subject} beats {ref} on {col}: {change_text(col, d)}"
     if d["beyond"]:
         return False, f"{subject} is WORSE than {ref} on {col}: {change_text(col, d)}, beyond noise"
-    return False, (f"{subject} does not beat {ref} on {col} beyond noise: "
-                   f"{change_text(col, d)}")  # fmt: skip
+    return False, (f"{subject} does not beat {ref} on {col} beyond noise: {change_text(col, d)}")
 
 
 def _row_ref(rows: Sequence[Row], i: int) -> Row:
@@ -185,8 +217,9 @@ def build_headline(
     same_as = dict(same_as or {})
     for r in rows:
         if len(scores[r.name]) != len(domains):
-            raise ValueError(f"headline: {r.name} has {len(scores[r.name])} scores for "
-                             f"{len(domains)} problems")  # fmt: skip
+            raise ValueError(
+                f"headline: {r.name} has {len(scores[r.name])} scores for {len(domains)} problems"
+            )
     kw = {"conf": conf, "n_boot": n_boot, "seed": seed}
 
     def same(a: Row, b: Row) -> bool:
@@ -194,8 +227,13 @@ def build_headline(
 
     def compare(a: Row, b: Row) -> dict[str, Any]:
         diffs = diff_stats(scores[a.name], scores[b.name], domains, **kw)
-        return {"name": b.name, "vs": a.name, "same": same(a, b), "diffs": diffs,
-                "text": stage_line(b.name, a.name, diffs, same(a, b))}  # fmt: skip
+        return {
+            "name": b.name,
+            "vs": a.name,
+            "same": same(a, b),
+            "diffs": diffs,
+            "text": stage_line(b.name, a.name, diffs, same(a, b)),
+        }
 
     lines = [compare(rows[i - 1], rows[i]) for i in range(1, len(rows))]
     if len(rows) > 2:
@@ -205,10 +243,19 @@ def build_headline(
     if len(rows) > 1:
         final = lines[-1]
         for col in columns_of(domains)[:-1]:
-            ok, text = check_claim(rows[-1].name, rows[0].name, col, final["diffs"][col],
-                                   final["same"])  # fmt: skip
-            checks.append({"kind": "final", "row": rows[-1].name, "vs": rows[0].name,
-                           "column": col, "holds": ok, "text": text})  # fmt: skip
+            ok, text = check_claim(
+                rows[-1].name, rows[0].name, col, final["diffs"][col], final["same"]
+            )
+            checks.append(
+                {
+                    "kind": "final",
+                    "row": rows[-1].name,
+                    "vs": rows[0].name,
+                    "column": col,
+                    "holds": ok,
+                    "text": text,
+                }
+            )
     for i in range(1, len(rows)):
         r = rows[i]
         if not r.domain:
@@ -220,8 +267,16 @@ def build_headline(
             if col not in cmp["diffs"]:
                 continue
             ok, text = check_claim(r.name, ref.name, col, cmp["diffs"][col], cmp["same"])
-            checks.append({"kind": "specialist", "row": r.name, "vs": ref.name,
-                           "column": col, "holds": ok, "text": text})  # fmt: skip
+            checks.append(
+                {
+                    "kind": "specialist",
+                    "row": r.name,
+                    "vs": ref.name,
+                    "column": col,
+                    "holds": ok,
+                    "text": text,
+                }
+            )
     return {
         "columns": columns_of(domains),
         "conf": conf,
@@ -233,7 +288,7 @@ def build_headline(
                 "cells": cell_stats(scores[r.name], domains, n, **kw),
             }
             for r in rows
-        ],  # fmt: skip
+        ],
         "lines": lines,
         "checks": checks,
         "not_holding": [c["text"] for c in checks if not c["holds"]],
@@ -271,8 +326,9 @@ def _cell(c: Mapping[str, float] | None) -> str:
     return "-" if not c else f"{c['mean']:.3f} [{c['lo']:.3f}, {c['hi']:.3f}]"
 
 
-def headline_markdown(h: Mapping[str, Any], plot_href: str = "headline.png",
-                      heading: str = "#") -> str:  # fmt: skip
+def headline_markdown(
+    h: Mapping[str, Any], plot_href: str = "headline.png", heading: str = "#"
+) -> str:
     """The headline as markdown: the table, the plot, one line per stage, and where the story
     does not hold. `h` is `build_headline`'s result plus the stage's `protocol` entry."""
     cols, p = h["columns"], h.get("protocol", {})
@@ -303,11 +359,17 @@ def headline_markdown(h: Mapping[str, Any], plot_href: str = "headline.png",
     for r in h["rows"]:
         label = r["name"] + (f" (= {r['same_as']}, same checkpoint)" if r.get("same_as") else "")
         tail = f" {steps_text(r.get('steps'))} |" if steps else ""
-        lines.append(f"| {label} | " + " | ".join(_cell(r["cells"].get(c)) for c in cols) + " |"
-                     + tail)  # fmt: skip
-    lines += ["", f"![headline]({plot_href})", "",
-              f"{heading}# What each stage changed ({pct}% paired bootstrap over the same "
-              "problems; the last line: the final model against the first)", ""]  # fmt: skip
+        lines.append(
+            f"| {label} | " + " | ".join(_cell(r["cells"].get(c)) for c in cols) + " |" + tail
+        )
+    lines += [
+        "",
+        f"![headline]({plot_href})",
+        "",
+        f"{heading}# What each stage changed ({pct}% paired bootstrap over the same "
+        "problems; the last line: the final model against the first)",
+        "",
+    ]
     lines += [f"- {ln['text']}" for ln in h["lines"]] or ["- (one row: nothing to compare)"]
     lines += ["", f"{heading}# Where the story does not hold", ""]
     if h["not_holding"]:
@@ -337,9 +399,16 @@ def plot_headline(path: str | Path, h: Mapping[str, Any]) -> str:
         got = [(x, r["cells"][col]) for x, r in zip(xs, rows) if col in r["cells"]]
         mean = [c["mean"] for _, c in got]
         err = [[c["mean"] - c["lo"] for _, c in got], [c["hi"] - c["mean"] for _, c in got]]
-        ax.errorbar([x + shift for x, _ in got], mean, yerr=err, marker="o", capsize=3,
-                    label=col, linewidth=2.2 if col == "all" else 1.2,
-                    color="black" if col == "all" else None)  # fmt: skip
+        ax.errorbar(
+            [x + shift for x, _ in got],
+            mean,
+            yerr=err,
+            marker="o",
+            capsize=3,
+            label=col,
+            linewidth=2.2 if col == "all" else 1.2,
+            color="black" if col == "all" else None,
+        )
     ax.set_xticks(xs)
     ax.set_xticklabels([r["name"] for r in rows], rotation=30, ha="right")
     ax.set_ylabel(f"pass@1 (avg@{h['n']}), {round(100 * h['conf'])}% CI")

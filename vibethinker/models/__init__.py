@@ -63,8 +63,11 @@ def apply_yarn(config: Any, factor: float, original_len: int = 0) -> Any:
     transformers load it with the same positions."""
     if factor <= 1.0:
         raise ValueError(f"rope_yarn_factor must be > 1 to extend the context, got {factor}")
-    orig = int(original_len or rope_params(config).get("original_max_position_embeddings")
-               or config.max_position_embeddings)  # fmt: skip
+    orig = int(
+        original_len
+        or rope_params(config).get("original_max_position_embeddings")
+        or config.max_position_embeddings
+    )
     params = {
         "rope_type": "yarn",
         "factor": float(factor),
@@ -128,8 +131,9 @@ def load_model_and_tokenizer(
     try:
         tokenizer = AutoTokenizer.from_pretrained(name, **hub)
         if rope_yarn_factor and rope_yarn_factor > 1.0:
-            config = apply_yarn(AutoConfig.from_pretrained(name, **hub), rope_yarn_factor,
-                                rope_original_len)  # fmt: skip
+            config = apply_yarn(
+                AutoConfig.from_pretrained(name, **hub), rope_yarn_factor, rope_original_len
+            )
             kwargs["config"] = config
         kwargs.update(hub)
         model = AutoModelForCausalLM.from_pretrained(name, dtype=_resolve_dtype(dtype), **kwargs)

@@ -36,8 +36,10 @@ def hub_endpoint() -> str:
 
 
 def is_offline() -> bool:
-    return any(os.environ.get(k, "0").lower() not in ("", "0", "false", "no", "off")
-               for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))  # fmt: skip
+    return any(
+        os.environ.get(k, "0").lower() not in ("", "0", "false", "no", "off")
+        for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
 
 
 def hub_reachable(endpoint: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
@@ -73,8 +75,12 @@ def hub_load_kwargs(repo_id: str) -> dict[str, Any]:
         endpoint = hub_endpoint()
         if hub_reachable(endpoint):
             if not cached:
-                log.info("%s is not in the HF cache: downloading it from %s (as transformers "
-                         "does; HF_HOME sets where)", repo_id, endpoint)  # fmt: skip
+                log.info(
+                    "%s is not in the HF cache: downloading it from %s (as transformers "
+                    "does; HF_HOME sets where)",
+                    repo_id,
+                    endpoint,
+                )
             return {}
         if cached:
             log.info("the hub (%s) is unreachable: loading %s from the HF cache", endpoint, repo_id)

@@ -21,8 +21,21 @@ from vibethinker.plan.shapes import ModelShape, lookup
 from vibethinker.plan.stages import ESTIMATORS, Context
 from vibethinker.recipe import Recipe, load_recipe
 
-GPUS = {"a10": 24, "l4": 24, "4090": 24, "a100-40": 40, "l40s": 48, "a6000": 48, "a100": 80,
-        "a100-80": 80, "h100": 80, "h800": 80, "h200": 141, "b200": 180, "mi300x": 192}  # fmt: skip
+GPUS = {
+    "a10": 24,
+    "l4": 24,
+    "4090": 24,
+    "a100-40": 40,
+    "l40s": 48,
+    "a6000": 48,
+    "a100": 80,
+    "a100-80": 80,
+    "h100": 80,
+    "h800": 80,
+    "h200": 141,
+    "b200": 180,
+    "mi300x": 192,
+}
 RESERVE_GIB = 2.0  # CUDA context, NCCL buffers and allocator fragmentation: our allowance
 MAX_GPUS = 64  # the largest torchrun world the knob search tries
 PLAN_KEYS = ("gpus", "gpu_mem_gb", "gpu", "device", "prompt_tokens")
@@ -128,8 +141,9 @@ def combined_knob(stage: str, cfg: Any, ctx: Context) -> str:
     sizes = [k for k in BATCH_KEYS if _has(cfg, k) and getattr(cfg, k) > 1]
     caps = [k for k in LENGTH_KEYS if _has(cfg, k) and getattr(cfg, k) > 1024]
     for size in sizes if base else []:  # checkpointing and a smaller size, the cap as it is
-        v = _largest(stage, dataclasses.replace(cfg, **base), ctx, size,
-                     _halvings(getattr(cfg, size), 1))  # fmt: skip
+        v = _largest(
+            stage, dataclasses.replace(cfg, **base), ctx, size, _halvings(getattr(cfg, size), 1)
+        )
         if v:
             return " ".join(f"{k}={str(x).lower()}" for k, x in {**base, size: v}.items())
     for size in sizes or [None]:
@@ -137,8 +151,13 @@ def combined_knob(stage: str, cfg: Any, ctx: Context) -> str:
         for v in values:
             kw = {**base, **({size: v} if size else {})}
             for cap in caps:
-                got = _largest(stage, dataclasses.replace(cfg, **kw), ctx, cap,
-                               _halvings(getattr(cfg, cap), 1024))  # fmt: skip
+                got = _largest(
+                    stage,
+                    dataclasses.replace(cfg, **kw),
+                    ctx,
+                    cap,
+                    _halvings(getattr(cfg, cap), 1024),
+                )
                 if got:
                     return " ".join(f"{k}={str(x).lower()}" for k, x in {**kw, cap: got}.items())
     return ""
@@ -200,8 +219,9 @@ def parse_gpu(values: dict[str, str]) -> tuple[int, float, bool]:
         name = values["gpu"].lower()
         if name not in GPUS:
             known = ", ".join(f"{k} ({v} GB)" for k, v in GPUS.items())
-            raise ConfigError(f"plan: unknown GPU {values['gpu']!r}; known: {known}; or pass "
-                              "gpu_mem_gb=M")  # fmt: skip
+            raise ConfigError(
+                f"plan: unknown GPU {values['gpu']!r}; known: {known}; or pass gpu_mem_gb=M"
+            )
         return gpus, GPUS[name] * GIB, cuda
     raw = values.get("gpu_mem_gb", "80")
     try:
@@ -209,13 +229,20 @@ def parse_gpu(values: dict[str, str]) -> tuple[int, float, bool]:
     except ValueError:
         mem = -1.0
     if not 1 <= mem <= 4096:
-        raise ConfigError(f"plan: gpu_mem_gb={raw!r}: expected a size in GB between 1 and 4096 "
-                          f"(e.g. 80 for an H100), or gpu= one of {', '.join(GPUS)}")  # fmt: skip
+        raise ConfigError(
+            f"plan: gpu_mem_gb={raw!r}: expected a size in GB between 1 and 4096 "
+            f"(e.g. 80 for an H100), or gpu= one of {', '.join(GPUS)}"
+        )
     return gpus, mem * GIB, cuda
 
 
-def plan_recipe(recipe: Recipe, gpus: int = 1, mem: float = 80 * GIB, cuda: bool = True,
-                prompt_tokens: int = 2048) -> list[StagePlan]:  # fmt: skip
+def plan_recipe(
+    recipe: Recipe,
+    gpus: int = 1,
+    mem: float = 80 * GIB,
+    cuda: bool = True,
+    prompt_tokens: int = 2048,
+) -> list[StagePlan]:
     base: ModelShape | None = lookup(recipe.model or "")
     ctx = Context(base=base, gpus=gpus, mem=mem, cuda=cuda, prompt_tokens=prompt_tokens)
     return [plan_stage(ps.name, ps.stage, ps.config, ctx) for ps in recipe.stages]
@@ -233,16 +260,21 @@ def format_table(plans: list[StagePlan], gpus: int, mem: float, cuda: bool) -> s
     where = f"{gpus} x {mem / GIB:g} GB GPU" if cuda else f"CPU fp32, {mem / GIB:g} GB"
     use = usable(Context(base=None, mem=mem, cuda=cuda))
     reserve = f" (usable {use / GIB:g} GB per device)" if cuda else ""
-    lines = [f"Plan for {where}{reserve}; GB = GiB per device.", "",
-             "| stage | type | peak phase | peak GB | fits | knob | terms of the peak phase (GB) |",
-             "|---|---|---|---:|---|---|---|"]  # fmt: skip
+    lines = [
+        f"Plan for {where}{reserve}; GB = GiB per device.",
+        "",
+        "| stage | type | peak phase | peak GB | fits | knob | terms of the peak phase (GB) |",
+        "|---|---|---|---:|---|---|---|",
+    ]
     for sp in plans:
         if sp.peak is None:
             lines.append(f"| {sp.name} | {sp.stage} | (CPU work) | | | | |")
             continue
         ok = "yes" if sp.fits else "NO"
-        lines.append(f"| {sp.name} | {sp.stage} | {sp.peak.name} | {_gb(sp.peak.total)} | {ok} "
-                     f"| {sp.knob} | {_detail(sp.peak)} |")  # fmt: skip
+        lines.append(
+            f"| {sp.name} | {sp.stage} | {sp.peak.name} | {_gb(sp.peak.total)} | {ok} "
+            f"| {sp.knob} | {_detail(sp.peak)} |"
+        )
     return "\n".join(lines)
 
 
@@ -278,8 +310,10 @@ def cmd_plan(args: list[str], values: dict[str, str], show_help: bool = False) -
     recipe = load_recipe(args[0], values)
     if not lookup(recipe.model or ""):
         lookup_err = f"recipe {recipe.path}: model {recipe.model!r}"
-        raise ConfigError(f"{lookup_err} is neither a folder with config.json nor a known Qwen2.5 "
-                          "hub id; pass model=FOLDER or model=Qwen/Qwen2.5-1.5B")  # fmt: skip
+        raise ConfigError(
+            f"{lookup_err} is neither a folder with config.json nor a known Qwen2.5 "
+            "hub id; pass model=FOLDER or model=Qwen/Qwen2.5-1.5B"
+        )
     plans = plan_recipe(recipe, gpus, mem, cuda, prompt)
     print(f"recipe {recipe.path} (model {recipe.model}, {lookup(recipe.model).params():,} params)")
     print(format_table(plans, gpus, mem, cuda))

@@ -68,8 +68,9 @@ def layer_act_bytes(s: ModelShape, cuda: bool) -> float:
     return 4.0 * 6 * h + 2.0 * (7 * h + 2 * kv + 4 * i)
 
 
-def train_state(s: ModelShape, gpus: int, cuda: bool, lora_r: int = 0, grads: str = "all",
-                ckpt: bool = True) -> list[Term]:  # fmt: skip
+def train_state(
+    s: ModelShape, gpus: int, cuda: bool, lora_r: int = 0, grads: str = "all", ckpt: bool = True
+) -> list[Term]:
     """Weights, AdamW moments and gradients per device. Full fine-tuning: fp32, 12 B/param
     plus 4 B/param of gradients, sharded over `gpus` by FSDP2; LoRA: frozen fp32 weights
     replicated (DDP), 16 B per adapter parameter. `grads`: "all" (after backward), "head" (when
@@ -80,8 +81,10 @@ def train_state(s: ModelShape, gpus: int, cuda: bool, lora_r: int = 0, grads: st
     p, n = s.params(), gpus
     shard = f", /{n}" if n > 1 else ""
     if lora_r:
-        out = [Term("weights (fp32, frozen)", 4.0 * p),
-               Term("LoRA adapters + grads + AdamW", 16.0 * s.lora_params(lora_r))]  # fmt: skip
+        out = [
+            Term("weights (fp32, frozen)", 4.0 * p),
+            Term("LoRA adapters + grads + AdamW", 16.0 * s.lora_params(lora_r)),
+        ]
     else:
         out = [Term(f"weights + AdamW moments (fp32{shard})", 12.0 * p / n)]
         if grads == "all":
@@ -142,13 +145,18 @@ def sampler_rows(prompt: int, max_new: int, token_budget: int, max_rows: int = 2
     return max(1, min(max_rows, token_budget // max(prompt + max_new, 1)))
 
 
-def hf_sampling(s: ModelShape, prompt: int, max_new: int, token_budget: int,
-                dtype_bytes: float) -> list[Term]:  # fmt: skip
+def hf_sampling(
+    s: ModelShape, prompt: int, max_new: int, token_budget: int, dtype_bytes: float
+) -> list[Term]:
     """The hf engine's KV cache at its fullest and one decode step's logits (fp32)."""
     rows = sampler_rows(prompt, max_new, token_budget)
-    return [Term(f"KV cache ({rows} rows x {prompt + max_new} tok)",
-                 kv_cache(s, rows * (prompt + max_new), dtype_bytes)),
-            Term("decode logits", 4.0 * 2 * rows * s.vocab)]  # fmt: skip
+    return [
+        Term(
+            f"KV cache ({rows} rows x {prompt + max_new} tok)",
+            kv_cache(s, rows * (prompt + max_new), dtype_bytes),
+        ),
+        Term("decode logits", 4.0 * 2 * rows * s.vocab),
+    ]
 
 
 @dataclass(frozen=True)
@@ -174,8 +182,7 @@ def train_phase(s: ModelShape, st: Step, gpus: int, cuda: bool, name: str = "upd
     tokens = st.rows * st.row_len
     ph = Phase(name, train_state(s, gpus, cuda, st.lora_r, "head", st.ckpt))
     kept = "layer inputs, checkpointed" if st.ckpt else "every layer"
-    ph.add(f"saved activations ({tokens} tok, {kept})",
-           saved_activations(s, tokens, st.ckpt, cuda))  # fmt: skip
+    ph.add(f"saved activations ({tokens} tok, {kept})", saved_activations(s, tokens, st.ckpt, cuda))
     ph.add("attention masks", mask_bytes(st.rows, st.row_len, st.masked))
     what = f"chunks of {st.chunk}" if st.chunk and st.head_positions > st.chunk else "at once"
     head = head_logits(s, st.head_positions, st.chunk, lora=bool(st.lora_r))

@@ -61,8 +61,16 @@ class ModelShape:
         return self.layers * sum(r * (a + b) for a, b in self.linears())
 
 
-def _qwen(name: str, layers: int, hidden: int, inter: int, heads: int, kv: int,
-          vocab: int = 151936, tied: bool = True) -> ModelShape:  # fmt: skip
+def _qwen(
+    name: str,
+    layers: int,
+    hidden: int,
+    inter: int,
+    heads: int,
+    kv: int,
+    vocab: int = 151936,
+    tied: bool = True,
+) -> ModelShape:
     return ModelShape(name, layers, hidden, inter, heads, kv, vocab, tied)
 
 
@@ -74,16 +82,22 @@ KNOWN: dict[str, ModelShape] = {
     "3b": _qwen("Qwen2.5-3B", 36, 2048, 11008, 16, 2),
     "7b": _qwen("Qwen2.5-7B", 28, 3584, 18944, 28, 4, vocab=152064, tied=False),
 }
-_HUB = re.compile(r"^(?:qwen|weiboai)/(?:qwen2\.5|vibethinker)(?:-coder|-math)?-(\d+(?:\.\d+)?b)",
-                  re.IGNORECASE)  # fmt: skip
+_HUB = re.compile(
+    r"^(?:qwen|weiboai)/(?:qwen2\.5|vibethinker)(?:-coder|-math)?-(\d+(?:\.\d+)?b)", re.IGNORECASE
+)
 
 
 def from_config_json(path: Path) -> ModelShape:
     """The shape in a HF config.json; a missing key is an error naming the file and key."""
     cfg = json.loads(path.read_text())
     cfg = cfg.get("text_config", cfg)
-    keys = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads",
-            "vocab_size")  # fmt: skip
+    keys = (
+        "num_hidden_layers",
+        "hidden_size",
+        "intermediate_size",
+        "num_attention_heads",
+        "vocab_size",
+    )
     missing = [k for k in keys if k not in cfg]
     if missing:
         raise ConfigError(f"{path}: no {', '.join(missing)} (not a decoder-only LM config?)")

@@ -70,8 +70,16 @@ def infer_bytes(model: str, ctx: Context, dtype: str = "auto") -> float:
     return 2.0 if lookup(model) is not None else 4.0
 
 
-def sampling_phase(name: str, model: str, engine: str, max_new: int, ctx: Context,
-                   budget: int = HF_BUDGET, dtype: str = "auto", where: str = "") -> Phase:  # fmt: skip
+def sampling_phase(
+    name: str,
+    model: str,
+    engine: str,
+    max_new: int,
+    ctx: Context,
+    budget: int = HF_BUDGET,
+    dtype: str = "auto",
+    where: str = "",
+) -> Phase:
     """One engine holding `model` and sampling up to prompt + max_new tokens per row."""
     s = _shape(model, ctx, where)
     if engine == "openai":
@@ -107,8 +115,15 @@ def _train_gpus(cfg: Any, ctx: Context) -> int:
 
 def _sft_step_phase(cfg: Any, s: ModelShape, ctx: Context, name: str = "update") -> Phase:
     rows = cfg.micro_batch
-    step = Step(rows, cfg.max_len, rows * cfg.max_len, _chunk(s), cfg.gradient_checkpointing,
-                masked=getattr(cfg, "pack", True), lora_r=getattr(cfg, "lora_r", 0))  # fmt: skip
+    step = Step(
+        rows,
+        cfg.max_len,
+        rows * cfg.max_len,
+        _chunk(s),
+        cfg.gradient_checkpointing,
+        masked=getattr(cfg, "pack", True),
+        lora_r=getattr(cfg, "lora_r", 0),
+    )
     return train_phase(s, step, _train_gpus(cfg, ctx), ctx.cuda, name)
 
 
@@ -116,9 +131,16 @@ def est_sft(cfg: Any, ctx: Context) -> list[Phase]:
     s = _shape(cfg.model, ctx, "sft.model")
     phases = [_sft_step_phase(cfg, s, ctx)]
     if cfg.filter_ref_model:
-        phases.append(sampling_phase("stage-2 filter rollouts", cfg.filter_ref_model,
-                                     cfg.filter_engine, cfg.filter_max_new_tokens, ctx,
-                                     where="sft.filter_ref_model"))  # fmt: skip
+        phases.append(
+            sampling_phase(
+                "stage-2 filter rollouts",
+                cfg.filter_ref_model,
+                cfg.filter_engine,
+                cfg.filter_max_new_tokens,
+                ctx,
+                where="sft.filter_ref_model",
+            )
+        )
     return phases
 
 
@@ -136,8 +158,15 @@ def est_rl(cfg: Any, ctx: Context) -> list[Phase]:
     gpus = _train_gpus(cfg, ctx)
     seq = ctx.prompt_tokens + cfg.max_new_tokens
     rows = rl_micro_rows(cfg, seq, gpus)
-    step = Step(rows, seq, rows * cfg.max_new_tokens, _chunk(s),
-                cfg.gradient_checkpointing, gather=True, lora_r=cfg.lora_r)  # fmt: skip
+    step = Step(
+        rows,
+        seq,
+        rows * cfg.max_new_tokens,
+        _chunk(s),
+        cfg.gradient_checkpointing,
+        gather=True,
+        lora_r=cfg.lora_r,
+    )
     upd = train_phase(s, step, gpus, ctx.cuda)
     if cfg.kl_coef or cfg.log_ref_kl:
         upd.add("frozen reference model (fp32)", 4.0 * s.params())
@@ -160,10 +189,16 @@ def est_rl(cfg: Any, ctx: Context) -> list[Phase]:
 def est_distill(cfg: Any, ctx: Context) -> list[Phase]:
     s = _shape(cfg.student, ctx, "distill.student")
     phases = [
-        sampling_phase(f"sample ({t.get('domain', '?')})", t.get("model", ""), cfg.engine,
-                       cfg.max_new_tokens, ctx, where="distill.teachers")
+        sampling_phase(
+            f"sample ({t.get('domain', '?')})",
+            t.get("model", ""),
+            cfg.engine,
+            cfg.max_new_tokens,
+            ctx,
+            where="distill.teachers",
+        )
         for t in cfg.teachers
-    ]  # fmt: skip
+    ]
     n = cfg.score_tokens
     score = Phase("S_LP scoring").add("student weights (fp32)", 4.0 * s.params())
     score.add(f"dense tree mask ({n}^2, bool)", float(n) * n)
@@ -192,31 +227,64 @@ def est_reward_model(cfg: Any, ctx: Context) -> list[Phase]:
     ckpt = bool(getattr(cfg, "gradient_checkpointing", False))
     ph = Phase("update", train_state(s, 1, ctx.cuda, ckpt=ckpt))
     kept = ", checkpointed" if ckpt else ""
-    ph.add(f"activations ({rows} x {cfg.max_len} tok{kept})",
-           activations(s, rows * cfg.max_len, ckpt, ctx.cuda))  # fmt: skip
+    ph.add(
+        f"activations ({rows} x {cfg.max_len} tok{kept})",
+        activations(s, rows * cfg.max_len, ckpt, ctx.cuda),
+    )
     return [ph]
 
 
 def est_probe_merge(cfg: Any, ctx: Context) -> list[Phase]:
     folder = cfg.checkpoints[0] if cfg.checkpoints else (cfg.sft[0] if cfg.sft else "")
-    return [sampling_phase("probe sampling", folder, "hf", cfg.max_new_tokens, ctx,
-                           where="probe_merge")]  # fmt: skip
+    return [
+        sampling_phase("probe sampling", folder, "hf", cfg.max_new_tokens, ctx, where="probe_merge")
+    ]
 
 
 def est_eval(cfg: Any, ctx: Context) -> list[Phase]:
-    return [sampling_phase("sampling", cfg.model, cfg.engine, cfg.max_new_tokens or 32768, ctx,
-                           cfg.token_budget, cfg.dtype, "eval.model")]  # fmt: skip
+    return [
+        sampling_phase(
+            "sampling",
+            cfg.model,
+            cfg.engine,
+            cfg.max_new_tokens or 32768,
+            ctx,
+            cfg.token_budget,
+            cfg.dtype,
+            "eval.model",
+        )
+    ]
 
 
 def est_headline(cfg: Any, ctx: Context) -> list[Phase]:
     model = cfg.models[0].get("model", "") if cfg.models else ""
-    return [sampling_phase("sampling (per model)", model, cfg.engine, cfg.max_new_tokens, ctx,
-                           cfg.token_budget, cfg.dtype, "headline.models")]  # fmt: skip
+    return [
+        sampling_phase(
+            "sampling (per model)",
+            model,
+            cfg.engine,
+            cfg.max_new_tokens,
+            ctx,
+            cfg.token_budget,
+            cfg.dtype,
+            "headline.models",
+        )
+    ]
 
 
 def est_clr(cfg: Any, ctx: Context) -> list[Phase]:
-    return [sampling_phase("sampling", cfg.model, cfg.engine, cfg.max_new_tokens, ctx,
-                           getattr(cfg, "token_budget", HF_BUDGET), "auto", "clr.model")]  # fmt: skip
+    return [
+        sampling_phase(
+            "sampling",
+            cfg.model,
+            cfg.engine,
+            cfg.max_new_tokens,
+            ctx,
+            getattr(cfg, "token_budget", HF_BUDGET),
+            "auto",
+            "clr.model",
+        )
+    ]
 
 
 ESTIMATORS: dict[str, Callable[[Any, Context], list[Phase]]] = {

@@ -82,14 +82,23 @@ PROMPT_STYLES: dict[str, Callable[[Problem], Any]] = {
 
 
 def prompt_examples(
-    problems: list[Problem], prompt_fn: Callable[[Problem], Any], render: Callable[[Any], str],
+    problems: list[Problem],
+    prompt_fn: Callable[[Problem], Any],
+    render: Callable[[Any], str],
     n: int = 3,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     """The first `n` problems' prompts exactly as the model gets them (`render`: the engine's
     chat template, system message included), beside the stored prompt: what `prompt_style`
     and the template added is visible in the stage's output."""
-    return [{"id": p.id, "domain": p.domain, "stored_prompt": p.prompt,
-             "rendered_prompt": render(prompt_fn(p))} for p in problems[:n]]  # fmt: skip
+    return [
+        {
+            "id": p.id,
+            "domain": p.domain,
+            "stored_prompt": p.prompt,
+            "rendered_prompt": render(prompt_fn(p)),
+        }
+        for p in problems[:n]
+    ]
 
 
 def sampler_render(sampler: Any) -> Callable[[Any], str]:

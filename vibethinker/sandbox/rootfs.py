@@ -33,11 +33,38 @@ _log = get_logger("sandbox.rootfs")
 
 VERSION = "3"  # bump when what the copy holds changes
 # stdlib folders a check does not need (GUI, the stdlib's own tests, bundled wheels, 2to3)
-EXCLUDE = ("test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "site-packages",
-           "dist-packages", "__phello__")  # fmt: skip
+EXCLUDE = (
+    "test",
+    "idlelib",
+    "tkinter",
+    "turtledemo",
+    "ensurepip",
+    "lib2to3",
+    "site-packages",
+    "dist-packages",
+    "__phello__",
+)
 # a few programs ordinary scripts start (os.system, subprocess): the shell and basic coreutils
-PROGRAMS = ("sh", "bash", "echo", "cat", "true", "false", "ls", "sleep", "env", "head", "tail",
-            "sort", "uniq", "wc", "tr", "cut", "seq", "yes")  # fmt: skip
+PROGRAMS = (
+    "sh",
+    "bash",
+    "echo",
+    "cat",
+    "true",
+    "false",
+    "ls",
+    "sleep",
+    "env",
+    "head",
+    "tail",
+    "sort",
+    "uniq",
+    "wc",
+    "tr",
+    "cut",
+    "seq",
+    "yes",
+)
 EXTRA_DIRS = ("/usr/share/zoneinfo", "/usr/lib/locale/C.utf8")  # zoneinfo, the C.UTF-8 locale
 _LDD_LINE = re.compile(r"(?:\S+ => )?(/\S+) \(0x[0-9a-f]+\)")
 
@@ -110,8 +137,9 @@ def build(root: str, exe: str, ldd: str) -> None:
         _copy_file(root, f)
     for d in _stdlib_dirs():
         dst = root + d
-        shutil.copytree(d, dst, ignore=_ignore(d), ignore_dangling_symlinks=True,
-                        dirs_exist_ok=True)  # fmt: skip
+        shutil.copytree(
+            d, dst, ignore=_ignore(d), ignore_dangling_symlinks=True, dirs_exist_ok=True
+        )
     for d in EXTRA_DIRS:
         if os.path.isdir(d):
             shutil.copytree(d, _target(root, d), ignore_dangling_symlinks=True, dirs_exist_ok=True)
@@ -134,8 +162,11 @@ def resident_root(exe: str) -> str | None:
         return None
     ldd = shutil.which("ldd")
     if ldd is None or not os.path.isdir(base) or not os.access(base, os.W_OK | os.X_OK):
-        _log.warning("sandbox: no ldd or no writable %s: binding the host's /usr (the page "
-                     "cache is then a channel between checks)", base)  # fmt: skip
+        _log.warning(
+            "sandbox: no ldd or no writable %s: binding the host's /usr (the page "
+            "cache is then a channel between checks)",
+            base,
+        )
         return None
     dest = os.path.join(base, f"vibethinker-ro-{_key(exe)}")
     if os.path.isfile(os.path.join(dest, ".complete")):
@@ -152,7 +183,10 @@ def resident_root(exe: str) -> str | None:
             shutil.rmtree(tmp, ignore_errors=True)
     except (OSError, subprocess.SubprocessError, shutil.Error) as e:
         shutil.rmtree(tmp, ignore_errors=True)
-        _log.warning("sandbox: could not build the resident view in %s (%s): binding the "
-                     "host's /usr", base, e)  # fmt: skip
+        _log.warning(
+            "sandbox: could not build the resident view in %s (%s): binding the host's /usr",
+            base,
+            e,
+        )
         return None
     return dest if os.path.isfile(os.path.join(dest, ".complete")) else None

@@ -444,8 +444,12 @@ def claim_eval_phase(sampler, problems, texts, template, n, params, seed) -> dic
         for key in ("all", problems[i].domain, "true" if truth else "false"):
             res.setdefault(key, []).append(ok)
     acc = {k: round(sum(v) / len(v), 4) for k, v in res.items()}
-    return {"claims": len(items), "unparseable": unparseable, "accuracy": acc,
-            "counts": {k: len(v) for k, v in res.items()}}  # fmt: skip
+    return {
+        "claims": len(items),
+        "unparseable": unparseable,
+        "accuracy": acc,
+        "counts": {k: len(v) for k, v in res.items()},
+    }
 
 
 def cluster_phase(
@@ -563,9 +567,17 @@ def run_phases(cfg: ClrConfig, sampler: Any = None):
     with timed(seconds, "extract"):
         clr_pool = cfg.k * cfg.repeats
         extract_phase(
-            sampler, trajs, problems, texts, extract_t, cfg.m, clr_pool, judge_p(1), count,
+            sampler,
+            trajs,
+            problems,
+            texts,
+            extract_t,
+            cfg.m,
+            clr_pool,
+            judge_p(1),
+            count,
             counters,
-        )  # fmt: skip
+        )
     with timed(seconds, "verify"):
         verify_phase(sampler, trajs, texts, verify_t, how, judge_p(2), count, counters)
     with timed(seconds, "claim_eval"):

@@ -232,8 +232,10 @@ def _check(cfg: ConstructConfig) -> None:
         raise ValueError(f"construct mode must be build or decontaminate, got {cfg.mode!r}")
     names = [Path(f).name for f in cfg.files]
     if len(set(names)) < len(names) or "train.jsonl" in names:
-        raise ValueError(f"construct files {cfg.files}: their file names must differ and not be "
-                         "train.jsonl (each is written to out/<file name>)")  # fmt: skip
+        raise ValueError(
+            f"construct files {cfg.files}: their file names must differ and not be "
+            "train.jsonl (each is written to out/<file name>)"
+        )
     if cfg.mode == "decontaminate" and not cfg.eval_sets:
         raise ValueError("construct mode=decontaminate needs eval_sets (nothing to check against)")
     if cfg.n_samples < 1 or cfg.max_traces < 1 or cfg.chunk < 1:
@@ -305,8 +307,12 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         else None
     )
     if index is not None:
-        log.info("eval index: %d items, %d n-grams (%d template n-grams left out)",
-                 index.n_items, len(index), index.template_grams)  # fmt: skip
+        log.info(
+            "eval index: %d items, %d n-grams (%d template n-grams left out)",
+            index.n_items,
+            len(index),
+            index.template_grams,
+        )
     if cfg.mode == "decontaminate":
         ctx = Context(None, SamplingParams(), "", "", index, settings(cfg))
         decontaminate_file(str(split_file(cfg.seeds, "train.jsonl")), out / "train.jsonl", ctx)
@@ -322,7 +328,7 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         sampler=make_teacher(cfg),
         params=SamplingParams(
             temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens
-        ),  # fmt: skip
+        ),
         expand_template=load_template(cfg.expand_prompt or None, "construct_expand.txt"),
         judge_template=load_template(cfg.judge_prompt or None, "construct_judge.txt"),
         index=index,
@@ -346,8 +352,10 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         try:
             done = build_chunk(good, ctx, cfg.seed * 1_000_003 + 3 * (chunk[0][0] // cfg.chunk))
         except SamplerError as e:
-            raise SamplerError(f"teacher failed on seeds {chunk[0][0]}..{chunk[-1][0]}: {e}; "
-                               f"{state.seeds_done} seeds are saved, rerun to resume") from e  # fmt: skip
+            raise SamplerError(
+                f"teacher failed on seeds {chunk[0][0]}..{chunk[-1][0]}: {e}; "
+                f"{state.seeds_done} seeds are saved, rerun to resume"
+            ) from e
         passed_in = Counter(p.domain for p in passed)
         passed = _decontam_records(passed, ctx)
         passed_out = Counter(p.domain for p in passed)
@@ -370,8 +378,13 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         state.lengths = {d: dict(c) for d, c in hist["lengths"].items()}
         state.difficulty = {d: dict(c) for d, c in hist["difficulty"].items()}
         state.save(prog_path)
-        log.info("seeds %d..%d: %d problems kept, %d copied through", chunk[0][0], chunk[-1][0],
-                 len(done), len(passed))  # fmt: skip
+        log.info(
+            "seeds %d..%d: %d problems kept, %d copied through",
+            chunk[0][0],
+            chunk[-1][0],
+            len(done),
+            len(passed),
+        )
         chunk.clear()
 
     for i, p, line, copy in iter_seeds(cfg.seeds, cfg.on_bad_seed, cfg.domains, cfg.pass_domains):
@@ -395,7 +408,14 @@ def _finish(cfg: ConstructConfig, out: Path, ctx: Context, state: Progress, hist
     for src in cfg.files:
         decontaminate_file(src, out / Path(src).name, ctx)
         outputs[Path(src).stem] = str(out / Path(src).name)
-    _save_json(out / "funnel.json", {**ctx.funnel.state(), "bad_seeds": n_bad,
-                                     "eval_hits": dict(ctx.eval_hits), "planted": ctx.planted})  # fmt: skip
+    _save_json(
+        out / "funnel.json",
+        {
+            **ctx.funnel.state(),
+            "bad_seeds": n_bad,
+            "eval_hits": dict(ctx.eval_hits),
+            "planted": ctx.planted,
+        },
+    )
     write_summary(out, cfg, ctx, state, hist)
     return {**outputs, "funnel": str(out / "funnel.json"), "summary": str(out / "summary.md")}

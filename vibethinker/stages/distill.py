@@ -160,11 +160,31 @@ class DistillConfig:
     def __post_init__(self) -> None:
         """Every key's range, when the config is built (check_config adds the data checks)."""
         c = Checks(self)
-        c.at_least(1, "n_samples", "max_new_tokens", "n_buckets", "score_tokens", "epochs",
-                   "max_steps", "global_batch", "micro_batch", "max_len", "eval_n",
-                   "eval_max_new_tokens")  # fmt: skip
-        c.at_least(0, "max_prompts", "min_tokens", "final_lr", "save_every", "rope_yarn_factor",
-                   "rope_original_len", "eval_limit", "temperature")  # fmt: skip
+        c.at_least(
+            1,
+            "n_samples",
+            "max_new_tokens",
+            "n_buckets",
+            "score_tokens",
+            "epochs",
+            "max_steps",
+            "global_batch",
+            "micro_batch",
+            "max_len",
+            "eval_n",
+            "eval_max_new_tokens",
+        )
+        c.at_least(
+            0,
+            "max_prompts",
+            "min_tokens",
+            "final_lr",
+            "save_every",
+            "rope_yarn_factor",
+            "rope_original_len",
+            "eval_limit",
+            "temperature",
+        )
         c.at_least(-1, "sample_seed")
         c.positive("lr")
         c.in_range("top_p", 0, 1)
@@ -207,18 +227,24 @@ def check_config(cfg: DistillConfig) -> None:
         missing = [k for k in TEACHER_KEYS if not t.get(k)]
         extra = sorted(set(t) - set(TEACHER_KEYS) - set(TEACHER_OPTIONAL))
         if missing or extra:
-            raise ConfigError(f"distill: teachers[{i}] = {t}: needs the keys {TEACHER_KEYS}, "
-                              f"optionally {TEACHER_OPTIONAL} (missing {missing}, unknown "
-                              f"{extra})")  # fmt: skip
+            raise ConfigError(
+                f"distill: teachers[{i}] = {t}: needs the keys {TEACHER_KEYS}, "
+                f"optionally {TEACHER_OPTIONAL} (missing {missing}, unknown "
+                f"{extra})"
+            )
         if t["domain"] not in DOMAINS:
-            raise ConfigError(f"distill: teachers[{i}] domain {t['domain']!r} is not one of "
-                              f"{DOMAINS}")  # fmt: skip
+            raise ConfigError(
+                f"distill: teachers[{i}] domain {t['domain']!r} is not one of {DOMAINS}"
+            )
         if cfg.engine != "openai" and _looks_local(t["model"]) and not Path(t["model"]).is_dir():
-            raise FileNotFoundError(f"distill: teacher {t['model']} (domain {t['domain']}): "
-                                    "model folder not found (did its RL stage run?)")  # fmt: skip
+            raise FileNotFoundError(
+                f"distill: teacher {t['model']} (domain {t['domain']}): "
+                "model folder not found (did its RL stage run?)"
+            )
         if not Path(t["data"]).exists():
-            raise FileNotFoundError(f"distill: teacher {t['model']} (domain {t['domain']}): "
-                                    f"data {t['data']} not found")  # fmt: skip
+            raise FileNotFoundError(
+                f"distill: teacher {t['model']} (domain {t['domain']}): data {t['data']} not found"
+            )
     if _looks_local(cfg.student) and not Path(cfg.student).is_dir():
         raise FileNotFoundError(f"distill: student {cfg.student} not found")
 
@@ -239,9 +265,11 @@ def teacher_prompts(cfg: DistillConfig, teacher: dict[str, str]) -> list[Problem
     mine = [p for p in problems if p.domain == teacher["domain"]]
     if not mine:
         have = sorted({p.domain for p in problems})
-        raise ValueError(f"distill: teacher {teacher['model']} (domain {teacher['domain']}): "
-                         f"{path} has no prompt of domain {teacher['domain']!r} (it has "
-                         f"{have or 'no problems'})")  # fmt: skip
+        raise ValueError(
+            f"distill: teacher {teacher['model']} (domain {teacher['domain']}): "
+            f"{path} has no prompt of domain {teacher['domain']!r} (it has "
+            f"{have or 'no problems'})"
+        )
     if cfg.max_prompts and len(mine) > cfg.max_prompts:
         mine = random.Random(sample_seed(cfg)).sample(mine, cfg.max_prompts)
     return mine
@@ -264,8 +292,9 @@ def make_teacher_sampler(cfg: DistillConfig, teacher: dict[str, str]) -> Any:
     return make_sampler(cfg.engine, **kw)
 
 
-def sample_teacher(cfg: DistillConfig, teacher: dict[str, str],
-                   problems: list[Problem]) -> tuple[list[Candidate], dict]:  # fmt: skip
+def sample_teacher(
+    cfg: DistillConfig, teacher: dict[str, str], problems: list[Problem]
+) -> tuple[list[Candidate], dict]:
     """Sample, verify, keep correct untruncated responses: (candidates, counts)."""
     import gc
 
@@ -276,8 +305,13 @@ def sample_teacher(cfg: DistillConfig, teacher: dict[str, str],
     from vibethinker.verifiers import verify_batch
 
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
-    params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=0,
-                            max_new_tokens=cfg.max_new_tokens, seed=sample_seed(cfg))  # fmt: skip
+    params = SamplingParams(
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        top_k=0,
+        max_new_tokens=cfg.max_new_tokens,
+        seed=sample_seed(cfg),
+    )
     sampler = make_teacher_sampler(cfg, teacher)
     outs = sampler.generate([prompt_fn(p) for p in problems], cfg.n_samples, params)
     del sampler  # free the teacher before the next one (or the student) loads
@@ -286,12 +320,25 @@ def sample_teacher(cfg: DistillConfig, teacher: dict[str, str],
         torch.cuda.empty_cache()
     flat = [(p, c) for p, cs in zip(problems, outs) for c in cs]
     scores = verify_batch([p for p, _ in flat], [c.text for _, c in flat])
-    cands = [Candidate(p, c.text, teacher["model"])
-             for (p, c), s in zip(flat, scores) if s.correct and not c.truncated]  # fmt: skip
-    counts = {"prompts": len(problems), "sampled": len(flat),
-              "truncated": sum(c.truncated for _, c in flat), "correct": len(cands)}  # fmt: skip
-    log.info("distill: teacher %s (%s): %d prompts, %d sampled, %d correct", teacher["model"],
-             teacher["domain"], len(problems), len(flat), len(cands))  # fmt: skip
+    cands = [
+        Candidate(p, c.text, teacher["model"])
+        for (p, c), s in zip(flat, scores)
+        if s.correct and not c.truncated
+    ]
+    counts = {
+        "prompts": len(problems),
+        "sampled": len(flat),
+        "truncated": sum(c.truncated for _, c in flat),
+        "correct": len(cands),
+    }
+    log.info(
+        "distill: teacher %s (%s): %d prompts, %d sampled, %d correct",
+        teacher["model"],
+        teacher["domain"],
+        len(problems),
+        len(flat),
+        len(cands),
+    )
     return cands, counts
 
 
@@ -319,10 +366,14 @@ def score_candidates(cfg: DistillConfig, cands: list[Candidate]) -> None:
     from vibethinker.train.lp_score import score_samples
 
     device = policy.resolve_device(cfg.device)
-    model, tok = load_model_and_tokenizer(cfg.student, device=device, dtype="float32",
-                                          rope_yarn_factor=cfg.rope_yarn_factor,
-                                          rope_original_len=cfg.rope_original_len,
-                                          attn_implementation="sdpa")  # fmt: skip
+    model, tok = load_model_and_tokenizer(
+        cfg.student,
+        device=device,
+        dtype="float32",
+        rope_yarn_factor=cfg.rope_yarn_factor,
+        rope_original_len=cfg.rope_original_len,
+        attn_implementation="sdpa",
+    )
     check_context(model.config, cfg.max_len, f"distill max_len={cfg.max_len}")
     model.eval()
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
@@ -333,19 +384,36 @@ def score_candidates(cfg: DistillConfig, cands: list[Candidate]) -> None:
         c.s_lp, c.tokens, c.length = None, sum(mask), len(ids)
     fit = [i for i, s in enumerate(samples) if len(s.ids) <= cfg.max_len]
     t0 = time.time()
-    scored = score_samples(model, [samples[i] for i in fit], tok.pad_token_id, device,
-                           cfg.score_tokens)  # fmt: skip
+    scored = score_samples(
+        model, [samples[i] for i in fit], tok.pad_token_id, device, cfg.score_tokens
+    )
     for i, (v, _) in zip(fit, scored):
         cands[i].s_lp = v
-    log.info("distill: scored %d traces under the student in %.1f s (%d over max_len=%d)",
-             len(fit), time.time() - t0, len(cands) - len(fit), cfg.max_len)  # fmt: skip
+    log.info(
+        "distill: scored %d traces under the student in %.1f s (%d over max_len=%d)",
+        len(fit),
+        time.time() - t0,
+        len(cands) - len(fit),
+        cfg.max_len,
+    )
 
 
 def candidates_key(cfg: DistillConfig) -> dict[str, Any]:
     """The settings that shape the candidate pool (its cache key in candidates.json)."""
-    keys = ("teachers", "student", "engine", "n_samples", "max_prompts", "max_new_tokens",
-            "temperature", "top_p", "prompt_style", "rope_yarn_factor", "rope_original_len",
-            "max_len")  # fmt: skip
+    keys = (
+        "teachers",
+        "student",
+        "engine",
+        "n_samples",
+        "max_prompts",
+        "max_new_tokens",
+        "temperature",
+        "top_p",
+        "prompt_style",
+        "rope_yarn_factor",
+        "rope_original_len",
+        "max_len",
+    )
     return {**{k: getattr(cfg, k) for k in keys}, "seed": sample_seed(cfg)}
 
 
@@ -359,8 +427,10 @@ def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[Candid
     if cache.exists() and meta.exists() and json.loads(meta.read_text())["key"] == key:
         log.info("distill: reusing the scored candidates %s", cache)
         rows = [json.loads(x) for x in cache.read_text().splitlines() if x.strip()]
-        got = [Candidate(**{**r, "problem": problem_from_dict(r["problem"], cache, i + 1)})
-               for i, r in enumerate(rows)]  # fmt: skip
+        got = [
+            Candidate(**{**r, "problem": problem_from_dict(r["problem"], cache, i + 1)})
+            for i, r in enumerate(rows)
+        ]
         return got, json.loads(meta.read_text())["sampling"]
     cands: list[Candidate] = []
     sampling: dict[str, dict[str, int]] = {}
@@ -396,17 +466,26 @@ def select(cfg: DistillConfig, cands: list[Candidate]) -> tuple[dict[str, list[C
     then (select=random) the random draw with the same count per bucket. Returns (the pool of
     each domain, its Selection, whose indices point into the pool)."""
     domains = sorted({c.problem.domain for c in cands})
-    pools = {d: [c for c in cands if c.problem.domain == d and c.length <= cfg.max_len]
-             for d in domains}  # fmt: skip
+    pools = {
+        d: [c for c in cands if c.problem.domain == d and c.length <= cfg.max_len] for d in domains
+    }
 
     def lp(d: str, quota: int | None) -> potential.Selection:
-        return potential.select_lp([c.tokens for c in pools[d]], [c.s_lp for c in pools[d]],
-                                   cfg.n_buckets, cfg.min_tokens, cfg.outlier_pct,
-                                   cfg.band_lo_pct, cfg.band_hi_pct, quota)  # fmt: skip
+        return potential.select_lp(
+            [c.tokens for c in pools[d]],
+            [c.s_lp for c in pools[d]],
+            cfg.n_buckets,
+            cfg.min_tokens,
+            cfg.outlier_pct,
+            cfg.band_lo_pct,
+            cfg.band_hi_pct,
+            quota,
+        )
 
     first = {d: lp(d, None) for d in domains}
-    quotas = potential.domain_quotas({d: len(first[d].kept) for d in domains},
-                                     dict(cfg.shares), dict(cfg.counts))  # fmt: skip
+    quotas = potential.domain_quotas(
+        {d: len(first[d].kept) for d in domains}, dict(cfg.shares), dict(cfg.counts)
+    )
     sels = {d: first[d] if quotas[d] is None else lp(d, quotas[d]) for d in domains}
     if cfg.select == "random":
         rng = random.Random(cfg.seed)
@@ -414,8 +493,9 @@ def select(cfg: DistillConfig, cands: list[Candidate]) -> tuple[dict[str, list[C
     return pools, sels
 
 
-def check_nonempty(cfg: DistillConfig, kept: dict[str, list[Candidate]],
-                   funnel: dict | None = None) -> list[str]:  # fmt: skip
+def check_nonempty(
+    cfg: DistillConfig, kept: dict[str, list[Candidate]], funnel: dict | None = None
+) -> list[str]:
     """Warnings (or an error, on_empty_domain=error) for domains whose teachers keep nothing,
     with that domain's funnel (where the traces went)."""
     msgs = []
@@ -424,12 +504,17 @@ def check_nonempty(cfg: DistillConfig, kept: dict[str, list[Candidate]],
             names = ", ".join(t["model"] for t in cfg.teachers if t["domain"] == d)
             row = (funnel or {}).get(d, {})
             where = ", ".join(f"{k.replace('_', ' ')} {row[k]}" for k in FUNNEL_COLS if k in row)
-            msgs.append(f"distill: domain {d} (teacher {names}) keeps no trace: no correct "
-                        f"response survived sampling, verification and selection "
-                        f"({where or 'see funnel.json'})")  # fmt: skip
+            msgs.append(
+                f"distill: domain {d} (teacher {names}) keeps no trace: no correct "
+                f"response survived sampling, verification and selection "
+                f"({where or 'see funnel.json'})"
+            )
     if msgs and (cfg.on_empty_domain == "error" or not any(kept.values())):
-        raise ValueError("; ".join(msgs) + ("" if any(kept.values()) else "; nothing to train on")
-                         + " (on_empty_domain=warn trains on the other domains)")  # fmt: skip
+        raise ValueError(
+            "; ".join(msgs)
+            + ("" if any(kept.values()) else "; nothing to train on")
+            + " (on_empty_domain=warn trains on the other domains)"
+        )
     for m in msgs:
         log.warning(m)
     return msgs
@@ -454,10 +539,16 @@ def pass1(cfg: DistillConfig, sampler: Any, problems: list[Problem]) -> dict[str
     from vibethinker.engines import SamplingParams
     from vibethinker.evaluate import PROMPT_STYLES, evaluate
 
-    params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=0,
-                            max_new_tokens=cfg.eval_max_new_tokens, seed=cfg.seed)  # fmt: skip
-    res = evaluate(sampler, problems, cfg.eval_n, [1], params,
-                   prompt_fn=PROMPT_STYLES[cfg.prompt_style])  # fmt: skip
+    params = SamplingParams(
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        top_k=0,
+        max_new_tokens=cfg.eval_max_new_tokens,
+        seed=cfg.seed,
+    )
+    res = evaluate(
+        sampler, problems, cfg.eval_n, [1], params, prompt_fn=PROMPT_STYLES[cfg.prompt_style]
+    )
     return {k: round(v["avg@n"], 4) for k, v in res.metrics.items() if "/" not in k}
 
 
@@ -477,7 +568,8 @@ def held_out(cfg: DistillConfig, student: str) -> dict[str, dict[str, float]]:
         for t in cfg.teachers:
             if probs.get(t["domain"]):
                 rows[f"teacher {t['domain']}: {t['model']}"] = pass1(
-                    cfg, make_teacher_sampler(cfg, t), probs[t["domain"]])  # fmt: skip
+                    cfg, make_teacher_sampler(cfg, t), probs[t["domain"]]
+                )
     rows["student"] = pass1(cfg, make_sampler("hf", model=student, device=device), every)
     log.info("distill: held-out Pass@1 of the student: %s", rows["student"])
     return rows
@@ -486,11 +578,15 @@ def held_out(cfg: DistillConfig, student: str) -> dict[str, dict[str, float]]:
 def eval_md(rows: dict[str, dict[str, float]], cfg: DistillConfig) -> list[str]:
     """The held-out table: one row per evaluated model, a column per domain and "all"."""
     doms = sorted({k for r in rows.values() for k in r if k != "all"})
-    lines = [f"Held-out Pass@1 (avg@{cfg.eval_n}, T={cfg.temperature}, top-p {cfg.top_p}, "
-             f"{cfg.eval_max_new_tokens} new tokens) on `{cfg.eval_data}`"
-             + (f", the first {cfg.eval_limit} problems of each domain" if cfg.eval_limit else "")
-             + " (teachers: on their own domain only):", "",
-             "| model | " + " | ".join(doms) + " | all |", "|---|" + "---:|" * (len(doms) + 1)]  # fmt: skip
+    lines = [
+        f"Held-out Pass@1 (avg@{cfg.eval_n}, T={cfg.temperature}, top-p {cfg.top_p}, "
+        f"{cfg.eval_max_new_tokens} new tokens) on `{cfg.eval_data}`"
+        + (f", the first {cfg.eval_limit} problems of each domain" if cfg.eval_limit else "")
+        + " (teachers: on their own domain only):",
+        "",
+        "| model | " + " | ".join(doms) + " | all |",
+        "|---|" + "---:|" * (len(doms) + 1),
+    ]
     for name, r in rows.items():
         cells = [f"{r[d]:.3f}" if d in r else "-" for d in doms]
         cells.append("-" if name.startswith("teacher") else f"{r['all']:.3f}")
@@ -514,8 +610,9 @@ def funnel_table(sampling: dict, sels: dict, overlong: dict) -> dict[str, dict[s
             row.update({k: v for k, v in sel.counts.items() if k != "candidates"})
             row["bucket_edges"] = [round(e, 2) for e in sel.edges]
             row["outlier_cut"] = None if math.isinf(sel.outlier_cut) else round(sel.outlier_cut, 4)
-            row["bands"] = [None if math.isnan(lo) else [round(lo, 4), round(hi, 4)]
-                            for lo, hi in sel.bands]  # fmt: skip
+            row["bands"] = [
+                None if math.isnan(lo) else [round(lo, 4), round(hi, 4)] for lo, hi in sel.bands
+            ]
         else:
             row.update({k: 0 for k in potential.FUNNEL if k != "candidates"})
         table[d] = row
@@ -526,8 +623,19 @@ def _mean(xs: list[float]) -> float | None:
     return round(sum(xs) / len(xs), 4) if xs else None
 
 
-FUNNEL_COLS = ("prompts", "sampled", "truncated", "correct", "deduplicated", "over_max_len",
-               "dropped_short", "dropped_outlier", "out_of_band", "over_quota", "kept")  # fmt: skip
+FUNNEL_COLS = (
+    "prompts",
+    "sampled",
+    "truncated",
+    "correct",
+    "deduplicated",
+    "over_max_len",
+    "dropped_short",
+    "dropped_outlier",
+    "out_of_band",
+    "over_quota",
+    "kept",
+)
 
 
 def plot_s_lp(cands: dict[str, list[dict]], sels: dict, png: Path, method: str) -> str:
@@ -539,8 +647,7 @@ def plot_s_lp(cands: dict[str, list[dict]], sels: dict, png: Path, method: str) 
     import matplotlib.pyplot as plt
 
     doms = sorted(sels) or ["(none)"]
-    fig, axes = plt.subplots(1, len(doms), figsize=(4.2 * len(doms), 3.4), dpi=110,
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(1, len(doms), figsize=(4.2 * len(doms), 3.4), dpi=110, squeeze=False)
     for ax, d in zip(axes[0], doms):
         ax.set_title(f"{d}: S_LP by length ({method})")
         ax.set_xlabel("response tokens")
@@ -568,8 +675,14 @@ def plot_s_lp(cands: dict[str, list[dict]], sels: dict, png: Path, method: str) 
     return str(png)
 
 
-def summary_md(cfg: DistillConfig, funnel: dict, warnings: list[str], sft_out: Path,
-               seconds: float, evals: dict | None = None) -> str:  # fmt: skip
+def summary_md(
+    cfg: DistillConfig,
+    funnel: dict,
+    warnings: list[str],
+    sft_out: Path,
+    seconds: float,
+    evals: dict | None = None,
+) -> str:
     """The stage's report section: settings, the funnel per domain, the SFT summary."""
     names = ", ".join(f"{t['domain']}: `{t['model']}`" for t in cfg.teachers)
     lines = [
@@ -586,14 +699,22 @@ def summary_md(cfg: DistillConfig, funnel: dict, warnings: list[str], sft_out: P
     for d, row in funnel.items():
         lines.append(f"| {d} | " + " | ".join(str(row.get(c, 0)) for c in FUNNEL_COLS) + " |")
     if cfg.select == "random":
-        lines += ["", "Random baseline: as many traces per domain and length bucket as the "
-                  "learning-potential selection keeps, drawn at random (no outlier cut, no band); "
-                  "`over quota` counts the traces not drawn."]  # fmt: skip
-    lines += ["", "Mean S_LP (all scored -> kept), bucket edges (response tokens), kept band per "
-              "bucket:", ""]  # fmt: skip
+        lines += [
+            "",
+            "Random baseline: as many traces per domain and length bucket as the "
+            "learning-potential selection keeps, drawn at random (no outlier cut, no band); "
+            "`over quota` counts the traces not drawn.",
+        ]
+    lines += [
+        "",
+        "Mean S_LP (all scored -> kept), bucket edges (response tokens), kept band per bucket:",
+        "",
+    ]
     for d, row in funnel.items():
-        lines.append(f"- {d}: S_LP {row.get('s_lp_mean')} -> {row.get('s_lp_mean_kept')}; "
-                     f"edges {row.get('bucket_edges', [])}; bands {row.get('bands', [])}")  # fmt: skip
+        lines.append(
+            f"- {d}: S_LP {row.get('s_lp_mean')} -> {row.get('s_lp_mean_kept')}; "
+            f"edges {row.get('bucket_edges', [])}; bands {row.get('bands', [])}"
+        )
     if warnings:
         lines += ["", *[f"**Warning**: {w}" for w in warnings]]
     sft_md = sft_out / "summary.md"
@@ -611,10 +732,19 @@ def to_problems(kept: dict[str, list[Candidate]]) -> list[Problem]:
     for d in sorted(kept):
         for k, c in enumerate(kept[d]):
             p = c.problem
-            meta = {**p.meta, "problem_id": p.id, "teacher": c.teacher, "s_lp": c.s_lp,
-                    "bucket": c.bucket, "tokens": c.tokens}  # fmt: skip
-            out.append(dataclasses.replace(p, id=f"{p.id}/t{k}", traces=[c.text],
-                                           wrong_traces=None, claims=None, meta=meta))  # fmt: skip
+            meta = {
+                **p.meta,
+                "problem_id": p.id,
+                "teacher": c.teacher,
+                "s_lp": c.s_lp,
+                "bucket": c.bucket,
+                "tokens": c.tokens,
+            }
+            out.append(
+                dataclasses.replace(
+                    p, id=f"{p.id}/t{k}", traces=[c.text], wrong_traces=None, claims=None, meta=meta
+                )
+            )
     return out
 
 
@@ -639,8 +769,10 @@ def prepare(cfg: DistillConfig, out: Path) -> tuple[Path, dict, list[str]]:
 
     cands, sampling = load_or_build_candidates(cfg, out)
     pools, sels = select(cfg, cands)
-    kept = {d: [dataclasses.replace(pools[d][i], bucket=sels[d].bucket[i]) for i in sels[d].kept]
-            for d in sels}  # fmt: skip
+    kept = {
+        d: [dataclasses.replace(pools[d][i], bucket=sels[d].bucket[i]) for i in sels[d].kept]
+        for d in sels
+    }
     overlong = {d: sum(c.problem.domain == d for c in cands) - len(pools[d]) for d in pools}
     funnel = funnel_table(sampling, sels, overlong)
     for d in pools:  # how far the selection moved S_LP (kept vs every scored candidate)
@@ -672,18 +804,34 @@ def run(cfg: DistillConfig) -> dict[str, str]:
     prep = prepare(cfg, out) if dist.is_main() else None
     selected, funnel, warnings = dist.broadcast_object(prep)
     sft_cfg = sft_stage.SFTConfig(
-        model=cfg.student, data=str(selected), out=str(out / "sft"), epochs=cfg.epochs,
-        max_steps=cfg.max_steps, global_batch=cfg.global_batch, micro_batch=cfg.micro_batch,
-        lr=cfg.lr, final_lr=cfg.final_lr, warmup_frac=cfg.warmup_frac, max_len=cfg.max_len,
-        save_every=cfg.save_every, prompt_style=cfg.prompt_style, seed=cfg.seed,
-        device=cfg.device, gradient_checkpointing=cfg.gradient_checkpointing,
-        rope_yarn_factor=cfg.rope_yarn_factor, rope_original_len=cfg.rope_original_len,
+        model=cfg.student,
+        data=str(selected),
+        out=str(out / "sft"),
+        epochs=cfg.epochs,
+        max_steps=cfg.max_steps,
+        global_batch=cfg.global_batch,
+        micro_batch=cfg.micro_batch,
+        lr=cfg.lr,
+        final_lr=cfg.final_lr,
+        warmup_frac=cfg.warmup_frac,
+        max_len=cfg.max_len,
+        save_every=cfg.save_every,
+        prompt_style=cfg.prompt_style,
+        seed=cfg.seed,
+        device=cfg.device,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        rope_yarn_factor=cfg.rope_yarn_factor,
+        rope_original_len=cfg.rope_original_len,
         report_to=cfg.report_to,
-    )  # fmt: skip
+    )
     res = sft_stage.run(sft_cfg)
-    outputs = {"model": res["model"], "selected": str(selected),
-               "funnel": str(out / "funnel.json"), "plot": str(out / "s_lp.png"),
-               "summary": str(out / "summary.md")}  # fmt: skip
+    outputs = {
+        "model": res["model"],
+        "selected": str(selected),
+        "funnel": str(out / "funnel.json"),
+        "plot": str(out / "s_lp.png"),
+        "summary": str(out / "summary.md"),
+    }
     if not dist.is_main():  # rank 0 evaluates and writes the reports
         return outputs
     evals = None
@@ -691,6 +839,7 @@ def run(cfg: DistillConfig) -> dict[str, str]:
         evals = held_out(cfg, res["model"])
         (out / "eval.json").write_text(json.dumps(evals, indent=1) + "\n")
         outputs["eval"] = str(out / "eval.json")
-    (out / "summary.md").write_text(summary_md(cfg, funnel, warnings, out / "sft",
-                                               time.time() - t0, evals))  # fmt: skip
+    (out / "summary.md").write_text(
+        summary_md(cfg, funnel, warnings, out / "sft", time.time() - t0, evals)
+    )
     return outputs

@@ -123,8 +123,16 @@ class EvalConfig:
 def check_eval(cfg: EvalConfig) -> None:
     """Every key's range; one error naming each bad key (config.Checks)."""
     c = Checks(cfg)
-    c.at_least(0, "n", "top_k", "max_new_tokens", "context_len", "rope_yarn_factor",
-               "rope_original_len", "limit")  # fmt: skip
+    c.at_least(
+        0,
+        "n",
+        "top_k",
+        "max_new_tokens",
+        "context_len",
+        "rope_yarn_factor",
+        "rope_original_len",
+        "limit",
+    )
     c.at_least(1, "workers", "token_budget", "concurrency")
     for i, k in enumerate(cfg.k):
         if k < 1:
@@ -195,9 +203,15 @@ class TimedSampler:
         if self.calls == 1 and self.total > len(prompts) * n:
             done, secs = len(prompts) * n, time.perf_counter() - t0
             toks = sum(c.n_tokens or 0 for cs in outs for c in cs)
-            log.info("eval: the first %d samples took %.0f s (%.0f tokens/s): about %.0f min for "
-                     "all %d at this rate", done, secs, toks / max(secs, 1e-9),
-                     secs * self.total / done / 60, self.total)  # fmt: skip
+            log.info(
+                "eval: the first %d samples took %.0f s (%.0f tokens/s): about %.0f min for "
+                "all %d at this rate",
+                done,
+                secs,
+                toks / max(secs, 1e-9),
+                secs * self.total / done / 60,
+                self.total,
+            )
         return outs
 
 
@@ -243,8 +257,10 @@ def load_eval_problems(cfg: EvalConfig):
     chosen = select(problems, cfg.limit, list(cfg.domains))
     if problems and not chosen:
         have = ", ".join(f"{d} {k}" for d, k in sorted(Counter(p.domain for p in problems).items()))
-        raise ValueError(f"eval: no problems of domains={','.join(cfg.domains) or 'any'} in "
-                         f"{cfg.data} (it has {have})")  # fmt: skip
+        raise ValueError(
+            f"eval: no problems of domains={','.join(cfg.domains) or 'any'} in "
+            f"{cfg.data} (it has {have})"
+        )
     return chosen
 
 

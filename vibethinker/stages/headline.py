@@ -94,8 +94,10 @@ def check_models(rows: list[Row]) -> None:
     """Every listed model folder exists: the error names the stage (row) and the path."""
     for r in rows:
         if not Path(r.model).is_dir():
-            raise FileNotFoundError(f"headline: the model of stage {r.name!r} was not found at "
-                                    f"{r.model} (did that stage run?)")  # fmt: skip
+            raise FileNotFoundError(
+                f"headline: the model of stage {r.name!r} was not found at "
+                f"{r.model} (did that stage run?)"
+            )
 
 
 def _files(folder: str) -> list[Path]:
@@ -106,8 +108,9 @@ def fingerprint(folder: str) -> list[list[Any]]:
     """The checkpoint's files (relative name, size, mtime): a cache entry is stale when the
     model at the same path was rewritten."""
     root = Path(folder)
-    return [[str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns]
-            for p in _files(folder)]  # fmt: skip
+    return [
+        [str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns] for p in _files(folder)
+    ]
 
 
 def _weights(folder: str) -> list[Path]:
@@ -149,12 +152,19 @@ def protocol(cfg: HeadlineConfig, problems: list) -> dict[str, Any]:
     for p in problems:
         counts[p.domain] = counts.get(p.domain, 0) + 1
     return {
-        "data": cfg.data, "problems_per_domain": counts, "n": cfg.n,
-        "max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature,
-        "top_p": cfg.top_p, "top_k": cfg.top_k, "seed": cfg.seed, "engine": cfg.engine,
-        "dtype": cfg.dtype, "context_len": cfg.context_len,
+        "data": cfg.data,
+        "problems_per_domain": counts,
+        "n": cfg.n,
+        "max_new_tokens": cfg.max_new_tokens,
+        "temperature": cfg.temperature,
+        "top_p": cfg.top_p,
+        "top_k": cfg.top_k,
+        "seed": cfg.seed,
+        "engine": cfg.engine,
+        "dtype": cfg.dtype,
+        "context_len": cfg.context_len,
         "problem_ids": hashlib.sha256("\n".join(p.id for p in problems).encode()).hexdigest(),
-    }  # fmt: skip
+    }
 
 
 def _cache_path(cfg: HeadlineConfig, name: str) -> Path:
@@ -185,15 +195,34 @@ def score_model(cfg: HeadlineConfig, row: Row, problems: list) -> dict[str, Any]
     from vibethinker.evaluate.report import write_samples
     from vibethinker.stages.eval import EvalConfig, make_engine
 
-    ecfg = EvalConfig(model=row.model, engine=cfg.engine, dtype=cfg.dtype, device=cfg.device,
-                      token_budget=cfg.token_budget, context_len=cfg.context_len,
-                      seed=cfg.seed)  # fmt: skip
-    params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
-                            max_new_tokens=cfg.max_new_tokens, seed=cfg.seed)  # fmt: skip
+    ecfg = EvalConfig(
+        model=row.model,
+        engine=cfg.engine,
+        dtype=cfg.dtype,
+        device=cfg.device,
+        token_budget=cfg.token_budget,
+        context_len=cfg.context_len,
+        seed=cfg.seed,
+    )
+    params = SamplingParams(
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        top_k=cfg.top_k,
+        max_new_tokens=cfg.max_new_tokens,
+        seed=cfg.seed,
+    )
     sampler = make_engine(ecfg)
     try:
-        result = evaluate(sampler, problems, n=cfg.n, ks=[1], params=params, workers=cfg.workers,
-                          prompt_fn=paper_prompt, chunk=len(problems))  # fmt: skip
+        result = evaluate(
+            sampler,
+            problems,
+            n=cfg.n,
+            ks=[1],
+            params=params,
+            workers=cfg.workers,
+            prompt_fn=paper_prompt,
+            chunk=len(problems),
+        )
     finally:
         del sampler
         gc.collect()
@@ -235,15 +264,24 @@ def run(cfg: HeadlineConfig) -> dict[str, str]:
     proto = protocol(cfg, problems)
     same_as = same_as_map(rows)
     todo = [r for r in rows if r.name not in same_as]
-    log.info("headline: %d rows (%d models to evaluate) x %d problems x %d samples", len(rows),
-             len(todo), len(problems), cfg.n)  # fmt: skip
+    log.info(
+        "headline: %d rows (%d models to evaluate) x %d problems x %d samples",
+        len(rows),
+        len(todo),
+        len(problems),
+        cfg.n,
+    )
     results: dict[str, dict[str, Any]] = {}
     bar = progress_bar(len(todo), desc="headline models")
     t0 = time.perf_counter()
     for r in todo:
         bar.set_postfix(model=r.name)
-        key = {**proto, "data": os.path.realpath(cfg.data), "model": os.path.realpath(r.model),
-               "files": fingerprint(r.model)}  # fmt: skip
+        key = {
+            **proto,
+            "data": os.path.realpath(cfg.data),
+            "model": os.path.realpath(r.model),
+            "files": fingerprint(r.model),
+        }
         cached = load_cached(_cache_path(cfg, r.name), key)
         if cached is None:
             rec = {"key": key, **score_model(cfg, r, problems), "cached": False}
@@ -258,14 +296,26 @@ def run(cfg: HeadlineConfig) -> dict[str, str]:
     for name, first in same_as.items():
         results[name] = results[first]
     domains = [p.domain for p in problems]
-    h = build_headline(rows, {r.name: results[r.name]["scores"] for r in rows}, domains, cfg.n,
-                       same_as, cfg.conf, cfg.n_boot, cfg.seed)  # fmt: skip
+    h = build_headline(
+        rows,
+        {r.name: results[r.name]["scores"] for r in rows},
+        domains,
+        cfg.n,
+        same_as,
+        cfg.conf,
+        cfg.n_boot,
+        cfg.seed,
+    )
     h["protocol"] = proto
     h["problems"] = [{"id": p.id, "domain": p.domain} for p in problems]
     for row in h["rows"]:
         rec = results[row["name"]]
-        row.update(scores=rec["scores"], seconds=0.0 if row["same_as"] else rec["seconds"],
-                   cached=rec["cached"], steps=training_steps(row["model"]))  # fmt: skip
+        row.update(
+            scores=rec["scores"],
+            seconds=0.0 if row["same_as"] else rec["seconds"],
+            cached=rec["cached"],
+            steps=training_steps(row["model"]),
+        )
     h["seconds"] = time.perf_counter() - t0
     out = Path(cfg.out)
     outputs = {

@@ -150,8 +150,9 @@ def load_probe(cfg: ProbeMergeConfig) -> dict[str, list[Problem]]:
     return dict(sorted(groups.items()))
 
 
-def probe_model(folder: str, groups: dict[str, list[Problem]], cfg: ProbeMergeConfig,
-                device: str) -> dict[str, float]:  # fmt: skip
+def probe_model(
+    folder: str, groups: dict[str, list[Problem]], cfg: ProbeMergeConfig, device: str
+) -> dict[str, float]:
     """Pass@K of one model on every probe group (one sampling pass over all groups)."""
     from vibethinker.algo.passk import pass_at_k
     from vibethinker.engines import SamplingParams, make_sampler
@@ -159,10 +160,18 @@ def probe_model(folder: str, groups: dict[str, list[Problem]], cfg: ProbeMergeCo
 
     problems = [p for ps in groups.values() for p in ps]
     sampler = make_sampler("hf", model=folder, device=device)
-    params = SamplingParams(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
-                            seed=cfg.seed)  # fmt: skip
-    res = evaluate(sampler, problems, cfg.n, [1], params, cfg.workers,
-                   prompt_fn=PROMPT_STYLES[cfg.prompt_style])  # fmt: skip
+    params = SamplingParams(
+        temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed
+    )
+    res = evaluate(
+        sampler,
+        problems,
+        cfg.n,
+        [1],
+        params,
+        cfg.workers,
+        prompt_fn=PROMPT_STYLES[cfg.prompt_style],
+    )
     scores: dict[str, list[float]] = {}
     for g in res.groups:
         c = sum(s.correct for s in g.scores)
@@ -175,8 +184,13 @@ def probe_model(folder: str, groups: dict[str, list[Problem]], cfg: ProbeMergeCo
 # ----------------------------------------------------------------------------- outputs
 
 
-def plot_heatmap(table: dict[str, dict[str, float]], groups: list[str],
-                 specialists: dict[str, str], k: int, png: str | Path) -> str:  # fmt: skip
+def plot_heatmap(
+    table: dict[str, dict[str, float]],
+    groups: list[str],
+    specialists: dict[str, str],
+    k: int,
+    png: str | Path,
+) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -187,14 +201,20 @@ def plot_heatmap(table: dict[str, dict[str, float]], groups: list[str],
     data = np.array([[table[r][g] for g in groups] for r in rows])
     fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(groups), 0.9 + 0.38 * len(rows)), dpi=110)
     im = ax.imshow(data, cmap="viridis", aspect="auto", vmin=0, vmax=1)
-    ax.set_xticks(range(len(groups)), [g.split("/")[-1] for g in groups], rotation=30,
-                  ha="right")  # fmt: skip
+    ax.set_xticks(range(len(groups)), [g.split("/")[-1] for g in groups], rotation=30, ha="right")
     ax.set_yticks(range(len(rows)), rows)
     for i, r in enumerate(rows):
         for j, g in enumerate(groups):
             star = "*" if specialists.get(g) == r else ""
-            ax.text(j, i, f"{data[i, j]:.2f}{star}", ha="center", va="center", fontsize=7,
-                    color="white" if data[i, j] < 0.6 else "black")  # fmt: skip
+            ax.text(
+                j,
+                i,
+                f"{data[i, j]:.2f}{star}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if data[i, j] < 0.6 else "black",
+            )
     ax.set_title(f"Pass@{k} per probe set (* = specialist)")
     fig.colorbar(im, ax=ax, fraction=0.04)
     fig.tight_layout()
@@ -203,22 +223,36 @@ def plot_heatmap(table: dict[str, dict[str, float]], groups: list[str],
     return str(png)
 
 
-def summary_md(table: dict[str, dict[str, float]], groups: list[str], specialists: dict[str, str],
-               plan: list[tuple[str, float]], k: int, n: int, last: str,
-               problems: Sequence[int] = ()) -> str:  # fmt: skip
+def summary_md(
+    table: dict[str, dict[str, float]],
+    groups: list[str],
+    specialists: dict[str, str],
+    plan: list[tuple[str, float]],
+    k: int,
+    n: int,
+    last: str,
+    problems: Sequence[int] = (),
+) -> str:
     head = "| checkpoint | " + " | ".join(groups) + " | mean |"
     lines = [head, "|---|" + "---:|" * (len(groups) + 1)]
     for r, row in table.items():
-        cells = [f"**{row[g]:.3f}**" if specialists.get(g) == r else f"{row[g]:.3f}"
-                 for g in groups]  # fmt: skip
+        cells = [
+            f"**{row[g]:.3f}**" if specialists.get(g) == r else f"{row[g]:.3f}" for g in groups
+        ]
         mean = sum(row[g] for g in groups) / len(groups)
         lines.append(f"| {r} | " + " | ".join(cells) + f" | {mean:.3f} |")
     winners = sorted(set(specialists.values()))
-    text = [f"Pass@{k} (n={n} samples per problem) per probe set; bold = the set's specialist.",
-            "", *lines, ""]  # fmt: skip
+    text = [
+        f"Pass@{k} (n={n} samples per problem) per probe set; bold = the set's specialist.",
+        "",
+        *lines,
+        "",
+    ]
     if len(winners) == 1:
-        text.append(f"One checkpoint, `{winners[0]}`, wins every probe set: the merge is that "
-                    "checkpoint (no diversity to exploit at this scale).")  # fmt: skip
+        text.append(
+            f"One checkpoint, `{winners[0]}`, wins every probe set: the merge is that "
+            "checkpoint (no diversity to exploit at this scale)."
+        )
     else:
         text.append(
             "Specialists: "
@@ -230,13 +264,17 @@ def summary_md(table: dict[str, dict[str, float]], groups: list[str], specialist
     merged, final = table["merged"], table[last]
     mean = lambda row: sum(row[g] for g in groups) / len(groups)  # noqa: E731
     spec = sum(table[specialists[g]][g] for g in groups) / len(groups)
-    text.append(f"Mean Pass@{k}: merged {mean(merged):.3f}, last checkpoint `{last}` "
-                f"{mean(final):.3f}, each set's specialist on its own set {spec:.3f}.")  # fmt: skip
+    text.append(
+        f"Mean Pass@{k}: merged {mean(merged):.3f}, last checkpoint `{last}` "
+        f"{mean(final):.3f}, each set's specialist on its own set {spec:.3f}."
+    )
     if problems:
         se = 0.5 / min(problems) ** 0.5
-        text.append(f"Noise: with {min(problems)} problems per set, one standard error of a set's "
-                    f"Pass@{k} is up to {se:.2f}; smaller differences between rows are not "
-                    "evidence of specialisation.")  # fmt: skip
+        text.append(
+            f"Noise: with {min(problems)} problems per set, one standard error of a set's "
+            f"Pass@{k} is up to {se:.2f}; smaller differences between rows are not "
+            "evidence of specialisation."
+        )
     return "\n".join(text) + "\n"
 
 
@@ -260,8 +298,13 @@ def run(cfg: ProbeMergeConfig) -> dict[str, str]:
     ckpts = find_checkpoints(cfg)
     groups = load_probe(cfg)
     names = list(groups)
-    log.info("probing %d checkpoints on %d groups (%d problems, n=%d)", len(ckpts), len(names),
-             sum(len(v) for v in groups.values()), cfg.n)  # fmt: skip
+    log.info(
+        "probing %d checkpoints on %d groups (%d problems, n=%d)",
+        len(ckpts),
+        len(names),
+        sum(len(v) for v in groups.values()),
+        cfg.n,
+    )
     table: dict[str, dict[str, float]] = {}
     for label, folder in ckpts:
         table[label] = probe_model(folder, groups, cfg, device)
@@ -269,22 +312,35 @@ def run(cfg: ProbeMergeConfig) -> dict[str, str]:
     folders = dict(ckpts)
     specialists = pick_specialists(table, names)
     plan = merge_plan(specialists, cfg.weights)
-    merged = merge_checkpoints([folders[c] for c, _ in plan], out / "merged",
-                               [w for _, w in plan])  # fmt: skip
+    merged = merge_checkpoints([folders[c] for c, _ in plan], out / "merged", [w for _, w in plan])
     table["merged"] = probe_model(merged, groups, cfg, device)
     last = ckpts[-1][0]
     result = {
-        "k": cfg.k, "n": cfg.n, "by": cfg.by, "groups": names,
+        "k": cfg.k,
+        "n": cfg.n,
+        "by": cfg.by,
+        "groups": names,
         "problems": {g: len(v) for g, v in groups.items()},
-        "checkpoints": folders, "table": table, "specialists": specialists,
+        "checkpoints": folders,
+        "table": table,
+        "specialists": specialists,
         "merge": [{"checkpoint": c, "folder": folders[c], "weight": w} for c, w in plan],
         "one_checkpoint_wins_all": len(set(specialists.values())) == 1,
-        "last": last, "seconds": round(time.time() - t0, 1),
-    }  # fmt: skip
+        "last": last,
+        "seconds": round(time.time() - t0, 1),
+    }
     (out / "probe.json").write_text(json.dumps(result, indent=2) + "\n")
     plot_heatmap(table, names, specialists, cfg.k, out / "probe.png")
-    md = summary_md(table, names, specialists, plan, k=cfg.k, n=cfg.n, last=last,
-                    problems=[len(v) for v in groups.values()])  # fmt: skip
+    md = summary_md(
+        table,
+        names,
+        specialists,
+        plan,
+        k=cfg.k,
+        n=cfg.n,
+        last=last,
+        problems=[len(v) for v in groups.values()],
+    )
     (out / "summary.md").write_text(md)
     return {
         "model": merged,

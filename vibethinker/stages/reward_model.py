@@ -99,8 +99,10 @@ def split_problems(problems: list, frac: float, seed: int) -> tuple[list, list]:
     random.Random(seed).shuffle(idx)
     k = max(1, round(len(problems) * frac)) if frac > 0 else 0
     held = set(idx[:k])
-    return ([p for i, p in enumerate(problems) if i not in held],
-            [p for i, p in enumerate(problems) if i in held])  # fmt: skip
+    return (
+        [p for i, p in enumerate(problems) if i not in held],
+        [p for i, p in enumerate(problems) if i in held],
+    )
 
 
 def breakdown(rows: list[dict], wins: list[float]) -> dict[str, Any]:
@@ -110,8 +112,10 @@ def breakdown(rows: list[dict], wins: list[float]) -> dict[str, Any]:
         groups: dict[str, list[float]] = {}
         for r, w in zip(rows, wins):
             groups.setdefault(r[key], []).append(w)
-        out[key] = {k: {"accuracy": round(sum(v) / len(v), 4), "pairs": len(v)}
-                    for k, v in sorted(groups.items())}  # fmt: skip
+        out[key] = {
+            k: {"accuracy": round(sum(v) / len(v), 4), "pairs": len(v)}
+            for k, v in sorted(groups.items())
+        }
     return out
 
 
@@ -119,8 +123,12 @@ def norm_from(chosen: list[float], rejected: list[float]) -> dict[str, float]:
     """offset = midpoint of the mean chosen and rejected logits, scale = a quarter of their gap
     (verifiers/rubric.py: mean good -> sigmoid(2) = 0.88, mean bad -> 0.12); scale >= 1e-3."""
     mc, mr = sum(chosen) / len(chosen), sum(rejected) / len(rejected)
-    return {"offset": (mc + mr) / 2, "scale": max(abs(mc - mr) / 4, 1e-3), "mean_chosen": mc,
-            "mean_rejected": mr}  # fmt: skip
+    return {
+        "offset": (mc + mr) / 2,
+        "scale": max(abs(mc - mr) / 4, 1e-3),
+        "mean_chosen": mc,
+        "mean_rejected": mr,
+    }
 
 
 def check_config(cfg: RewardModelConfig) -> None:
@@ -131,8 +139,10 @@ def check_config(cfg: RewardModelConfig) -> None:
         if getattr(cfg, key) < 1:
             raise ValueError(f"reward_model: {key} must be >= 1, got {getattr(cfg, key)}")
     if cfg.max_tokens_per_micro < 0:
-        raise ValueError(f"reward_model: max_tokens_per_micro must be >= 0 (0: micro_batch "
-                         f"pairs per forward), got {cfg.max_tokens_per_micro}")  # fmt: skip
+        raise ValueError(
+            f"reward_model: max_tokens_per_micro must be >= 0 (0: micro_batch "
+            f"pairs per forward), got {cfg.max_tokens_per_micro}"
+        )
 
 
 def load_start(path: str, device: str, gradient_checkpointing: bool = False) -> tuple[Any, Any]:
@@ -181,21 +191,38 @@ def run(cfg: RewardModelConfig) -> dict[str, str]:
     train_p, held_p = split_problems(probs, cfg.eval_frac, cfg.seed)
     train_rows, held_rows = build_pairs(train_p, cfg.seed), build_pairs(held_p, cfg.seed + 1)
     if not train_rows or not held_rows:
-        raise ValueError(f"reward_model: {path} gives {len(train_rows)} training and "
-                         f"{len(held_rows)} held-out pairs (instruct problems with traces "
-                         "and wrong traces are needed)")  # fmt: skip
+        raise ValueError(
+            f"reward_model: {path} gives {len(train_rows)} training and "
+            f"{len(held_rows)} held-out pairs (instruct problems with traces "
+            "and wrong traces are needed)"
+        )
     n_open = sum(r["source"] == "open" for r in train_rows)
-    log.info("reward_model: %d problems -> %d training pairs (%d from open prompts), %d held-out",
-             len(probs), len(train_rows), n_open, len(held_rows))  # fmt: skip
+    log.info(
+        "reward_model: %d problems -> %d training pairs (%d from open prompts), %d held-out",
+        len(probs),
+        len(train_rows),
+        n_open,
+        len(held_rows),
+    )
     device = policy.resolve_device(cfg.device)
     model, tok = load_start(cfg.model, str(device), cfg.gradient_checkpointing)
     held_enc = encode_pairs(tok, held_rows, cfg.max_len)
     pad = tok.pad_token_id
     before = evaluate_pairs(model, held_enc, pad, cfg.micro_batch)
-    hist = train_bt(model, tok, train_rows, epochs=cfg.epochs, batch=cfg.batch, lr=cfg.lr,
-                    final_lr=cfg.final_lr, max_len=cfg.max_len, seed=cfg.seed,
-                    max_seconds=cfg.max_seconds, micro_batch=cfg.micro_batch,
-                    max_tokens_per_micro=cfg.max_tokens_per_micro)  # fmt: skip
+    hist = train_bt(
+        model,
+        tok,
+        train_rows,
+        epochs=cfg.epochs,
+        batch=cfg.batch,
+        lr=cfg.lr,
+        final_lr=cfg.final_lr,
+        max_len=cfg.max_len,
+        seed=cfg.seed,
+        max_seconds=cfg.max_seconds,
+        micro_batch=cfg.micro_batch,
+        max_tokens_per_micro=cfg.max_tokens_per_micro,
+    )
     after = evaluate_pairs(model, held_enc, pad, cfg.micro_batch)
     out = Path(cfg.out)
     final = out / "final"
@@ -206,17 +233,29 @@ def run(cfg: RewardModelConfig) -> dict[str, str]:
     (final / "reward_norm.json").write_text(json.dumps(norm, indent=1) + "\n")
     with (out / "metrics.jsonl").open("w") as f:
         f.writelines(json.dumps(r) + "\n" for r in hist)
-    res = {"held_out_accuracy": round(after["accuracy"], 4),
-           "held_out_accuracy_at_start": round(before["accuracy"], 4),
-           "train_pairs": len(train_rows), "held_out_pairs": len(held_rows),
-           "steps": len(hist), "train_seconds": round(sum(r["seconds"] for r in hist), 2),
-           **breakdown(held_rows, after["wins"]), "norm": norm}  # fmt: skip
+    res = {
+        "held_out_accuracy": round(after["accuracy"], 4),
+        "held_out_accuracy_at_start": round(before["accuracy"], 4),
+        "train_pairs": len(train_rows),
+        "held_out_pairs": len(held_rows),
+        "steps": len(hist),
+        "train_seconds": round(sum(r["seconds"] for r in hist), 2),
+        **breakdown(held_rows, after["wins"]),
+        "norm": norm,
+    }
     (out / "eval.json").write_text(json.dumps(res, indent=1) + "\n")
     summary = write_summary(out / "summary.md", cfg, res, time.time() - t0)
-    log.info("reward_model: held-out pairwise accuracy %.3f (start %.3f)", res["held_out_accuracy"],
-             res["held_out_accuracy_at_start"])  # fmt: skip
-    return {"model": str(final), "metrics": str(out / "metrics.jsonl"), "eval": str(out / "eval.json"),
-            "summary": summary}  # fmt: skip
+    log.info(
+        "reward_model: held-out pairwise accuracy %.3f (start %.3f)",
+        res["held_out_accuracy"],
+        res["held_out_accuracy_at_start"],
+    )
+    return {
+        "model": str(final),
+        "metrics": str(out / "metrics.jsonl"),
+        "eval": str(out / "eval.json"),
+        "summary": summary,
+    }
 
 
 def write_summary(path: Path, cfg: RewardModelConfig, res: dict, wall: float) -> str:
@@ -238,8 +277,11 @@ def write_summary(path: Path, cfg: RewardModelConfig, res: dict, wall: float) ->
         for k, v in res[key].items():
             lines.append(f"| {key} {k} | {v['accuracy']:.3f} | {v['pairs']} |")
     n = res["norm"]
-    lines += ["", f"Normalisation (reward_norm.json): offset {n['offset']:.3f}, scale "
-              f"{n['scale']:.3f} (mean chosen logit {n['mean_chosen']:.3f}, rejected "
-              f"{n['mean_rejected']:.3f})."]  # fmt: skip
+    lines += [
+        "",
+        f"Normalisation (reward_norm.json): offset {n['offset']:.3f}, scale "
+        f"{n['scale']:.3f} (mean chosen logit {n['mean_chosen']:.3f}, rejected "
+        f"{n['mean_rejected']:.3f}).",
+    ]
     path.write_text("\n".join(lines) + "\n")
     return str(path)

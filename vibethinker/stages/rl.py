@@ -56,8 +56,9 @@ def load_domain(
     if limit and len(probs) > limit and len(wanted) > 1:  # mixed: limit // k from each domain
         pools = [[p for p in probs if p.domain == d] for d in wanted]
         rng, share = random.Random(seed or 0), limit // len(wanted)
-        probs = [p for pool in pools for p in (rng.sample(pool, share) if len(pool) > share
-                                                else pool)]  # fmt: skip
+        probs = [
+            p for pool in pools for p in (rng.sample(pool, share) if len(pool) > share else pool)
+        ]
     elif limit and len(probs) > limit:
         if seed is not None:
             probs = random.Random(seed).sample(probs, limit)
@@ -90,28 +91,50 @@ def filter_prompts(
     sc = score_groups(groups, verify, "verify")  # raw verdicts; the rule is applied below
     cut = sc.truncated.flatten().tolist()
     rules = truncation_verdicts(sc.correct.flatten().tolist(), cut)
-    acc = {r: batch_accuracy(torch.tensor(v).view(sc.correct.shape))
-           for r, v in rules.items()}  # fmt: skip
+    acc = {r: batch_accuracy(torch.tensor(v).view(sc.correct.shape)) for r, v in rules.items()}
     p = acc[truncated_reward]
     inside = {r: (a > 0) & ((a < 1) | keep_solved) for r, a in acc.items()}  # p = 1: Long2Short
     keep = [pr for pr, ok in zip(problems, inside[truncated_reward].tolist()) if ok]
-    counts = {"prompts_in": len(problems), "dropped_p0": int((p == 0).sum()),
-              "dropped_p1": 0 if keep_solved else int((p == 1).sum()),
-              "kept_p1": int((p == 1).sum()) if keep_solved else 0, "prompts_out": len(keep),
-              "start_accuracy": round(float(p.mean()), 4), "rollouts": n,
-              "truncated_rollouts": int(sum(cut)), "truncated_reward": truncated_reward,
-              "truncation_decisions": int((inside["zero"] != inside["verify"]).sum())}  # fmt: skip
+    counts = {
+        "prompts_in": len(problems),
+        "dropped_p0": int((p == 0).sum()),
+        "dropped_p1": 0 if keep_solved else int((p == 1).sum()),
+        "kept_p1": int((p == 1).sum()) if keep_solved else 0,
+        "prompts_out": len(keep),
+        "start_accuracy": round(float(p.mean()), 4),
+        "rollouts": n,
+        "truncated_rollouts": int(sum(cut)),
+        "truncated_reward": truncated_reward,
+        "truncation_decisions": int((inside["zero"] != inside["verify"]).sum()),
+    }
     return keep, counts
 
 
 def _filter_key(cfg: RLConfig) -> dict[str, Any]:
     """Every setting the cached filter depends on: prompts, sampling, and whatever changes the
     rewards or verdicts (math judge, instruct rule form, rubric back-end and its settings)."""
-    keys = ("model", "data", "data_probs", "domain", "filter_rollouts", "max_prompts",
-            "long2short", "max_new_tokens",
-            "temperature", "top_p", "prompt_style", "seed", "truncated_reward",
-            "math_judge", "rule_reward", "rubric_model", "rubric_prompt", "rubric_weight",
-            "rubric_threshold", "rubric_fail_value")  # fmt: skip
+    keys = (
+        "model",
+        "data",
+        "data_probs",
+        "domain",
+        "filter_rollouts",
+        "max_prompts",
+        "long2short",
+        "max_new_tokens",
+        "temperature",
+        "top_p",
+        "prompt_style",
+        "seed",
+        "truncated_reward",
+        "math_judge",
+        "rule_reward",
+        "rubric_model",
+        "rubric_prompt",
+        "rubric_weight",
+        "rubric_threshold",
+        "rubric_fail_value",
+    )
     return {k: getattr(cfg, k) for k in keys}
 
 
@@ -127,25 +150,48 @@ def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -
         info = json.loads(meta.read_text())
         if info.get("key") == _filter_key(cfg):
             return load_problems(cache), info["counts"]
-    probs = load_domain(_split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed,
-                        list(cfg.data_probs))  # fmt: skip
+    probs = load_domain(
+        _split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed, list(cfg.data_probs)
+    )
     if not probs:
         raise ValueError(f"rl: no {cfg.domain} prompts in {cfg.data}")
     counts: dict[str, Any] = {"prompts_in": len(probs), "filter": "off"}
     if cfg.filter_rollouts > 0:
-        params = SamplingParams(temperature=cfg.temperature, top_p=cfg.top_p, top_k=0,
-                                max_new_tokens=cfg.max_new_tokens, seed=cfg.seed + 99)  # fmt: skip
-        probs, counts = filter_prompts(probs, sampler, cfg.filter_rollouts, params, prompt_fn,
-                                       verify, cfg.truncated_reward, cfg.long2short)  # fmt: skip
+        params = SamplingParams(
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            top_k=0,
+            max_new_tokens=cfg.max_new_tokens,
+            seed=cfg.seed + 99,
+        )
+        probs, counts = filter_prompts(
+            probs,
+            sampler,
+            cfg.filter_rollouts,
+            params,
+            prompt_fn,
+            verify,
+            cfg.truncated_reward,
+            cfg.long2short,
+        )
         if counts["truncated_rollouts"]:
-            log.warning("rl filter: %d of %d rollouts hit max_new_tokens=%d (judged by "
-                        "truncated_reward=%s); %d keep/drop decisions depend on it",
-                        counts["truncated_rollouts"], counts["prompts_in"] * cfg.filter_rollouts,
-                        cfg.max_new_tokens, cfg.truncated_reward,
-                        counts["truncation_decisions"])  # fmt: skip
-        log.info("rl filter (%d rollouts/prompt): %d in, %d dropped at p=0, %d at p=1, %d kept",
-                 cfg.filter_rollouts, counts["prompts_in"], counts["dropped_p0"],
-                 counts["dropped_p1"], counts["prompts_out"])  # fmt: skip
+            log.warning(
+                "rl filter: %d of %d rollouts hit max_new_tokens=%d (judged by "
+                "truncated_reward=%s); %d keep/drop decisions depend on it",
+                counts["truncated_rollouts"],
+                counts["prompts_in"] * cfg.filter_rollouts,
+                cfg.max_new_tokens,
+                cfg.truncated_reward,
+                counts["truncation_decisions"],
+            )
+        log.info(
+            "rl filter (%d rollouts/prompt): %d in, %d dropped at p=0, %d at p=1, %d kept",
+            cfg.filter_rollouts,
+            counts["prompts_in"],
+            counts["dropped_p0"],
+            counts["dropped_p1"],
+            counts["prompts_out"],
+        )
     if not probs:
         msg = (
             f"rl {cfg.domain}: the stage-start filter left no prompt with 0 < accuracy < 1 "
@@ -166,12 +212,15 @@ def check_rl_context(cfg: RLConfig, model: Any, sampler: Any, prompt_fn: Any) ->
     model's positions (a 64K cap on a 32K model without RoPE scaling)."""
     from vibethinker.models import check_context
 
-    probs = load_domain(_split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed,
-                        list(cfg.data_probs))  # fmt: skip
+    probs = load_domain(
+        _split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed, list(cfg.data_probs)
+    )
     longest = max((len(sampler.encode(prompt_fn(p))) for p in probs), default=0)
-    check_context(model.config, longest + cfg.max_new_tokens,
-                  f"rl: max_new_tokens={cfg.max_new_tokens} + the longest prompt "
-                  f"({longest} tokens)")  # fmt: skip
+    check_context(
+        model.config,
+        longest + cfg.max_new_tokens,
+        f"rl: max_new_tokens={cfg.max_new_tokens} + the longest prompt ({longest} tokens)",
+    )
 
 
 # ----------------------------------------------------------------------------- report
@@ -190,14 +239,21 @@ def plot_curves(history: list[dict], evals: list[dict], png: str | Path, title: 
     ax.plot(steps, [r["reward"] for r in history], lw=0.8, alpha=0.5, label="reward")
     ax.plot(steps, _smooth([r["accuracy"] for r in history]), lw=1.5, label="accuracy (smoothed)")
     ax.plot(steps, [r["mgpo_weight"] for r in history], lw=0.8, label="mean MGPO weight")
-    ax.set(xlabel="step", ylabel="share / weight (0 to 1)", title="training batches",
-           ylim=(0, 1.05))  # fmt: skip
+    ax.set(
+        xlabel="step", ylabel="share / weight (0 to 1)", title="training batches", ylim=(0, 1.05)
+    )
     ax.legend(fontsize=7)
     ax = axes[1]
     if evals:  # error bars: one standard error over held-out problems
         err = [e.get("stderr") or 0.0 for e in evals]
-        ax.errorbar([e["step"] for e in evals], [e["accuracy"] for e in evals], yerr=err,
-                    fmt="o-", color="C3", capsize=3)  # fmt: skip
+        ax.errorbar(
+            [e["step"] for e in evals],
+            [e["accuracy"] for e in evals],
+            yerr=err,
+            fmt="o-",
+            color="C3",
+            capsize=3,
+        )
     ax.set(xlabel="step", ylabel="avg@n (+-1 s.e.)", title="held-out accuracy")
     ax = axes[2]
     for key, lab in (("len_correct", "correct"), ("len_incorrect", "incorrect")):
@@ -217,8 +273,10 @@ def plot_curves(history: list[dict], evals: list[dict], png: str | Path, title: 
 
 
 def _smooth(xs: list[float], k: int = 10) -> list[float]:
-    return [sum(xs[max(0, i - k + 1) : i + 1]) / len(xs[max(0, i - k + 1) : i + 1])
-            for i in range(len(xs))]  # fmt: skip
+    return [
+        sum(xs[max(0, i - k + 1) : i + 1]) / len(xs[max(0, i - k + 1) : i + 1])
+        for i in range(len(xs))
+    ]
 
 
 def _fmt(x: Any, nd: int = 3) -> str:
@@ -296,12 +354,16 @@ def _se(e: dict) -> str:
 def rubric_line(spec: str) -> str:
     """Which rubric back-end rewarded the open prompts, in words (the summary says it)."""
     if spec.startswith("openai:"):
-        return (f"Rubric for open prompts: LLM judge `{spec[7:]}` scoring the paper's four "
-                "criteria (helpfulness, coherence, instruction adherence, redundancy).")  # fmt: skip
+        return (
+            f"Rubric for open prompts: LLM judge `{spec[7:]}` scoring the paper's four "
+            "criteria (helpfulness, coherence, instruction adherence, redundancy)."
+        )
     if spec.startswith("hf:"):
-        return (f"Rubric for open prompts: reward model `{spec[3:]}` (a learned preference, e.g. "
-                "the reward_model stage's Bradley-Terry fallback; not the paper's four "
-                "criteria scored one by one).")  # fmt: skip
+        return (
+            f"Rubric for open prompts: reward model `{spec[3:]}` (a learned preference, e.g. "
+            "the reward_model stage's Bradley-Terry fallback; not the paper's four "
+            "criteria scored one by one)."
+        )
     return "Rubric for open prompts: none (open prompts score 0 and the filter drops them)."
 
 
@@ -317,8 +379,10 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
         return sum(vals) / len(vals) if vals else None
 
     sess = [r for r in hist if r["step"] > res["resumed_at"]]
-    per = {k: sum(r[f"t_{k}"] for r in sess) / max(len(sess), 1)
-           for k in ("generate", "verify", "logprobs", "update")}  # fmt: skip
+    per = {
+        k: sum(r[f"t_{k}"] for r in sess) / max(len(sess), 1)
+        for k in ("generate", "verify", "logprobs", "update")
+    }
     step_s = sum(r["seconds"] for r in sess) / max(len(sess), 1)
     lines = [
         f"# RL ({cfg.domain}{', Long2Short' if cfg.long2short else ''}) from `{cfg.model}`",
@@ -386,8 +450,13 @@ def _pass_through(cfg: RLConfig, model: Any, tok: Any, counts: dict) -> dict[str
     )
     metrics = out / "metrics.jsonl"
     metrics.touch()
-    return {"model": str(final), "metrics": str(metrics), "curves": "", "summary": str(summary),
-            "checkpoints": str(out / "checkpoints")}  # fmt: skip
+    return {
+        "model": str(final),
+        "metrics": str(metrics),
+        "curves": "",
+        "summary": str(summary),
+        "checkpoints": str(out / "checkpoints"),
+    }
 
 
 @register("rl", RLConfig, resumable=True, positional=("model", "data"))
@@ -410,8 +479,10 @@ def run(cfg: RLConfig) -> dict[str, str]:
         _split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed, list(cfg.data_probs)
     )  # checked before the model loads
     if not all_probs:
-        raise ValueError(f"rl: no {cfg.domain} prompts in {cfg.data} (set `domain`, or give the "
-                         "rows a `domain` column)")  # fmt: skip
+        raise ValueError(
+            f"rl: no {cfg.domain} prompts in {cfg.data} (set `domain`, or give the "
+            "rows a `domain` column)"
+        )
     device = policy.resolve_device(cfg.device)
     rope = {"rope_yarn_factor": cfg.rope_yarn_factor, "rope_original_len": cfg.rope_original_len}
     model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing, **rope)
@@ -441,21 +512,38 @@ def run(cfg: RLConfig) -> dict[str, str]:
     del sampler
     if not problems:  # on_empty_filter=skip (training_prompts raises otherwise)
         return _pass_through(cfg, model, tok, counts)
-    eval_path = cfg.eval_data or (str(Path(cfg.data) / "eval.jsonl") if Path(cfg.data).is_dir()
-                                  else "")  # fmt: skip
-    eval_problems = load_domain(Path(eval_path), cfg.domain, cfg.eval_limit) if eval_path and \
-        cfg.eval_every and Path(eval_path).exists() else []  # fmt: skip
+    eval_path = cfg.eval_data or (
+        str(Path(cfg.data) / "eval.jsonl") if Path(cfg.data).is_dir() else ""
+    )
+    eval_problems = (
+        load_domain(Path(eval_path), cfg.domain, cfg.eval_limit)
+        if eval_path and cfg.eval_every and Path(eval_path).exists()
+        else []
+    )
     ref = None
     if cfg.kl_coef > 0 or cfg.log_ref_kl:
         ref, _ = policy.load_policy(cfg.model, device, **rope)
         ref.eval().requires_grad_(False)
-    res = rl.train(model, tok, problems, cfg, out, eval_problems=eval_problems, ref_model=ref,
-                   prompt_fn=prompt_fn, verify=verify)  # fmt: skip
+    res = rl.train(
+        model,
+        tok,
+        problems,
+        cfg,
+        out,
+        eval_problems=eval_problems,
+        ref_model=ref,
+        prompt_fn=prompt_fn,
+        verify=verify,
+    )
     final = policy.save_hf(model, tok, out / "final")
     if not dist.is_main():  # under torchrun rank 0 writes the reports
         return {"model": str(final)}
-    plot = plot_curves(res["history"], res["evals"], out / "curves.png", f"RL {cfg.domain}"
-                       + (" (Long2Short)" if cfg.long2short else ""))  # fmt: skip
+    plot = plot_curves(
+        res["history"],
+        res["evals"],
+        out / "curves.png",
+        f"RL {cfg.domain}" + (" (Long2Short)" if cfg.long2short else ""),
+    )
     summary = write_summary(out / "summary.md", cfg, res, counts, time.time() - t0)
     warns = learning_warnings(cfg, counts, res["history"])
     if res["steps_done"] < cfg.steps:  # the cap is a safety net: say so loudly
@@ -464,5 +552,10 @@ def run(cfg: RLConfig) -> dict[str, str]:
     for w in warns:  # also in summary.md; warnings.json puts them at the top of the run report
         log.warning("rl %s: %s", cfg.domain, w)
     (out / "warnings.json").write_text(json.dumps(warns, indent=1) + "\n")
-    return {"model": str(final), "metrics": str(out / "metrics.jsonl"), "curves": plot,
-            "summary": summary, "checkpoints": str(out / "checkpoints")}  # fmt: skip
+    return {
+        "model": str(final),
+        "metrics": str(out / "metrics.jsonl"),
+        "curves": plot,
+        "summary": summary,
+        "checkpoints": str(out / "checkpoints"),
+    }

@@ -35,9 +35,12 @@ log = get_logger("stages.sft")
 def row_shape(cfg: SFTConfig) -> RowShape:
     """How this stage reads rows in other tools' shapes: rows without an id are numbered, a sole
     `domains` entry is the default domain, and answers are needed only by the stage-2 filter."""
-    return RowShape(domain=cfg.domains[0] if len(cfg.domains) == 1 else "",
-                    answer_key=cfg.answer_key, ids=True,
-                    need_gold=bool(cfg.filter_ref_model))  # fmt: skip
+    return RowShape(
+        domain=cfg.domains[0] if len(cfg.domains) == 1 else "",
+        answer_key=cfg.answer_key,
+        ids=True,
+        need_gold=bool(cfg.filter_ref_model),
+    )
 
 
 def read_training_data(cfg: SFTConfig) -> list[Problem]:
@@ -46,9 +49,13 @@ def read_training_data(cfg: SFTConfig) -> list[Problem]:
     from vibethinker.data.io import load_mixture, load_problems
 
     shape = row_shape(cfg)
-    raw = (load_mixture(cfg.data, list(cfg.data_probs), cfg.seed, domains=list(cfg.domains),
-                        shape=shape)
-           if "," in cfg.data else load_problems(_train_path(cfg.data), shape=shape))  # fmt: skip
+    raw = (
+        load_mixture(
+            cfg.data, list(cfg.data_probs), cfg.seed, domains=list(cfg.domains), shape=shape
+        )
+        if "," in cfg.data
+        else load_problems(_train_path(cfg.data), shape=shape)
+    )
     if raw and not any(p.traces for p in raw):
         raise ValueError(
             f"sft: none of the {len(raw)} records in {cfg.data} has a trace (the response to "
@@ -130,16 +137,24 @@ def filter_easy_prompts(
         "truncation_decisions": flips,
     }
     if sum(cut):
-        log.warning("sft filter: %d of %d reference rollouts hit filter_max_new_tokens=%d and "
-                    "count as %s; %d keep/drop decisions depend on that (raise the cap, or set "
-                    "filter_truncated_reward)", sum(cut), len(cut), max_new_tokens,
-                    "errors" if truncated_reward == "zero" else "verified text", flips)  # fmt: skip
+        log.warning(
+            "sft filter: %d of %d reference rollouts hit filter_max_new_tokens=%d and "
+            "count as %s; %d keep/drop decisions depend on that (raise the cap, or set "
+            "filter_truncated_reward)",
+            sum(cut),
+            len(cut),
+            max_new_tokens,
+            "errors" if truncated_reward == "zero" else "verified text",
+            flips,
+        )
     return kept, counts
 
 
 def apply_filters(cfg: SFTConfig, problems: list[Problem], tokenizer: Any) -> tuple[list, dict]:
-    counts: dict[str, Any] = {"problems_in": len(problems),
-                              "traces_in": sum(len(p.traces or []) for p in problems)}  # fmt: skip
+    counts: dict[str, Any] = {
+        "problems_in": len(problems),
+        "traces_in": sum(len(p.traces or []) for p in problems),
+    }
     no_trace = [p for p in problems if not p.traces]
     if no_trace:
         log.warning("sft: %d problems have no traces and are skipped", len(no_trace))
@@ -153,8 +168,11 @@ def apply_filters(cfg: SFTConfig, problems: list[Problem], tokenizer: Any) -> tu
         n_tok = lambda t: len(tokenizer(t, add_special_tokens=False)["input_ids"])  # noqa: E731
         problems, c = filter_short_traces(problems, n_tok, cfg.min_trace_tokens)
         counts.update(c)
-        log.info("sft filter: %d traces shorter than %d tokens removed", c["short_traces_removed"],
-                 cfg.min_trace_tokens)  # fmt: skip
+        log.info(
+            "sft filter: %d traces shorter than %d tokens removed",
+            c["short_traces_removed"],
+            cfg.min_trace_tokens,
+        )
     if cfg.filter_ref_model and problems:
         from vibethinker.engines import make_sampler
         from vibethinker.evaluate import PROMPT_STYLES
@@ -165,25 +183,44 @@ def apply_filters(cfg: SFTConfig, problems: list[Problem], tokenizer: Any) -> tu
 
             kw["device"] = resolve_device(cfg.device)
         sampler = make_sampler(cfg.filter_engine, **kw)
-        problems, c = filter_easy_prompts(problems, sampler, cfg.filter_rollouts,
-                                          cfg.filter_min_error, cfg.filter_max_new_tokens,
-                                          cfg.seed, PROMPT_STYLES[cfg.prompt_style],
-                                          truncated_reward=cfg.filter_truncated_reward)  # fmt: skip
+        problems, c = filter_easy_prompts(
+            problems,
+            sampler,
+            cfg.filter_rollouts,
+            cfg.filter_min_error,
+            cfg.filter_max_new_tokens,
+            cfg.seed,
+            PROMPT_STYLES[cfg.prompt_style],
+            truncated_reward=cfg.filter_truncated_reward,
+        )
         del sampler
         counts.update(c)
-        log.info("sft filter: %d prompts with reference error rate < %.2f removed",
-                 c["easy_prompts_removed"], cfg.filter_min_error)  # fmt: skip
+        log.info(
+            "sft filter: %d prompts with reference error rate < %.2f removed",
+            c["easy_prompts_removed"],
+            cfg.filter_min_error,
+        )
     counts["problems_out"] = len(problems)
     counts["traces_out"] = sum(len(p.traces or []) for p in problems)
     return problems, counts
 
 
 def _filter_key(cfg: SFTConfig) -> dict[str, Any]:
-    keys = ("model", "data", "data_probs", "domains", "answer_key", "prompt_style",
-            "min_trace_tokens",
-            "filter_ref_model",
-            "filter_rollouts", "filter_min_error", "filter_max_new_tokens",
-            "filter_truncated_reward", "seed")  # fmt: skip
+    keys = (
+        "model",
+        "data",
+        "data_probs",
+        "domains",
+        "answer_key",
+        "prompt_style",
+        "min_trace_tokens",
+        "filter_ref_model",
+        "filter_rollouts",
+        "filter_min_error",
+        "filter_max_new_tokens",
+        "filter_truncated_reward",
+        "seed",
+    )
     return {k: getattr(cfg, k) for k in keys}
 
 
@@ -222,8 +259,16 @@ def train_render(tokenizer: Any) -> Any:
 # ----------------------------------------------------------------------------- eval report
 
 
-def sampled_pass1(model_dir: str, path: str, n: int, limit: int, max_new: int, seed: int,
-                  device: str, prompt_style: str) -> dict[str, float]:  # fmt: skip
+def sampled_pass1(
+    model_dir: str,
+    path: str,
+    n: int,
+    limit: int,
+    max_new: int,
+    seed: int,
+    device: str,
+    prompt_style: str,
+) -> dict[str, float]:
     """avg@n (the paper's Pass@1) per slice (all, domains, subdomains) on the first `limit`
     problems of `path`, through the evaluation harness."""
     from vibethinker.data.io import load_problems
@@ -232,16 +277,29 @@ def sampled_pass1(model_dir: str, path: str, n: int, limit: int, max_new: int, s
 
     problems = load_problems(path)[:limit]
     sampler = make_sampler("hf", model=model_dir, device=device)
-    res = evaluate(sampler, problems, n, [1], SamplingParams(max_new_tokens=max_new, seed=seed),
-                   prompt_fn=PROMPT_STYLES[prompt_style])  # fmt: skip
+    res = evaluate(
+        sampler,
+        problems,
+        n,
+        [1],
+        SamplingParams(max_new_tokens=max_new, seed=seed),
+        prompt_fn=PROMPT_STYLES[prompt_style],
+    )
     return {k: round(v["avg@n"], 4) for k, v in res.metrics.items()}
 
 
 # ----------------------------------------------------------------------------- stage
 
 
-def _summary(cfg: SFTConfig, stats: dict, counts: dict, n_samples: int, n_cut: int,
-             pass1: dict | None, n_dropped: int = 0) -> str:  # fmt: skip
+def _summary(
+    cfg: SFTConfig,
+    stats: dict,
+    counts: dict,
+    n_samples: int,
+    n_cut: int,
+    pass1: dict | None,
+    n_dropped: int = 0,
+) -> str:
     lines = [
         f"SFT from `{cfg.model}` on `{cfg.data}`: {n_samples} samples (one per trace), "
         f"{cfg.epochs} epoch(s)"
@@ -263,8 +321,12 @@ def _summary(cfg: SFTConfig, stats: dict, counts: dict, n_samples: int, n_cut: i
     if stats.get("resumed_at"):
         lines.append(f"Resumed at step {stats['resumed_at']} (speed is this session's).")
     if pass1:
-        lines += ["", f"Sampled Pass@1 (avg over {cfg.eval_n} samples) on `{cfg.eval_data}`: "
-                  + ", ".join(f"{k} **{v:.3f}**" for k, v in pass1.items()) + "."]  # fmt: skip
+        lines += [
+            "",
+            f"Sampled Pass@1 (avg over {cfg.eval_n} samples) on `{cfg.eval_data}`: "
+            + ", ".join(f"{k} **{v:.3f}**" for k, v in pass1.items())
+            + ".",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -279,9 +341,13 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     out = Path(cfg.out)
     read_training_data(cfg)  # a data problem is reported before the model loads
     device = policy.resolve_device(cfg.device)
-    model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing,
-                                    rope_yarn_factor=cfg.rope_yarn_factor,
-                                    rope_original_len=cfg.rope_original_len)  # fmt: skip
+    model, tok = policy.load_policy(
+        cfg.model,
+        device,
+        cfg.gradient_checkpointing,
+        rope_yarn_factor=cfg.rope_yarn_factor,
+        rope_original_len=cfg.rope_original_len,
+    )
     from vibethinker.models import check_context
 
     check_context(model.config, cfg.max_len, f"sft max_len={cfg.max_len}")
@@ -298,13 +364,20 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     n_cut = sum(s.truncated for s in samples)
     n_dropped = len(pairs) - len(samples)
     if n_cut or n_dropped:
-        log.warning("sft: %d of %d samples are longer than max_len=%d: %s", n_cut + n_dropped,
-                    len(pairs), cfg.max_len, "cut" if n_cut else "dropped")  # fmt: skip
+        log.warning(
+            "sft: %d of %d samples are longer than max_len=%d: %s",
+            n_cut + n_dropped,
+            len(pairs),
+            cfg.max_len,
+            "cut" if n_cut else "dropped",
+        )
     if not pairs:
         raise ValueError(f"sft: no trace left to train on after the filters ({counts})")
     if not samples:
-        raise ValueError(f"sft: every sample is longer than max_len={cfg.max_len} (overlong="
-                         f"{cfg.overlong}); raise max_len or set overlong=cut")  # fmt: skip
+        raise ValueError(
+            f"sft: every sample is longer than max_len={cfg.max_len} (overlong="
+            f"{cfg.overlong}); raise max_len or set overlong=cut"
+        )
     stats = sft.train(model, tok, samples, cfg, out)
     final = policy.save_hf(model, tok, out / "final")
     del model
@@ -313,17 +386,34 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     sft.plot_loss(out / "metrics.jsonl", out / "loss.png", f"SFT: {out.name}")
     pass1 = None
     if cfg.eval_data:
-        pass1 = sampled_pass1(final, cfg.eval_data, cfg.eval_n, cfg.eval_limit,
-                              cfg.eval_max_new_tokens, cfg.seed, device,
-                              cfg.prompt_style)  # fmt: skip
-    stats.update(samples=len(samples), samples_cut=n_cut, samples_dropped_overlong=n_dropped,
-                 filters=counts, pass1=pass1,
-                 wall_seconds=round(time.time() - t0, 1))  # fmt: skip
+        pass1 = sampled_pass1(
+            final,
+            cfg.eval_data,
+            cfg.eval_n,
+            cfg.eval_limit,
+            cfg.eval_max_new_tokens,
+            cfg.seed,
+            device,
+            cfg.prompt_style,
+        )
+    stats.update(
+        samples=len(samples),
+        samples_cut=n_cut,
+        samples_dropped_overlong=n_dropped,
+        filters=counts,
+        pass1=pass1,
+        wall_seconds=round(time.time() - t0, 1),
+    )
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
-    (out / "summary.md").write_text(_summary(cfg, stats, counts, len(samples), n_cut, pass1,
-                                             n_dropped))  # fmt: skip
-    log.info("sft done: %d steps, final loss %.4f, %s tokens/s", stats["steps"],
-             stats["final_loss"], stats["tokens_per_s"])  # fmt: skip
+    (out / "summary.md").write_text(
+        _summary(cfg, stats, counts, len(samples), n_cut, pass1, n_dropped)
+    )
+    log.info(
+        "sft done: %d steps, final loss %.4f, %s tokens/s",
+        stats["steps"],
+        stats["final_loss"],
+        stats["tokens_per_s"],
+    )
     return {
         "model": final,
         "checkpoints": str(out / "checkpoints"),

@@ -127,8 +127,9 @@ def _by_module(head: Any, h, targets, chunk: int, with_entropy: bool):
     grad = torch.is_grad_enabled() and h.shape[0] > chunk
     for s in range(0, h.shape[0], chunk):
         args = (head, h[s : s + chunk], targets[s : s + chunk], with_entropy)
-        tok, ent = checkpoint(_module_chunk, *args, use_reentrant=False) if grad \
-            else _module_chunk(*args)  # fmt: skip
+        tok, ent = (
+            checkpoint(_module_chunk, *args, use_reentrant=False) if grad else _module_chunk(*args)
+        )
         toks.append(tok)
         ents.append(ent)
     tok = torch.cat(toks) if toks else h.new_zeros(0, dtype=torch.float32)
@@ -148,8 +149,10 @@ def token_logprobs(
     states, `chunk` positions per head call (default `chunk_size(vocab)`); see the module
     docstring. Differentiable w.r.t. h and the head's weights."""
     if h.dim() != 2 or targets.shape != h.shape[:1]:
-        raise ValueError(f"token_logprobs: h [M, H] and targets [M], got {tuple(h.shape)} "
-                         f"and {tuple(targets.shape)}")  # fmt: skip
+        raise ValueError(
+            f"token_logprobs: h [M, H] and targets [M], got {tuple(h.shape)} "
+            f"and {tuple(targets.shape)}"
+        )
     w = getattr(head, "weight", None)
     vocab = w.shape[0] if w is not None else int(getattr(head, "out_features", 0) or 0)
     chunk = chunk or chunk_size(vocab)

@@ -87,8 +87,9 @@ def wrap(model: Any, strategy: str = "auto", gradient_checkpointing: bool = Fals
         from torch.nn.parallel import DistributedDataParallel
 
         cuda = next(model.parameters()).is_cuda
-        ddp = DistributedDataParallel(model, device_ids=[local_rank()] if cuda else None,
-                                      broadcast_buffers=False)  # fmt: skip
+        ddp = DistributedDataParallel(
+            model, device_ids=[local_rank()] if cuda else None, broadcast_buffers=False
+        )
         ddp.vt_inner = model
         return ddp
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard

@@ -87,8 +87,9 @@ def split_sample(s: Sample) -> tuple[list[int], list[int]]:
     return s.ids[:first], s.ids[first : last + 1]
 
 
-def plan_units(prompts: list[list[int]], resp_lens: list[int],
-               score_tokens: int) -> list[tuple[list[int], list[int]]]:  # fmt: skip
+def plan_units(
+    prompts: list[list[int]], resp_lens: list[int], score_tokens: int
+) -> list[tuple[list[int], list[int]]]:
     """Group samples by identical prompt ids into units (prompt, [sample indices]), a unit
     holding at most `score_tokens` tokens (but always at least one response)."""
     groups: dict[tuple[int, ...], list[int]] = {}
@@ -117,8 +118,9 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
-def prefix_tree(responses: list[list[int]]) -> tuple[list[int], list[int], list[int], list[int],
-                                                     list[list[int]]]:  # fmt: skip
+def prefix_tree(
+    responses: list[list[int]],
+) -> tuple[list[int], list[int], list[int], list[int], list[list[int]]]:
     """The responses of one prompt as a prefix tree (a trie): a token shared by several responses
     at the same place after the same prefix is one node, scored once. Nodes are numbered in
     preorder with the responses taken in sorted order, so a node's subtree is the nodes (k, end).
@@ -250,8 +252,9 @@ def native_gqa(device: Any) -> Iterator[None]:
         os.environ.pop(key, None)
 
 
-def score_samples(model: Any, samples: list[Sample], pad_id: int, device: Any,
-                  score_tokens: int = 8192) -> list[tuple[float, int]]:  # fmt: skip
+def score_samples(
+    model: Any, samples: list[Sample], pad_id: int, device: Any, score_tokens: int = 8192
+) -> list[tuple[float, int]]:
     """(S_LP, |y|) of each Sample (chat ids + assistant mask) under `model`, teacher-forced, no
     grad. The model must use sdpa attention (a tree mask is a 4D boolean mask)."""
     impl = getattr(model.config, "_attn_implementation", "sdpa")
@@ -268,8 +271,12 @@ def score_samples(model: Any, samples: list[Sample], pad_id: int, device: Any,
         for rows in plan_score_batches(unit_lengths(units, trees), score_tokens):
             ids, pos, mask, (pb, pt, tg), (own, at) = tree_batch(rows, units, trees, pad_id)
             alone = len(rows) == 1 and len(rows[0]) == 1 and len(units[rows[0][0]][1]) == 1
-            kw = {"input_ids": ids.to(device), "position_ids": pos.to(device), "use_cache": False,
-                  "attention_mask": None if alone else mask.to(device)}  # fmt: skip
+            kw = {
+                "input_ids": ids.to(device),
+                "position_ids": pos.to(device),
+                "use_cache": False,
+                "attention_mask": None if alone else mask.to(device),
+            }
             with policy.autocast_context(device):
                 if parts is None:  # a head that is more than a matmul: full logits
                     h, head = model(**kw).logits[pb, pt], None

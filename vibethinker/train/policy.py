@@ -101,8 +101,9 @@ def apply_lora(model: Any, r: int, alpha: float, targets: str = "all-linear") ->
     model = get_peft_model(model, conf)
     n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
     n_all = sum(p.numel() for p in model.parameters())
-    log.info("LoRA r=%d alpha=%g on %s: %d of %d parameters train", r, alpha, targets, n_train,
-             n_all)  # fmt: skip
+    log.info(
+        "LoRA r=%d alpha=%g on %s: %d of %d parameters train", r, alpha, targets, n_train, n_all
+    )
     return model
 
 
@@ -233,8 +234,11 @@ def optimizer_step(
     if max_grad_norm and max_grad_norm > 0:
         norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
     else:
-        norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])) if params \
-            else torch.tensor(0.0)  # fmt: skip
+        norm = (
+            torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
+            if params
+            else torch.tensor(0.0)
+        )
     optimizer.step()
     if scheduler is not None:
         scheduler.step()
@@ -395,9 +399,14 @@ def _save_sharded(folder, model, tokenizer, optimizer, scheduler, step, extra) -
     torch.save(rng_state(), tmp / f"rng-{dist.rank()}.pt")
     save_hf(model, tokenizer, tmp)  # collective; rank 0 writes
     if dist.is_main():
-        state = {"step": step, "optimizer": None, "sharded": dist.world(),
-                 "scheduler": scheduler.state_dict() if scheduler is not None else None,
-                 "rng": rng_state(), "extra": extra or {}}  # fmt: skip
+        state = {
+            "step": step,
+            "optimizer": None,
+            "sharded": dist.world(),
+            "scheduler": scheduler.state_dict() if scheduler is not None else None,
+            "rng": rng_state(),
+            "extra": extra or {},
+        }
         torch.save(state, tmp / STATE_FILE)
         if final.exists():
             shutil.rmtree(final)
@@ -418,8 +427,9 @@ def _load_sharded(folder: Path, model: Any, optimizer: Any) -> None:
     msd, osd = get_state_dict(m, opt)
     target = {"model": msd, "optim": osd} if optimizer is not None else {"model": msd}
     dcp.load(target, checkpoint_id=str(folder / SHARDED_DIR))
-    set_state_dict(m, opt, model_state_dict=target["model"],
-                   optim_state_dict=target.get("optim", {}))  # fmt: skip
+    set_state_dict(
+        m, opt, model_state_dict=target["model"], optim_state_dict=target.get("optim", {})
+    )
 
 
 def load_checkpoint(

@@ -50,8 +50,9 @@ def encode_pairs(tokenizer: Any, pairs: Sequence[dict], max_len: int) -> list[tu
     return list(zip(ids[0::2], ids[1::2]))
 
 
-def length_batches(enc: Sequence[tuple[list, list]], batch: int, seed: int,
-                   bucket: bool = True) -> list[list[int]]:  # fmt: skip
+def length_batches(
+    enc: Sequence[tuple[list, list]], batch: int, seed: int, bucket: bool = True
+) -> list[list[int]]:
     """Pair indices grouped into batches of similar length; batch order shuffled by `seed`.
     `bucket=False`: pairs in random order (a plain random sampler, for comparison)."""
     rng = random.Random(seed)
@@ -59,15 +60,17 @@ def length_batches(enc: Sequence[tuple[list, list]], batch: int, seed: int,
         order = list(range(len(enc)))
         rng.shuffle(order)
         return [order[s : s + batch] for s in range(0, len(order), batch)]
-    order = sorted(range(len(enc)), key=lambda i: (max(len(enc[i][0]), len(enc[i][1])),
-                                                   rng.random()))  # fmt: skip
+    order = sorted(
+        range(len(enc)), key=lambda i: (max(len(enc[i][0]), len(enc[i][1])), rng.random())
+    )
     batches = [order[s : s + batch] for s in range(0, len(order), batch)]
     rng.shuffle(batches)
     return batches
 
 
-def micro_groups(enc: Sequence[tuple[list, list]], idx: Sequence[int], micro_batch: int,
-                 max_tokens: int = 0) -> list[list[int]]:  # fmt: skip
+def micro_groups(
+    enc: Sequence[tuple[list, list]], idx: Sequence[int], micro_batch: int, max_tokens: int = 0
+) -> list[list[int]]:
     """A step's pair indices split, in order, into micro-batches: at most `micro_batch` pairs
     each, or with `max_tokens` > 0 as many pairs as keep 2 x pairs x longest row <= max_tokens
     (at least one pair)."""
@@ -99,8 +102,9 @@ def collate(enc: Sequence[tuple[list, list]], idx: Sequence[int], pad_id: int):
     return ids, att
 
 
-def rewards_of(model: Any, ids: torch.Tensor, att: torch.Tensor,
-               autocast: bool = False) -> torch.Tensor:  # fmt: skip
+def rewards_of(
+    model: Any, ids: torch.Tensor, att: torch.Tensor, autocast: bool = False
+) -> torch.Tensor:
     """[N] reward logits (the model's score at each row's last real token); `autocast`: the
     forward under bf16 autocast on GPU (training; nothing on CPU)."""
     device = next(model.parameters()).device
@@ -110,9 +114,14 @@ def rewards_of(model: Any, ids: torch.Tensor, att: torch.Tensor,
     return out.logits[:, 0].float()  # no KV cache: one full pass, nothing to keep
 
 
-def accumulate_step(model: Any, enc: Sequence[tuple[list, list]], idx: Sequence[int],
-                    pad_id: int, micro_batch: int,
-                    max_tokens: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:  # fmt: skip
+def accumulate_step(
+    model: Any,
+    enc: Sequence[tuple[list, list]],
+    idx: Sequence[int],
+    pad_id: int,
+    micro_batch: int,
+    max_tokens: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Forward and backward of one optimizer step's pairs `idx`, micro-batch by micro-batch
     (`micro_groups`), gradients accumulated in the parameters' .grad. Each micro-batch's loss
     is its pairs' NLL summed / len(idx), so the gradients and the returned loss equal one
@@ -131,8 +140,9 @@ def accumulate_step(model: Any, enc: Sequence[tuple[list, list]], idx: Sequence[
 
 
 @torch.no_grad()
-def evaluate_pairs(model: Any, enc: Sequence[tuple[list, list]], pad_id: int,
-                   batch: int = 32) -> dict[str, Any]:  # fmt: skip
+def evaluate_pairs(
+    model: Any, enc: Sequence[tuple[list, list]], pad_id: int, batch: int = 32
+) -> dict[str, Any]:
     """Pairwise accuracy (chosen scored above rejected; ties count half) and the logits."""
     model.eval()
     rc, rr = [], []
@@ -142,8 +152,7 @@ def evaluate_pairs(model: Any, enc: Sequence[tuple[list, list]], pad_id: int,
         rc += z[: len(idx)].tolist()
         rr += z[len(idx) :].tolist()
     wins = [1.0 if c > r else 0.5 if c == r else 0.0 for c, r in zip(rc, rr)]
-    return {"accuracy": sum(wins) / max(len(wins), 1), "wins": wins, "chosen": rc,
-            "rejected": rr}  # fmt: skip
+    return {"accuracy": sum(wins) / max(len(wins), 1), "wins": wins, "chosen": rc, "rejected": rr}
 
 
 def make_adamw(params: list, lr: float, weight_decay: float) -> torch.optim.Optimizer:
@@ -155,11 +164,24 @@ def make_adamw(params: list, lr: float, weight_decay: float) -> torch.optim.Opti
         return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
 
 
-def train_bt(model: Any, tokenizer: Any, pairs: Sequence[dict], *, epochs: int = 1,
-             batch: int = 16, lr: float = 1e-4, final_lr: float = 1e-5, max_len: int = 256,
-             weight_decay: float = 0.0, max_grad_norm: float = 1.0, seed: int = 0,
-             max_seconds: float = 0.0, bucket: bool = True, micro_batch: int = 0,
-             max_tokens_per_micro: int = 0) -> list[dict[str, Any]]:  # fmt: skip
+def train_bt(
+    model: Any,
+    tokenizer: Any,
+    pairs: Sequence[dict],
+    *,
+    epochs: int = 1,
+    batch: int = 16,
+    lr: float = 1e-4,
+    final_lr: float = 1e-5,
+    max_len: int = 256,
+    weight_decay: float = 0.0,
+    max_grad_norm: float = 1.0,
+    seed: int = 0,
+    max_seconds: float = 0.0,
+    bucket: bool = True,
+    micro_batch: int = 0,
+    max_tokens_per_micro: int = 0,
+) -> list[dict[str, Any]]:
     """Train `model` in place on `pairs`; returns one metrics row per optimizer step (loss,
     batch accuracy, reward margin, lr, seconds). Cosine LR from `lr` to `final_lr`. `bucket`:
     length-bucketed batches (default) or pairs in random order. `micro_batch` pairs per
@@ -181,20 +203,32 @@ def train_bt(model: Any, tokenizer: Any, pairs: Sequence[dict], *, epochs: int =
     for ep in range(epochs):
         for idx in length_batches(enc, batch, seed * 1000 + ep, bucket):
             ts = time.perf_counter()
-            loss, rc, rr = accumulate_step(model, enc, idx, pad_id, micro_batch or batch,
-                                           max_tokens_per_micro)  # fmt: skip
+            loss, rc, rr = accumulate_step(
+                model, enc, idx, pad_id, micro_batch or batch, max_tokens_per_micro
+            )
             gn = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
             opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
-            hist.append({"step": len(hist) + 1, "epoch": ep, "loss": round(float(loss), 5),
-                         "accuracy": float((rc > rr).float().mean()),
-                         "margin": round(float((rc - rr).mean()), 4), "grad_norm": float(gn),
-                         "lr": sched.get_last_lr()[0],
-                         "seconds": round(time.perf_counter() - ts, 4)})  # fmt: skip
+            hist.append(
+                {
+                    "step": len(hist) + 1,
+                    "epoch": ep,
+                    "loss": round(float(loss), 5),
+                    "accuracy": float((rc > rr).float().mean()),
+                    "margin": round(float((rc - rr).mean()), 4),
+                    "grad_norm": float(gn),
+                    "lr": sched.get_last_lr()[0],
+                    "seconds": round(time.perf_counter() - ts, 4),
+                }
+            )
             if max_seconds and time.perf_counter() - t0 >= max_seconds:
-                log.warning("reward model: wall-clock cap %.0f s reached after %d/%d steps",
-                            max_seconds, len(hist), total)  # fmt: skip
+                log.warning(
+                    "reward model: wall-clock cap %.0f s reached after %d/%d steps",
+                    max_seconds,
+                    len(hist),
+                    total,
+                )
                 model.eval()
                 return hist
     model.eval()

@@ -90,9 +90,15 @@ class InstructReward:
     """verify(problems, responses, **kw) -> [Score]: rules and rubric mixed (module docstring);
     non-instruct problems go to `base` unchanged. `metrics()` describes the last call."""
 
-    def __init__(self, base: Callable[..., list[Score]], rubric: Any = None,
-                 rule_reward: str = "strict", rubric_weight: float = 0.0,
-                 rubric_threshold: float = 0.5, fail_value: float = 0.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        base: Callable[..., list[Score]],
+        rubric: Any = None,
+        rule_reward: str = "strict",
+        rubric_weight: float = 0.0,
+        rubric_threshold: float = 0.5,
+        fail_value: float = 0.0,
+    ) -> None:
         if rule_reward not in RULE_FORMS:
             raise ValueError(f"rule_reward must be one of {RULE_FORMS}, got {rule_reward!r}")
         if not 0.0 <= rubric_weight <= 1.0:
@@ -122,12 +128,22 @@ class InstructReward:
         rule_idx = [i for i, p in enumerate(problems) if p.domain != "instruct" or p.instructions]
         base = self.base([problems[i] for i in rule_idx], [responses[i] for i in rule_idx], **kw)
         answers = [_answer(r) for r in responses]
-        want = [(i, problems[i].prompt, answers[i]) for i in range(n)
-                if answers[i] is not None and problems[i].domain == "instruct"
-                and (is_open(problems[i]) or self.weight > 0)]  # fmt: skip
+        want = [
+            (i, problems[i].prompt, answers[i])
+            for i in range(n)
+            if answers[i] is not None
+            and problems[i].domain == "instruct"
+            and (is_open(problems[i]) or self.weight > 0)
+        ]
         judged = self._rubric(want)
-        stats: dict[str, list] = {"rule_r": [], "rule_ok": [], "open_r": [], "open_ok": [],
-                                  "rubric_on_rule": [], "open_words": []}  # fmt: skip
+        stats: dict[str, list] = {
+            "rule_r": [],
+            "rule_ok": [],
+            "open_r": [],
+            "open_ok": [],
+            "rubric_on_rule": [],
+            "open_words": [],
+        }
         bad_rule = 0
         for i, s in zip(rule_idx, base):
             p = problems[i]
@@ -159,20 +175,33 @@ class InstructReward:
         fails = [why for v, why, failed in judged.values() if failed]
         self.fail_total += len(fails)
         if fails:
-            log.warning("rubric: %d of %d judgements failed (%s), each scored %.2f", len(fails),
-                        len(judged), ", ".join(sorted(set(fails))[:3]), self.fail_value)  # fmt: skip
+            log.warning(
+                "rubric: %d of %d judgements failed (%s), each scored %.2f",
+                len(fails),
+                len(judged),
+                ", ".join(sorted(set(fails))[:3]),
+                self.fail_value,
+            )
         if bad_rule:
-            log.warning("instruct rules: %d responses scored 0 for malformed instructions "
-                        "(unknown id or bad kwargs)", bad_rule)  # fmt: skip
+            log.warning(
+                "instruct rules: %d responses scored 0 for malformed instructions "
+                "(unknown id or bad kwargs)",
+                bad_rule,
+            )
         self._last = {
-            "n_rule": len(stats["rule_r"]), "n_open": len(stats["open_r"]),
-            "reward_rule": _mean(stats["rule_r"]), "accuracy_rule": _mean(stats["rule_ok"]),
-            "reward_open": _mean(stats["open_r"]), "accuracy_open": _mean(stats["open_ok"]),
+            "n_rule": len(stats["rule_r"]),
+            "n_open": len(stats["open_r"]),
+            "reward_rule": _mean(stats["rule_r"]),
+            "accuracy_rule": _mean(stats["rule_ok"]),
+            "reward_open": _mean(stats["open_r"]),
+            "accuracy_open": _mean(stats["open_ok"]),
             "rubric_on_rule": _mean(stats["rubric_on_rule"]),
             "open_answer_words": _mean(stats["open_words"]),
-            "rubric_calls": len(judged), "rubric_fail": len(fails),
-            "rubric_fail_total": self.fail_total, "rule_bad_input": bad_rule,
-        }  # fmt: skip
+            "rubric_calls": len(judged),
+            "rubric_fail": len(fails),
+            "rubric_fail_total": self.fail_total,
+            "rule_bad_input": bad_rule,
+        }
         return scores  # type: ignore[return-value]
 
     def metrics(self) -> dict[str, Any]:
@@ -180,8 +209,9 @@ class InstructReward:
         return dict(self._last)
 
 
-def instruct_reward(cfg: Any, base: Callable[..., list[Score]], problems: Sequence[Problem],
-                    device: str = "cpu") -> InstructReward:  # fmt: skip
+def instruct_reward(
+    cfg: Any, base: Callable[..., list[Score]], problems: Sequence[Problem], device: str = "cpu"
+) -> InstructReward:
     """The `rl` stage's instruct reward from its config: checks the prompts (malformed rules
     refused), builds the rubric back-end (a bad reward model folder or an endpoint that is down
     fails here, before any rollout) and warns when open prompts have no rubric."""
@@ -191,15 +221,37 @@ def instruct_reward(cfg: Any, base: Callable[..., list[Score]], problems: Sequen
     rubric = None
     if cfg.rubric_model:
         cache = str(Path(cfg.out) / "rubric_cache.json")
-        rubric = make_rubric(cfg.rubric_model, device=str(device), cache_path=cache,
-                             prompt_path=cfg.rubric_prompt, timeout_s=cfg.judge_timeout_s,
-                             retries=cfg.judge_retries, batch_size=cfg.rubric_batch)  # fmt: skip
+        rubric = make_rubric(
+            cfg.rubric_model,
+            device=str(device),
+            cache_path=cache,
+            prompt_path=cfg.rubric_prompt,
+            timeout_s=cfg.judge_timeout_s,
+            retries=cfg.judge_retries,
+            batch_size=cfg.rubric_batch,
+        )
         rubric.check()
     elif n_open:
-        log.warning("rl instruct: %d open prompts but no rubric_model: they score 0 "
-                    "('no_rubric') and the stage-start filter drops them", n_open)  # fmt: skip
-    log.info("rl instruct rewards: %d rule prompts (%s), %d open prompts (rubric %s, weight on "
-             "rule prompts %.2f, p threshold %.2f)", n_rule, cfg.rule_reward, n_open,
-             cfg.rubric_model or "none", cfg.rubric_weight, cfg.rubric_threshold)  # fmt: skip
-    return InstructReward(base, rubric, cfg.rule_reward, cfg.rubric_weight, cfg.rubric_threshold,
-                          cfg.rubric_fail_value)  # fmt: skip
+        log.warning(
+            "rl instruct: %d open prompts but no rubric_model: they score 0 "
+            "('no_rubric') and the stage-start filter drops them",
+            n_open,
+        )
+    log.info(
+        "rl instruct rewards: %d rule prompts (%s), %d open prompts (rubric %s, weight on "
+        "rule prompts %.2f, p threshold %.2f)",
+        n_rule,
+        cfg.rule_reward,
+        n_open,
+        cfg.rubric_model or "none",
+        cfg.rubric_weight,
+        cfg.rubric_threshold,
+    )
+    return InstructReward(
+        base,
+        rubric,
+        cfg.rule_reward,
+        cfg.rubric_weight,
+        cfg.rubric_threshold,
+        cfg.rubric_fail_value,
+    )

@@ -58,9 +58,20 @@ from vibethinker.types import Group, Problem
 log = get_logger("train.rl")
 PHASES = ("generate", "verify", "logprobs", "update")
 # Options that may change when a run resumes: where things are, and when to evaluate, save, stop.
-RESUME_MAY_CHANGE = ("model", "data", "out", "eval_data", "eval_every", "eval_n", "eval_limit",
-                     "save_every", "max_seconds", "log_ref_kl", "gradient_checkpointing",
-                     "report_to")  # fmt: skip
+RESUME_MAY_CHANGE = (
+    "model",
+    "data",
+    "out",
+    "eval_data",
+    "eval_every",
+    "eval_n",
+    "eval_limit",
+    "save_every",
+    "max_seconds",
+    "log_ref_kl",
+    "gradient_checkpointing",
+    "report_to",
+)
 
 
 # Config: the loop reads the `rl` stage's flat RLConfig itself (one documented field list, no copy
@@ -131,8 +142,9 @@ def frozen_logprobs(
     out = torch.zeros(batch.mask.shape, dtype=torch.float32)
     for r, real in plan_micro(rows, batch, micro, max_tokens, dist.is_wrapped(model)):
         with policy.autocast_context(device):
-            lp, _ = dist.call(model, response_logprobs, batch.rows(r).to(device),
-                              packed=max_tokens > 0)  # fmt: skip
+            lp, _ = dist.call(
+                model, response_logprobs, batch.rows(r).to(device), packed=max_tokens > 0
+            )
         if real:
             out[r] = lp.float().cpu()
     return out
@@ -199,8 +211,9 @@ def update(
     device = next(model.parameters()).device
     n_seqs = n_seqs or adv.numel()
     st, ent_sum, loss_sum = LossStats(), 0.0, 0.0
-    chunks = plan_micro(rows, batch, opts.micro_batch, opts.max_tokens_per_micro,
-                        dist.is_wrapped(model))  # fmt: skip
+    chunks = plan_micro(
+        rows, batch, opts.micro_batch, opts.max_tokens_per_micro, dist.is_wrapped(model)
+    )
     for i, (r, real) in enumerate(chunks):
         mb = batch.rows(r).to(device)
         with dist.sync_context(model, last=i == len(chunks) - 1):
@@ -242,8 +255,9 @@ def _micro_loss(
     """(loss, stats, entropy) of one micro-batch of rows `r` (normalised by all n_seqs)."""
     device = mb.input_ids.device
     with policy.autocast_context(device):
-        logp, ent = dist.call(model, response_logprobs, mb, with_entropy=True,
-                              packed=opts.max_tokens_per_micro > 0)  # fmt: skip
+        logp, ent = dist.call(
+            model, response_logprobs, mb, with_entropy=True, packed=opts.max_tokens_per_micro > 0
+        )
     old = old_logp[r].to(device) if old_logp is not None else logp.detach()
     loss, part = clipped_surrogate(
         logp,
@@ -401,10 +415,17 @@ def train(
         )
     model = dist.wrap(model, getattr(opts, "parallel", "auto"))  # N processes: FSDP2 or DDP
     optimizer, scheduler, start = policy.start_or_resume(
-        model, out, seed=opts.seed, lr=opts.lr, final_lr=opts.final_lr,
-        warmup_frac=opts.warmup_frac, weight_decay=opts.weight_decay,
-        total=opts.steps * opts.mini_batches, options=resume_options(opts), resume=resume,
-    )  # fmt: skip
+        model,
+        out,
+        seed=opts.seed,
+        lr=opts.lr,
+        final_lr=opts.final_lr,
+        warmup_frac=opts.warmup_frac,
+        weight_decay=opts.weight_decay,
+        total=opts.steps * opts.mini_batches,
+        options=resume_options(opts),
+        resume=resume,
+    )
     history, evals = (
         policy.rows_upto(out / "metrics.jsonl", start),
         policy.rows_upto(out / "evals.jsonl", start),
@@ -420,9 +441,22 @@ def train(
     if sync is not None:
         sync()  # the engine starts from the trainer's (possibly resumed) weights
     verify = verify or _default_verify(opts.verify_workers)
-    lp = Loop(model=model, tokenizer=tokenizer, sampler=sampler, problems=problems, opts=opts,
-              prompt_fn=prompt_fn, verify=verify, ref_model=ref_model, optimizer=optimizer,
-              scheduler=scheduler, out=out, history=history, evals=evals, sync=sync)  # fmt: skip
+    lp = Loop(
+        model=model,
+        tokenizer=tokenizer,
+        sampler=sampler,
+        problems=problems,
+        opts=opts,
+        prompt_fn=prompt_fn,
+        verify=verify,
+        ref_model=ref_model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        out=out,
+        history=history,
+        evals=evals,
+        sync=sync,
+    )
     from vibethinker.log import make_tracker  # experiment tracking (report_to)
 
     report = getattr(opts, "report_to", "none") if dist.is_main() else "none"
@@ -608,7 +642,7 @@ def update_all(
             old_logp=old_lp,
             ref_logp=ref_lp,
             n_seqs=share,
-        )  # fmt: skip
+        )
         for part in rows.tensor_split(opts.mini_batches)
     ]
     return ustats[-1] if len(ustats) == 1 else _merge(ustats)
@@ -644,8 +678,10 @@ def _check_inputs(problems: Sequence[Problem], opts: RLConfig) -> None:
     if not problems:
         raise ValueError("rl: no training prompts")
     if opts.max_tokens_per_micro < 0:
-        raise ValueError(f"rl: max_tokens_per_micro must be >= 0 (0: micro_batch padded rows), "
-                         f"got {opts.max_tokens_per_micro}")  # fmt: skip
+        raise ValueError(
+            f"rl: max_tokens_per_micro must be >= 0 (0: micro_batch padded rows), "
+            f"got {opts.max_tokens_per_micro}"
+        )
     if opts.advantage not in ADVANTAGE_ESTIMATORS:
         known = ", ".join(ADVANTAGE_ESTIMATORS)
         raise ValueError(f"unknown advantage {opts.advantage!r}; known: {known}")
@@ -663,8 +699,11 @@ def _default_verify(workers: int) -> Callable[[list[Problem], list[str]], list]:
 def resume_options(opts: RLConfig) -> dict[str, Any]:
     """The options a resumed checkpoint must agree on: all but runtime fields, paths, and what
     only decides when to evaluate, save or stop (`RESUME_MAY_CHANGE`)."""
-    return {f.name: getattr(opts, f.name) for f in fields(opts)
-            if not is_runtime(f) and f.name not in RESUME_MAY_CHANGE}  # fmt: skip
+    return {
+        f.name: getattr(opts, f.name)
+        for f in fields(opts)
+        if not is_runtime(f) and f.name not in RESUME_MAY_CHANGE
+    }
 
 
 def _record(lp: Loop, row: dict[str, Any], bar: Any) -> None:

@@ -216,19 +216,50 @@ def check_rl(cfg: RLConfig) -> None:
     c.domains("domain")
     if "," in cfg.domain and "instruct" in cfg.domain.split(","):
         c.bad("domain", "instruct cannot be mixed with other domains (its rewards differ)")
-    c.at_least(1, "steps", "prompts_per_step", "max_new_tokens", "eval_n", "micro_batch",
-               "mini_batches", "rubric_batch")  # fmt: skip
+    c.at_least(
+        1,
+        "steps",
+        "prompts_per_step",
+        "max_new_tokens",
+        "eval_n",
+        "micro_batch",
+        "mini_batches",
+        "rubric_batch",
+    )
     if cfg.group_size < 2:
-        c.bad("group_size", "must be >= 2 (with one response per prompt every advantage is 0: "
-              "nothing trains)")  # fmt: skip
+        c.bad(
+            "group_size",
+            "must be >= 2 (with one response per prompt every advantage is 0: nothing trains)",
+        )
     if cfg.filter_rollouts < 0 or cfg.filter_rollouts == 1:
-        c.bad("filter_rollouts", "must be 0 (off) or >= 2 (one rollout has accuracy 0 or 1: "
-              "the filter would drop every prompt)")  # fmt: skip
+        c.bad(
+            "filter_rollouts",
+            "must be 0 (off) or >= 2 (one rollout has accuracy 0 or 1: "
+            "the filter would drop every prompt)",
+        )
     c.positive("lr", "temperature", "judge_timeout_s")
-    c.at_least(0, "final_lr", "clip_eps_high", "kl_coef", "lambda_mgpo", "adv_eps", "l2s_lambda",
-               "rope_yarn_factor", "rope_original_len", "tis_cap", "max_prompts", "eval_every",
-               "eval_limit", "save_every", "max_seconds", "max_grad_norm", "lora_r",
-               "weight_decay", "judge_retries", "verify_workers")  # fmt: skip
+    c.at_least(
+        0,
+        "final_lr",
+        "clip_eps_high",
+        "kl_coef",
+        "lambda_mgpo",
+        "adv_eps",
+        "l2s_lambda",
+        "rope_yarn_factor",
+        "rope_original_len",
+        "tis_cap",
+        "max_prompts",
+        "eval_every",
+        "eval_limit",
+        "save_every",
+        "max_seconds",
+        "max_grad_norm",
+        "lora_r",
+        "weight_decay",
+        "judge_retries",
+        "verify_workers",
+    )
     c.in_range("clip_eps", 0, 1)
     c.in_range("top_p", 0, 1)
     c.in_range("vllm_gpu_memory_utilization", 0, 1)

@@ -103,8 +103,10 @@ def score_groups(
     scores = verify(flat_p, flat_r) if flat_p else []
     k = 0
     for g in groups:
-        g.scores = [rule(s) if c.truncated else s
-                    for c, s in zip(g.completions, scores[k : k + len(g.completions)])]  # fmt: skip
+        g.scores = [
+            rule(s) if c.truncated else s
+            for c, s in zip(g.completions, scores[k : k + len(g.completions)])
+        ]
         k += len(g.completions)
     return Scored(
         rewards=torch.tensor([g.rewards for g in groups], dtype=torch.float32),
@@ -130,14 +132,25 @@ class Batch:
 
     def rows(self, idx: slice) -> Batch:
         e = self.engine_logp[idx] if self.engine_logp is not None else None
-        return Batch(self.input_ids[idx], self.attention_mask[idx], self.prompt_lens[idx],
-                     self.response_ids[idx], self.mask[idx], e)  # fmt: skip
+        return Batch(
+            self.input_ids[idx],
+            self.attention_mask[idx],
+            self.prompt_lens[idx],
+            self.response_ids[idx],
+            self.mask[idx],
+            e,
+        )
 
     def to(self, device: Any) -> Batch:
         e = self.engine_logp.to(device) if self.engine_logp is not None else None
-        return Batch(self.input_ids.to(device), self.attention_mask.to(device),
-                     self.prompt_lens.to(device), self.response_ids.to(device),
-                     self.mask.to(device), e)  # fmt: skip
+        return Batch(
+            self.input_ids.to(device),
+            self.attention_mask.to(device),
+            self.prompt_lens.to(device),
+            self.response_ids.to(device),
+            self.mask.to(device),
+            e,
+        )
 
 
 def build_batch(prompt_ids: list[list[int]], completions: list[Completion], pad_id: int) -> Batch:
@@ -150,8 +163,9 @@ def build_batch(prompt_ids: list[list[int]], completions: list[Completion], pad_
     att = torch.zeros((n, s_len), dtype=torch.long)
     resp = torch.zeros((n, t_len), dtype=torch.long)
     mask = torch.zeros((n, t_len), dtype=torch.bool)
-    have_lp = all(c.logprobs is not None and len(c.logprobs) == len(c.token_ids)
-                  for c in completions)  # fmt: skip
+    have_lp = all(
+        c.logprobs is not None and len(c.logprobs) == len(c.token_ids) for c in completions
+    )
     elp = torch.zeros((n, t_len)) if have_lp else None
     for i, (x, c) in enumerate(zip(seqs, completions)):
         inp[i, : len(x)] = torch.tensor(x)
@@ -194,8 +208,11 @@ def _hidden_and_head(model: Any, batch: Batch, packed: bool) -> tuple[torch.Tens
     else:  # right-padded rows; response token t of row i is predicted at prompt_len_i + t - 1
         t = torch.arange(batch.response_ids.shape[1], device=batch.input_ids.device)
         at = (batch.prompt_lens[:, None] - 1 + t).clamp(max=batch.input_ids.shape[1] - 1)
-        kw = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
-              "use_cache": False}  # fmt: skip
+        kw = {
+            "input_ids": batch.input_ids,
+            "attention_mask": batch.attention_mask,
+            "use_cache": False,
+        }
         rows = torch.arange(at.shape[0], device=at.device)[:, None].expand_as(at)
     if parts is None:  # a head that is more than a matmul: the model's own (whole) logits
         return model(**kw).logits[rows, at], None

@@ -158,10 +158,17 @@ def train(
     full = len(_plan(samples, replace(opts, max_steps=None))) if opts.max_steps else total
     model = dist.wrap(model, getattr(opts, "parallel", "auto"))  # N processes: FSDP2 or DDP
     optimizer, scheduler, start = policy.start_or_resume(
-        model, out, seed=opts.seed, lr=opts.lr, final_lr=opts.final_lr,
-        warmup_frac=opts.warmup_frac, weight_decay=opts.weight_decay, total=total,
-        options=resume_options(opts), resume=resume,
-    )  # fmt: skip
+        model,
+        out,
+        seed=opts.seed,
+        lr=opts.lr,
+        final_lr=opts.final_lr,
+        warmup_frac=opts.warmup_frac,
+        weight_decay=opts.weight_decay,
+        total=total,
+        options=resume_options(opts),
+        resume=resume,
+    )
     metrics_path = out / "metrics.jsonl"
     history = policy.rows_upto(metrics_path, start)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -171,15 +178,23 @@ def train(
     extra = {"total_steps": total, "options": loop_options(opts)}
 
     def save(done: int) -> None:
-        policy.save_checkpoint(policy.step_dir(out / "checkpoints", done), model, tokenizer,
-                               optimizer=optimizer, scheduler=scheduler, step=done, extra=extra)  # fmt: skip
+        policy.save_checkpoint(
+            policy.step_dir(out / "checkpoints", done),
+            model,
+            tokenizer,
+            optimizer=optimizer,
+            scheduler=scheduler,
+            step=done,
+            extra=extra,
+        )
         policy.prune_checkpoints(out / "checkpoints", opts.keep_last, keep_weights=True)
 
     bar = dist.progress_bar(total, start, "sft")
     from vibethinker.log import make_tracker  # experiment tracking (report_to)
 
-    tracker = make_tracker(getattr(opts, "report_to", "none") if dist.is_main() else "none", out,
-                           out.name, vars(opts))  # fmt: skip
+    tracker = make_tracker(
+        getattr(opts, "report_to", "none") if dist.is_main() else "none", out, out.name, vars(opts)
+    )
     with _main_file(metrics_path) as mf:
         for step in range(start, total):
             t0 = time.perf_counter()
@@ -190,8 +205,17 @@ def train(
             dt = time.perf_counter() - t0
             stats["tokens"] += n_tok
             stats["seconds"] += dt
-            row = _row(step=step, total=full, epochs=opts.epochs, loss=loss, lr=lr, gnorm=gnorm,
-                       n_tok=n_tok, n_loss=n_loss, dt=dt)  # fmt: skip
+            row = _row(
+                step=step,
+                total=full,
+                epochs=opts.epochs,
+                loss=loss,
+                lr=lr,
+                gnorm=gnorm,
+                n_tok=n_tok,
+                n_loss=n_loss,
+                dt=dt,
+            )
             mf.write(json.dumps(row) + "\n")
             tracker.log(row, row["step"])
             mf.flush()

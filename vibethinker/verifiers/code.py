@@ -131,8 +131,16 @@ def _run(
         )
         out_fd = sb.capture_fd()
         try:
-            rc = sb.run(script, mode=mode, limits=limits, n_uids=n_uids, fds=tuple(fds),
-                        stdin=in_fd, stdout=out_fd, fresh=fresh)  # fmt: skip
+            rc = sb.run(
+                script,
+                mode=mode,
+                limits=limits,
+                n_uids=n_uids,
+                fds=tuple(fds),
+                stdin=in_fd,
+                stdout=out_fd,
+                fresh=fresh,
+            )
             return rc, (read(out_fd) if rc is not None else None)
         finally:
             for fd in [*fds, out_fd] + ([in_fd] if in_fd is not None else []):
@@ -163,12 +171,17 @@ def _verify_stdio(code: str, tests: list[dict[str, str]], mode: str, limits: sb.
     for case in tests:
         want, stdin = str(case.get("output", "")), str(case.get("input", ""))
         rc, res = _run(
-            RUNNER, ("L\n" + code,), mode, limits, stdin=stdin,
+            RUNNER,
+            ("L\n" + code,),
+            mode,
+            limits,
+            stdin=stdin,
             # the verdict, and the output's first bytes for the eval-only detail (bounded read)
             read=lambda fd, want=want: (
-                lcb_output_matches(fd, want, MAX_OUTPUT), os.pread(fd, DETAIL_BYTES, 0)
+                lcb_output_matches(fd, want, MAX_OUTPUT),
+                os.pread(fd, DETAIL_BYTES, 0),
             ),
-        )  # fmt: skip
+        )
         if rc is None:
             return Score(0.0, False, "timeout")
         if rc != 0:

@@ -286,8 +286,19 @@ def drop_name(pred: str) -> str | None:
 
 
 # ---- listings and containers ------------------------------------------------------------------
-_LIST_SEPS = (",", ";", "\\text{ and }", "\\text{ or }", "\\text{and}", "\\text{or}",
-              "\\quad", "\\qquad", " and ", " or ", "\\text{, }")  # fmt: skip
+_LIST_SEPS = (
+    ",",
+    ";",
+    "\\text{ and }",
+    "\\text{ or }",
+    "\\text{and}",
+    "\\text{or}",
+    "\\quad",
+    "\\qquad",
+    " and ",
+    " or ",
+    "\\text{, }",
+)
 
 
 def container(s: str) -> tuple[str, list[str]] | None:

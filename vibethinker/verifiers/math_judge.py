@@ -83,9 +83,12 @@ class JudgeStats:
 
 
 def second_opinion(
-    problems: Sequence[Problem], responses: Sequence[str], scores: Sequence[Score], judge: Judge,
+    problems: Sequence[Problem],
+    responses: Sequence[str],
+    scores: Sequence[Score],
+    judge: Judge,
     stats: JudgeStats | None = None,
-) -> list[Score]:  # fmt: skip
+) -> list[Score]:
     """Scores with the judge's verdict where `needs_judge`; the others unchanged. Never raises on
     model output (the judge reports its failures as scores)."""
     stats = stats if stats is not None else JudgeStats()
@@ -146,8 +149,11 @@ def judged_verify(
         scores = verify_batch(problems, responses, **kw)
         before = stats.overturned
         scores = second_opinion(problems, responses, scores, judge, stats)
-        log.info("math judge: %d more verdicts decided (%s)", stats.overturned - before,
-                 ", ".join(f"{k}={v:.3g}" for k, v in stats.as_dict().items()))  # fmt: skip
+        log.info(
+            "math judge: %d more verdicts decided (%s)",
+            stats.overturned - before,
+            ", ".join(f"{k}={v:.3g}" for k, v in stats.as_dict().items()),
+        )
         return scores
 
     verify.stats = stats  # type: ignore[attr-defined]

@@ -59,8 +59,10 @@ def load_rubric_prompt(path: str | Path = "") -> tuple[str, str]:
     try:
         user.format(prompt="", response="")
     except (KeyError, IndexError, ValueError) as e:
-        raise ValueError(f"{p}: user template must only use {{prompt}} and {{response}} "
-                         f"(literal braces as {{{{ }}}}): {type(e).__name__}: {e}") from None  # fmt: skip
+        raise ValueError(
+            f"{p}: user template must only use {{prompt}} and {{response}} "
+            f"(literal braces as {{{{ }}}}): {type(e).__name__}: {e}"
+        ) from None
     for ph in ("{prompt}", "{response}"):
         if ph not in user:
             raise ValueError(f"{p}: the user template has no {ph} placeholder")
@@ -70,8 +72,7 @@ def load_rubric_prompt(path: str | Path = "") -> tuple[str, str]:
 def rm_text(tokenizer: Any, prompt: str, response: str) -> str:
     """The text a sequence-classification reward model reads for (prompt, response)."""
     if getattr(tokenizer, "chat_template", None):
-        messages = [{"role": "user", "content": prompt},
-                    {"role": "assistant", "content": response}]  # fmt: skip
+        messages = [{"role": "user", "content": prompt}, {"role": "assistant", "content": response}]
         return tokenizer.apply_chat_template(messages, tokenize=False)
     return f"{prompt}\n\n{response}"
 
@@ -95,18 +96,24 @@ def load_reward_model(path: str | Path, device: str = "cpu") -> tuple[Any, Any]:
         raise FileNotFoundError(f"reward model {p}: no config.json (not a Hugging Face folder)")
     conf = AutoConfig.from_pretrained(p)
     archs = list(conf.architectures or [])
-    hint = ("train one with `vibethinker reward_model model=<sft model> data=<data dir>` or "
-            "point rubric_model at a sequence-classification checkpoint")  # fmt: skip
+    hint = (
+        "train one with `vibethinker reward_model model=<sft model> data=<data dir>` or "
+        "point rubric_model at a sequence-classification checkpoint"
+    )
     if not any(a.endswith("ForSequenceClassification") for a in archs):
-        raise ValueError(f"reward model {p}: no sequence-classification head (architectures "
-                         f"{archs}); {hint}")  # fmt: skip
+        raise ValueError(
+            f"reward model {p}: no sequence-classification head (architectures {archs}); {hint}"
+        )
     model, info = AutoModelForSequenceClassification.from_pretrained(p, output_loading_info=True)
     if info.get("missing_keys"):
-        raise ValueError(f"reward model {p}: weights missing from the checkpoint (they would be "
-                         f"random): {sorted(info['missing_keys'])[:5]}; {hint}")  # fmt: skip
+        raise ValueError(
+            f"reward model {p}: weights missing from the checkpoint (they would be "
+            f"random): {sorted(info['missing_keys'])[:5]}; {hint}"
+        )
     if model.config.num_labels != 1:
-        raise ValueError(f"reward model {p}: num_labels={model.config.num_labels}, expected 1 "
-                         "(one reward logit)")  # fmt: skip
+        raise ValueError(
+            f"reward model {p}: num_labels={model.config.num_labels}, expected 1 (one reward logit)"
+        )
     tok = AutoTokenizer.from_pretrained(p)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
@@ -132,8 +139,9 @@ def read_norm(path: str | Path) -> tuple[float, float]:
 class RewardModelRubric:
     """Back-end (a): a local sequence-classification reward model, batched."""
 
-    def __init__(self, path: str, device: str = "cpu", batch_size: int = 16,
-                 max_length: int = 1024) -> None:  # fmt: skip
+    def __init__(
+        self, path: str, device: str = "cpu", batch_size: int = 16, max_length: int = 1024
+    ) -> None:
         self.path = path
         self.model, self.tokenizer = load_reward_model(path, device)
         self.offset, self.scale = read_norm(path)
@@ -146,8 +154,13 @@ class RewardModelRubric:
         out: list[float] = []
         for s in range(0, len(pairs), self.batch_size):
             texts = [rm_text(self.tokenizer, p, r) for p, r in pairs[s : s + self.batch_size]]
-            enc = self.tokenizer(texts, return_tensors="pt", padding=True, truncation=True,
-                                 max_length=self.max_length)  # fmt: skip
+            enc = self.tokenizer(
+                texts,
+                return_tensors="pt",
+                padding=True,
+                truncation=True,
+                max_length=self.max_length,
+            )
             with torch.no_grad():
                 z = self.model(
                     input_ids=enc["input_ids"].to(self.device),
@@ -171,8 +184,15 @@ class RewardModelRubric:
 class JudgeRubric:
     """Back-end (b): an OpenAI-compatible LLM judge with the rubric prompt."""
 
-    def __init__(self, spec: str, cache_path: str | None = None, prompt_path: str = "",
-                 timeout_s: float = 60.0, retries: int = 4, workers: int = 8) -> None:  # fmt: skip
+    def __init__(
+        self,
+        spec: str,
+        cache_path: str | None = None,
+        prompt_path: str = "",
+        timeout_s: float = 60.0,
+        retries: int = 4,
+        workers: int = 8,
+    ) -> None:
         from vibethinker.verifiers.judge import EndpointJudge
 
         model, sep, base_url = spec.rpartition("@")
@@ -180,10 +200,17 @@ class JudgeRubric:
             raise ValueError(f"rubric judge must be openai:MODEL@BASE_URL (http...), got {spec!r}")
         system, user = load_rubric_prompt(prompt_path)
         self.spec = spec
-        self.judge = EndpointJudge(base_url=base_url, model=model, timeout_s=timeout_s,
-                                   max_retries=retries, cache_path=cache_path, workers=workers,
-                                   system_prompt=system, user_template=user,
-                                   pass_threshold=0.5)  # fmt: skip
+        self.judge = EndpointJudge(
+            base_url=base_url,
+            model=model,
+            timeout_s=timeout_s,
+            max_retries=retries,
+            cache_path=cache_path,
+            workers=workers,
+            system_prompt=system,
+            user_template=user,
+            pass_threshold=0.5,
+        )
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[RubricResult]:
         scores = self.judge.score_batch(list(pairs))  # never raises: failures come back as reasons
@@ -193,21 +220,34 @@ class JudgeRubric:
         """One request before training: an endpoint that is down fails the stage start."""
         r = self.judge._score_uncached("Say hello.", "Hello.")  # not cached, not counted
         if r.reason.startswith("judge_error"):
-            raise RuntimeError(f"rubric judge {self.spec}: the endpoint did not answer a test "
-                               f"request ({r.reason}); start it or fix rubric_model")  # fmt: skip
+            raise RuntimeError(
+                f"rubric judge {self.spec}: the endpoint did not answer a test "
+                f"request ({r.reason}); start it or fix rubric_model"
+            )
 
 
 RubricReward = RewardModelRubric | JudgeRubric
 
 
-def make_rubric(spec: str, device: str = "cpu", cache_path: str | None = None,
-                prompt_path: str = "", timeout_s: float = 60.0, retries: int = 4,
-                batch_size: int = 16) -> RubricReward:  # fmt: skip
+def make_rubric(
+    spec: str,
+    device: str = "cpu",
+    cache_path: str | None = None,
+    prompt_path: str = "",
+    timeout_s: float = 60.0,
+    retries: int = 4,
+    batch_size: int = 16,
+) -> RubricReward:
     """A rubric back-end from `hf:PATH` or `openai:MODEL@BASE_URL` (module docstring)."""
     kind, sep, rest = spec.partition(":")
     if kind == "hf" and sep and rest:
         return RewardModelRubric(rest, device=device, batch_size=batch_size)
     if kind == "openai" and sep and rest:
-        return JudgeRubric(rest, cache_path=cache_path, prompt_path=prompt_path,
-                           timeout_s=timeout_s, retries=retries)  # fmt: skip
+        return JudgeRubric(
+            rest,
+            cache_path=cache_path,
+            prompt_path=prompt_path,
+            timeout_s=timeout_s,
+            retries=retries,
+        )
     raise ValueError(f"rubric_model must be hf:PATH or openai:MODEL@BASE_URL, got {spec!r}")
