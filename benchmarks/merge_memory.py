@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 _PEAK_SCRIPT = r"""
 import json, sys, torch
-from vibethinker.algo.merge import merge_checkpoints
+from vibethinker.train.merge import merge_checkpoints
 def rss(key):
     for line in open("/proc/self/status"):
         if line.startswith(key):

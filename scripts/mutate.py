@@ -46,6 +46,7 @@ TARGETS: dict[str, Target] = {
     "algo.losses": Target("vibethinker/algo/losses.py", ("*",), ("tests/test_losses.py",)),
     "algo.passk": Target("vibethinker/algo/passk.py", ("*",), ("tests/test_passk.py",)),
     "algo.merge": Target("vibethinker/algo/merge.py", ("*",), ("tests/test_merge.py",)),
+    "train.merge": Target("vibethinker/train/merge.py", ("*",), ("tests/test_merge.py",)),
     "train.sft": Target(
         "vibethinker/train/sft.py",
         ("*x_token_loss_sum*", "*x_train_step*", "*x_backbone_and_head*"),
@@ -126,7 +127,7 @@ EQUIVALENT: dict[str, str] = {
     "vibethinker.algo.passk.x_pass_at_k__mutmut_11": "the early return is a shortcut: when "
     "n - c < k the product contains the factor 1 - k/k = 0 and gives 1.0 exactly",
     **{
-        f"vibethinker.algo.merge.x_merge_checkpoints__mutmut_{i}": "the index JSON's indentation "
+        f"vibethinker.train.merge.x_merge_checkpoints__mutmut_{i}": "the index JSON's indentation "
         "(same content)"
         for i in (151, 153, 154)
     },
@@ -178,7 +179,7 @@ EQUIVALENT: dict[str, str] = {
     "vibethinker.engines.hf.x_inverse_cdf__mutmut_34": "the clamp guards u * total rounding up to "
     "the total (u within 2**-53 of 1): torch.rand never gives such a u for any seed, so a wrong "
     "bound is unreachable",
-    "vibethinker.algo.merge.x_merge_checkpoints__mutmut_88": 'src_dtype starts "" instead of '
+    "vibethinker.train.merge.x_merge_checkpoints__mutmut_88": 'src_dtype starts "" instead of '
     "None: both are falsy, so the first tensor's dtype is taken either way",
     "vibethinker.algo.merge.x_normalise_weights__mutmut_4": "the error message wrapped in XX..XX "
     "still says what is wrong",

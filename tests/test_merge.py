@@ -12,8 +12,9 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-from vibethinker.algo.merge import merge_checkpoints, normalise_weights, weight_files
+from vibethinker.algo.merge import normalise_weights
 from vibethinker.stages.probe_merge import group_key, merge_plan, pick_specialists, summary_md
+from vibethinker.train.merge import merge_checkpoints, weight_files
 from vibethinker.types import Problem
 
 torch.set_num_threads(1)

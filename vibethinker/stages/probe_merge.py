@@ -284,7 +284,7 @@ def summary_md(
 @register("probe_merge", ProbeMergeConfig, positional=("sft",))
 def run(cfg: ProbeMergeConfig) -> dict[str, str]:
     """Probe SFT checkpoints by Pass@K per (sub)domain, merge the specialists, probe the merge."""
-    from vibethinker.algo.merge import merge_checkpoints
+    from vibethinker.train.merge import merge_checkpoints
     from vibethinker.train.policy import resolve_device
 
     if cfg.by not in BY:
