@@ -413,7 +413,7 @@ def train(
             f"rl: prompts_per_step={opts.prompts_per_step} is less than the "
             f"{dist.world()} processes (each samples whole groups of its prompts)"
         )
-    model = dist.wrap(model, getattr(opts, "parallel", "auto"))  # N processes: FSDP2 or DDP
+    model = dist.wrap(model, opts.parallel)  # N processes: FSDP2 or DDP
     optimizer, scheduler, start = policy.start_or_resume(
         model,
         out,
@@ -459,7 +459,7 @@ def train(
     )
     from vibethinker.log import make_tracker  # experiment tracking (report_to)
 
-    report = getattr(opts, "report_to", "none") if dist.is_main() else "none"
+    report = opts.report_to if dist.is_main() else "none"
     tracker = make_tracker(report, out, out.name, vars(opts))
     if start == 0:
         run_eval(lp, eval_problems, 0)

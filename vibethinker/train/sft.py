@@ -156,7 +156,7 @@ def train(
     total = len(plan)
     # the epoch counter counts epochs of the data, also when max_steps cuts the run short
     full = len(_plan(samples, replace(opts, max_steps=None))) if opts.max_steps else total
-    model = dist.wrap(model, getattr(opts, "parallel", "auto"))  # N processes: FSDP2 or DDP
+    model = dist.wrap(model, opts.parallel)  # N processes: FSDP2 or DDP
     optimizer, scheduler, start = policy.start_or_resume(
         model,
         out,
@@ -193,7 +193,7 @@ def train(
     from vibethinker.log import make_tracker  # experiment tracking (report_to)
 
     tracker = make_tracker(
-        getattr(opts, "report_to", "none") if dist.is_main() else "none", out, out.name, vars(opts)
+        opts.report_to if dist.is_main() else "none", out, out.name, vars(opts)
     )
     with _main_file(metrics_path) as mf:
         for step in range(start, total):
