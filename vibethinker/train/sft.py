@@ -192,9 +192,7 @@ def train(
     bar = dist.progress_bar(total, start, "sft")
     from vibethinker.log import make_tracker  # experiment tracking (report_to)
 
-    tracker = make_tracker(
-        opts.report_to if dist.is_main() else "none", out, out.name, vars(opts)
-    )
+    tracker = make_tracker(opts.report_to if dist.is_main() else "none", out, out.name, vars(opts))
     with _main_file(metrics_path) as mf:
         for step in range(start, total):
             t0 = time.perf_counter()
