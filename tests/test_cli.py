@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from test_recipe import env  # noqa: F401 - the fixture with test-only stages and a recipe
 
+from tests.helpers.recipe_env import env  # noqa: F401 - the fixture with test-only stages and a recipe
 from vibethinker.cli import hub_hint, main
 from vibethinker.recipe import Manifest, execute, explain, load_recipe
 

@@ -10,97 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.recipe_env import RECIPE, env  # noqa: F401 - the fixture with test-only stages
 from vibethinker.cli import main
 from vibethinker.config import ConfigError
 from vibethinker.recipe import Manifest, execute, load_recipe, plan
 
-STAGE_MODULE = '''
-"""Test-only stages: `write` writes a file; `slow` counts to n, checkpointing each step."""
-import json, os, time
-from dataclasses import dataclass
-from pathlib import Path
-from vibethinker.config import runtime
-from vibethinker.stages import register
 
-CALLS = []
-
-@dataclass
-class WriteConfig:
-    out: str = "runs/w"
-    """where"""
-    text: str = "hi"
-    """what to write"""
-    fail: bool = False
-    """raise instead"""
-    workers: int = runtime(1)
-    """cannot change results"""
-
-@register("t_write", WriteConfig)
-def run_write(cfg):
-    """Write a file."""
-    CALLS.append(cfg.text)
-    Path(cfg.out).mkdir(parents=True, exist_ok=True)
-    (Path(cfg.out) / "partial").write_text("x")
-    if cfg.fail:
-        raise KeyboardInterrupt
-    (Path(cfg.out) / "file.txt").write_text(cfg.text)
-    return {"file": str(Path(cfg.out) / "file.txt")}
-
-@dataclass
-class SlowConfig:
-    out: str = "runs/s"
-    """where"""
-    n: int = 5
-    """steps"""
-    sleep: float = 0.0
-    """seconds per step"""
-
-@register("t_slow", SlowConfig, resumable=True)
-def run_slow(cfg):
-    """Count with checkpoints."""
-    ck = Path(cfg.out) / "ckpt.json"
-    Path(cfg.out).mkdir(parents=True, exist_ok=True)
-    start = json.loads(ck.read_text())["step"] if ck.exists() else 0
-    with open(Path(cfg.out) / "starts.txt", "a") as f:
-        f.write(f"{start}\\n")
-    for step in range(start, cfg.n):
-        time.sleep(cfg.sleep)
-        ck.write_text(json.dumps({"step": step + 1}))
-    return {"ckpt": str(ck)}
-'''
-
-RECIPE = """\
-# Run: vibethinker run recipe.yaml
-run_dir: {run_dir}
-model: ${{run_dir}}/m
-stages:
-  - stage: t_write
-    text: hello
-  - stage: t_slow
-    n: 5
-  - stage: t_write
-    name: second
-    text: ${{t_write.text}}-again
-    out: ${{model}}-second
-"""
-
-
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    mod = tmp_path / "mods" / "vt_test_stages.py"
-    mod.parent.mkdir()
-    mod.write_text(STAGE_MODULE)
-    monkeypatch.syspath_prepend(str(mod.parent))
-    monkeypatch.setenv("VIBETHINKER_STAGE_MODULES", "vt_test_stages")
-    import vibethinker.stages as reg
-
-    reg.load_all()
-    recipe = tmp_path / "recipe.yaml"
-    recipe.write_text(RECIPE.format(run_dir=tmp_path / "run"))
-    return tmp_path, recipe
-
-
-def test_load_resolves_refs_and_overrides(env):
+def test_load_resolves_refs_and_overrides(env):  # noqa: F811
     tmp, recipe = env
     r = load_recipe(str(recipe), {"t_write.text": "yo", "t_slow.n": "7"})
     names = [s.name for s in r.stages]
@@ -119,19 +35,19 @@ def test_load_resolves_refs_and_overrides(env):
         ({"nostage.x": "1"}, "expected run_dir="),
     ],
 )
-def test_bad_overrides(env, overrides, match):
+def test_bad_overrides(env, overrides, match):  # noqa: F811
     with pytest.raises(ConfigError, match=match):
         load_recipe(str(env[1]), overrides)
 
 
-def test_bad_reference(env):
+def test_bad_reference(env):  # noqa: F811
     tmp, recipe = env
     recipe.write_text(RECIPE.format(run_dir=tmp / "run").replace("${t_write.text}", "${nope.x}"))
     with pytest.raises(ConfigError, match=r"unknown reference \$\{nope.x\}"):
         load_recipe(str(recipe))
 
 
-def test_run_resume_and_config_change(env):
+def test_run_resume_and_config_change(env):  # noqa: F811
     tmp, recipe = env
     import vt_test_stages as ts
 
@@ -159,7 +75,7 @@ def test_run_resume_and_config_change(env):
     assert ts.CALLS == ["hello-again"]
 
 
-def test_dry_run_cli(env, capsys):
+def test_dry_run_cli(env, capsys):  # noqa: F811
     tmp, recipe = env
     assert main(["run", str(recipe), "--dry-run", "t_slow.n=3"]) == 0
     out = capsys.readouterr().out
@@ -167,7 +83,7 @@ def test_dry_run_cli(env, capsys):
     assert not (tmp / "run" / "manifest.json").exists()
 
 
-def test_single_stage_cli(env, tmp_path, capsys):
+def test_single_stage_cli(env, tmp_path, capsys):  # noqa: F811
     out = tmp_path / "alone"
     assert main(["t_write", f"out={out}", "text=solo"]) == 0
     assert (out / "file.txt").read_text() == "solo"
@@ -175,7 +91,7 @@ def test_single_stage_cli(env, tmp_path, capsys):
     assert "unknown key(s) txt" in capsys.readouterr().err
 
 
-def test_sigint_mid_stage_then_resume(env):
+def test_sigint_mid_stage_then_resume(env):  # noqa: F811
     """A real process interrupted mid-stage leaves a consistent manifest and resumes."""
     tmp, recipe = env
     envv = {**os.environ, "PYTHONPATH": f"{tmp / 'mods'}:{os.environ.get('PYTHONPATH', '')}"}
@@ -218,7 +134,7 @@ def test_sigint_mid_stage_then_resume(env):
     assert "| t_slow | t_slow | done |" in report
 
 
-def test_resumable_stage_continues_from_checkpoint(env):
+def test_resumable_stage_continues_from_checkpoint(env):  # noqa: F811
     tmp, recipe = env
     r = load_recipe(str(recipe))
     out = Path(r.stages[1].config.out)

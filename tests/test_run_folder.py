@@ -10,10 +10,10 @@ import signal
 from pathlib import Path
 
 import pytest
-from test_recipe import env  # noqa: F401 - test-only stages
-from test_sft import _problems
-from test_sft import tiny as sft_tiny  # noqa: F401 - the module-scoped tiny model
 
+from tests.helpers.recipe_env import env  # noqa: F401 - test-only stages
+from tests.helpers.sft_data import _problems
+from tests.helpers.sft_data import tiny as sft_tiny  # noqa: F401 - the module-scoped tiny model
 from vibethinker.cli import main
 from vibethinker.recipe import Manifest, execute, explain, load_recipe
 from vibethinker.report import write_report
@@ -171,8 +171,7 @@ def test_epoch_counter_counts_data_epochs_under_max_steps(sft_tiny, tmp_path):  
 def test_ctrl_c_in_rl_saves_a_checkpoint_at_that_step(tmp_path, monkeypatch):
     """RL with save_every=0: SIGTERM during step 2 of 4 -> checkpoint 2, KeyboardInterrupt,
     and the same call again resumes at step 2."""
-    import test_rl_loop as t
-
+    from tests.helpers import rl_loop as t
     from vibethinker.models.tiny import build_tiny_model
     from vibethinker.train import rl
 
