@@ -1,4 +1,5 @@
-"""Build tests/fixtures/code_reference.jsonl: the benchmarks' own graders' verdicts on our code cases.
+"""Build tests/fixtures/code_reference.jsonl: the benchmarks' own graders' verdicts on our code
+cases.
 
 The reference graders, run unmodified and offline:
 - LiveCodeBench: `lcb_runner/evaluation/testing_util.py` (`run_test`) of
@@ -16,7 +17,7 @@ Each case runs in a throwaway subprocess (the graders' `reliability_guard` disab
     flock /tmp/heavy.lock env OMP_NUM_THREADS=1 python scripts/code_reference_corpus.py \\
         --lcb /path/to/LiveCodeBench/lcb_runner/evaluation/testing_util.py
 
-tests/test_code_reference.py checks our verifier against the recorded verdicts.
+tests/verifiers/test_code_reference.py checks our verifier against the recorded verdicts.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Build tests/fixtures/ifeval_reference.jsonl: IFEval verdicts computed by the reference code, offline.
+"""Build tests/fixtures/ifeval_reference.jsonl: IFEval verdicts computed by the reference code,
+offline.
 
     pip download lm-eval==0.4.13 --no-deps -d /tmp/lmeval && unzip the wheel's
     lm_eval/tasks/ifeval/instructions*.py into /tmp/ifref/ifref/ (imports rewritten to `ifref`)
@@ -197,9 +198,10 @@ def build(ifbench_n: int) -> list[dict]:
         for k in (caps, caps + 1):
             add(src, "change_case:capital_word_frequency",
                 {"capital_frequency": k, "capital_relation": "at least"}, text)  # fmt: skip
-    # the handwritten pass/fail pairs of tests/test_verify_instruct.py, for every one of the 25 ids
+    # the handwritten pass/fail pairs of tests/verifiers/test_instruct.py, for every one of the
+    # 25 ids
     sys.path.insert(0, str(OUT.parents[2]))
-    from tests.test_verify_instruct import CASES
+    from tests.verifiers.test_instruct import CASES
 
     for iid, kwargs, good, bad in CASES:
         for text in (good, bad):

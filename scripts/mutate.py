@@ -41,26 +41,26 @@ class Target:
 
 TARGETS: dict[str, Target] = {
     "algo.advantages": Target(
-        "vibethinker/algo/advantages.py", ("*",), ("tests/test_advantages.py",)
+        "vibethinker/algo/advantages.py", ("*",), ("tests/algo/test_advantages.py",)
     ),  # fmt: skip
-    "algo.losses": Target("vibethinker/algo/losses.py", ("*",), ("tests/test_losses.py",)),
-    "algo.passk": Target("vibethinker/algo/passk.py", ("*",), ("tests/test_passk.py",)),
-    "algo.merge": Target("vibethinker/algo/merge.py", ("*",), ("tests/test_merge.py",)),
-    "train.merge": Target("vibethinker/train/merge.py", ("*",), ("tests/test_merge.py",)),
+    "algo.losses": Target("vibethinker/algo/losses.py", ("*",), ("tests/algo/test_losses.py",)),
+    "algo.passk": Target("vibethinker/algo/passk.py", ("*",), ("tests/algo/test_passk.py",)),
+    "algo.merge": Target("vibethinker/algo/merge.py", ("*",), ("tests/train/test_merge.py",)),
+    "train.merge": Target("vibethinker/train/merge.py", ("*",), ("tests/train/test_merge.py",)),
     "train.sft": Target(
         "vibethinker/train/sft.py",
         ("*x_token_loss_sum*", "*x_train_step*", "*x_backbone_and_head*"),
         (
-            "tests/test_sft.py",
-            "tests/test_policy.py",
-            "tests/test_lora.py",
-            "tests/test_kill_sft.py",
+            "tests/train/test_sft.py",
+            "tests/train/test_policy.py",
+            "tests/train/test_lora.py",
+            "tests/train/test_sft_edges.py",
         ),
     ),  # fmt: skip
     "train.rollout": Target(
         "vibethinker/train/rollout.py",
         ("*x_build_batch*", "*x_response_logprobs*", "*x__hidden_and_head*", "*x__chunk_logp*"),
-        ("tests/test_rl_loop.py", "tests/test_rl.py", "tests/test_kill_rollout.py"),
+        ("tests/train/test_rl_loop.py", "tests/train/test_rl.py", "tests/train/test_rollout.py"),
     ),  # fmt: skip
     "train.rl": Target(
         "vibethinker/train/rl.py",
@@ -72,22 +72,22 @@ TARGETS: dict[str, Target] = {
             "*x_logprob_inputs*",
             "*x_frozen_logprobs*",
         ),
-        ("tests/test_rl_loop.py", "tests/test_rl.py"),
+        ("tests/train/test_rl_loop.py", "tests/train/test_rl.py"),
     ),  # fmt: skip
     "engines.hf": Target(
         "vibethinker/engines/hf.py",
         ("*x_sample_next*", "*x_nucleus*", "*x_inverse_cdf*", "*_sample_batch*"),
-        ("tests/test_engines_hf.py", "tests/test_kill_hf.py"),
+        ("tests/engines/test_hf.py", "tests/engines/test_hf_edges.py"),
     ),  # fmt: skip
     "stages.probe_merge": Target(
         "vibethinker/stages/probe_merge.py",
         ("*x_pick_specialists*", "*x_merge_plan*"),  # run(): the `listed` merge mutant
-        ("tests/test_merge.py", "tests/test_kill_probe_merge.py"),
+        ("tests/train/test_merge.py", "tests/stages/test_probe_merge.py"),
     ),  # fmt: skip
     "verifiers.math": Target(
         "vibethinker/verifiers/math.py",
         ("*",),
-        ("tests/test_verify_math.py", "tests/test_kill_math.py"),
+        ("tests/verifiers/test_math.py", "tests/verifiers/test_math_edges.py"),
     ),
 }
 
@@ -237,25 +237,25 @@ class Listed:
 
 
 def _rl(*names: str) -> tuple[str, ...]:
-    return tuple(f"tests/test_rl_loop.py::{n}" for n in names)
+    return tuple(f"tests/train/test_rl_loop.py::{n}" for n in names)
 
 
 LISTED: dict[str, Listed] = {
     "sft: no next-token shift": Listed(
         "vibethinker/train/sft.py", "logits = head(hidden[:, :-1][sel])",
         "logits = head(hidden[:, 1:][sel])",
-        ("tests/test_sft.py::test_token_loss_is_the_models_own_next_token_loss",)),
+        ("tests/train/test_sft.py::test_token_loss_is_the_models_own_next_token_loss",)),
     "hf: compaction swaps rows' KV caches": Listed(
         "vibethinker/engines/hf.py", "cache.batch_select_indices(idx)\n",
         "cache.batch_select_indices(idx.flip(0))\n",
-        ("tests/test_engines_hf.py::test_compaction_keeps_each_row_its_own_cache",)),
+        ("tests/engines/test_hf.py::test_compaction_keeps_each_row_its_own_cache",)),
     "hf: temperature ignored": Listed(
         "vibethinker/engines/hf.py", "z = logits / params.temperature", "z = logits",
-        ("tests/test_engines_hf.py::test_temperature_shapes_the_sampling_distribution",)),
+        ("tests/engines/test_hf.py::test_temperature_shapes_the_sampling_distribution",)),
     "hf: top-p fast path trusted without its mass check": Listed(
         "vibethinker/engines/hf.py", "if not bool((vals.sum(-1) >= top_p).all()):",
         "if False:",
-        ("tests/test_engines_hf.py::test_top_p_fast_path_matches_a_full_sort",)),
+        ("tests/engines/test_hf.py::test_top_p_fast_path_matches_a_full_sort",)),
     "rl: 1/N over trained rows only": Listed(
         "vibethinker/train/rl.py",
         "share = max(1, (n_total or adv.numel()) // opts.mini_batches)",
@@ -294,11 +294,11 @@ LISTED: dict[str, Listed] = {
     "math: a 0.05 tolerance on decimals": Listed(
         "vibethinker/verifiers/math.py", "    g_dec, p_dec = decimal_places(gold), decimal_places(pred)\n",
         "    return bool(diff <= 0.05)\n",
-        ("tests/test_verify_math.py::test_a_decimal_is_not_an_exact_fraction",)),
+        ("tests/verifiers/test_math.py::test_a_decimal_is_not_an_exact_fraction",)),
     "probe_merge: merge returns the first checkpoint": Listed(
         "vibethinker/stages/probe_merge.py", "[w for _, w in plan])",
         "[1.0] + [0.0] * (len(plan) - 1))",
-        ("tests/test_merge.py::test_probe_merge_stage_merges_the_specialists",)),
+        ("tests/train/test_merge.py::test_probe_merge_stage_merges_the_specialists",)),
 }  # fmt: skip
 
 
@@ -360,8 +360,8 @@ def prepare(name: str, t: Target, work: Path, rev: str = "") -> Path:
 
 
 # mutmut selects tests by node id; pytest cannot select again some parametrized ids (backslashes,
-# `$`, `|` in test_verify_math's), a usage error that stops the run. In the copy, such an id runs
-# all cases of its test function instead (a mutant's verdict needs only the exit code).
+# `$`, `|` in tests/verifiers/test_math.py's), a usage error that stops the run. In the copy, such
+# an id runs all cases of its test function instead (a mutant's verdict needs only the exit code).
 _SELECT_HOOK = """
 
 def pytest_configure(config):  # added by scripts/mutate.py to its copy of the tree

@@ -1,5 +1,5 @@
 """Measure the known host-wide channels between two sandboxed checks (the residual note of
-vibethinker/sandbox/zygote.py; the xfail tests of tests/test_sandbox_redteam.py).
+vibethinker/sandbox/zygote.py; the xfail tests of tests/sandbox/test_redteam.py).
 
 A sender check encodes a random symbol, a receiver check (the next one) decodes it; the script
 prints how many symbols arrived intact. Channels:

@@ -7,7 +7,7 @@ Runs `vibethinker sft1 recipes/tiny.yaml ...` (4 steps from the demo's start mod
 with 1 and with N processes, through the same command line a user types, and prints the
 per-step metrics side by side. SFT must match to rounding (same data, same global batch); RL
 rollouts are sampled with per-process seeds, so its rows agree in distribution, not exactly
-(tests/test_distributed.py checks the RL update itself on fixed rollouts).
+(tests/train/test_dist.py checks the RL update itself on fixed rollouts).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.recipe_env import env  # noqa: F401 - the fixture with test-only stages and a recipe
+from tests.helpers.recipe_env import env  # noqa: F401 - test-only stages and a recipe
 from vibethinker.cli import hub_hint, main
 from vibethinker.recipe import Manifest, execute, explain, load_recipe
 

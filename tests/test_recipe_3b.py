@@ -113,6 +113,7 @@ def test_paper_references_point_at_docs_paper():
     assert (root / "docs" / "PAPER.md").read_text().count("arXiv") >= 2
     bare = re.compile(r"(?<![/\w])(PAPER|DESIGN)\.md")
     for path in [*root.glob("vibethinker/**/*.py"), *root.glob("docs/*.md"), *root.glob("*.md"),
-                 *root.glob("recipes/*.yaml"), *root.glob("scripts/*.py"), *root.glob("tests/**/*.py")]:  # fmt: skip
+                 *root.glob("recipes/*.yaml"), *root.glob("scripts/*.py"),
+                 *root.glob("tests/**/*.py")]:  # fmt: skip
         if path.name not in (Path(__file__).name, "test_cli.py"):  # they name them to look for them
             assert not bare.search(path.read_text()), path

@@ -1,5 +1,6 @@
 """Advantages, MGPO weights and the Long2Short shift against hand-computed numbers and the slow
-reference forms in tests/reference.py (one implementation in the package, the loops here)."""
+reference forms in tests/helpers/reference.py (one implementation in the package, the loops
+here)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The openai sampler against the stub server on 127.0.0.1 (tests/stub_openai.py)."""
+"""The openai sampler against the stub server on 127.0.0.1 (tests/helpers/stub_openai.py)."""
 
 from __future__ import annotations
 

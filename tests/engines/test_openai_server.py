@@ -3,7 +3,7 @@
 
 That server ignores `n` (one choice per request), honours `seed`, returns `usage` but no token
 ids or logprobs: the behaviours that once collapsed n samples into duplicates and reported
-`mean_tokens 0`. The stub (tests/stub_openai.py) imitates them; this checks the real thing.
+`mean_tokens 0`. The stub (tests/helpers/stub_openai.py) imitates them; this checks the real thing.
 """
 
 from __future__ import annotations

@@ -267,7 +267,7 @@ def test_both_mode_and_repeats(tmp_path):
 # ---------------------------------------------------------------- the stage, tiny model
 
 
-def _tiny_model_dir(tmp_path, texts):  # as tests/test_eval.py
+def _tiny_model_dir(tmp_path, texts):  # as tests/evaluate/test_harness.py
     try:
         from vibethinker.models.tiny import build_tiny_model
 

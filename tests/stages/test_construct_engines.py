@@ -2,7 +2,7 @@
 tiny random local model (its replies are garbage, so nearly everything is dropped: the test checks
 that every query and trace is accounted for in the funnel, that parse failures are counted by
 reason, and that nothing crashes), `vllm` where it is installed and a GPU is present. The
-`openai` engine against the stub server is in test_construct_stage.py."""
+`openai` engine against the stub server is in tests/stages/test_construct.py."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def test_hf_teacher_with_too_small_a_context_is_a_clear_error(setup, tmp_path):
 
 def test_openai_teacher_garbage_replies_are_counted(setup, tmp_path):
     """The openai engine against the stub server answering garbage and empty replies (the world
-    teacher behind the stub is in test_construct_stage.py)."""
+    teacher behind the stub is in tests/stages/test_construct.py)."""
     with StubOpenAI(responses=["{not json at all", "", "VERDICT maybe", "\\boxed{7}"]) as srv:
         c = hf_cfg(setup, tmp_path, teacher="openai", teacher_base_url=srv.base_url,
                    teacher_options={"max_retries": 0})  # fmt: skip

@@ -313,7 +313,7 @@ def rss_table() -> str:
     """Peak RSS (MB) of a fresh process running one reward-model step (a random 4-layer Qwen2,
     hidden 256, pairs of 512-token rows), by pairs per step: micro_batch 2 against the whole
     step in one forward. Run: flock /tmp/heavy.lock env OMP_NUM_THREADS=1 PYTHONPATH=$PWD
-    python tests/test_reward_model.py"""
+    python tests/train/test_reward_model.py"""
     import subprocess
     import sys
 

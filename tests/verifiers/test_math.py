@@ -516,7 +516,7 @@ def test_restated_quantity_from_the_problem():
         ("(C)", "(D)", False),
         ("6", r"\text{6}", True),
         ("6", r"\text{7}", False),
-        ("2", r"\text{two}", False),  # number words are the LLM judge's (tests/test_judge.py)
+        ("2", r"\text{two}", False),  # number words: LLM judge (tests/verifiers/test_judge.py)
         (r"\frac{1}{2}", r"50 \text{ percent}", True),
         (r"\frac{1}{2}", r"5 \text{ percent}", False),
         (r"10,\!080", r"10\ 080", True),

@@ -17,8 +17,8 @@ Over [B, G] tensors: B prompts q, G responses each, rewards r_i and binary verdi
   responses keep r_i; no shift when |C| < 2 or all correct lengths are equal. The shift sums to
   zero over C.
 
-One implementation each; tests/reference.py holds slow per-group loops written from the paper,
-and the tests compare the two. Estimators are chosen by name from `ADVANTAGE_ESTIMATORS`
+One implementation each; tests/helpers/reference.py holds slow per-group loops written from the
+paper, and the tests compare the two. Estimators are chosen by name from `ADVANTAGE_ESTIMATORS`
 (STYLE.md 6).
 """
 

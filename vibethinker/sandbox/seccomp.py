@@ -143,7 +143,7 @@ DENY: dict[str, tuple[int | None, int | None]] = {
     # and a later check read them back. preadv2 is only needed for its flags (RWF_NOWAIT fails
     # on an uncached page); plain preadv/pread are allowed. Without fadvise a check can load
     # pages but not evict them. What is left (timing a cold read of a page nobody has read yet)
-    # is measured in tests/test_sandbox_redteam.py (a known channel).
+    # is measured in tests/sandbox/test_redteam.py (a known channel).
     "mincore": (27, 232),
     "fadvise64": (221, 223),  # POSIX_FADV_DONTNEED evicts clean pages of any readable file
     "cachestat": (451, 451),

@@ -50,7 +50,7 @@ Why a submission cannot influence a later check (or the zygote):
 - Residual (host-wide, no namespace separates them, one-shot sandboxes share them too, so a
   reused zygote makes no difference to them): the inode numbers of pipes, sockets and
   anonymous files (per-CPU batches: a naive code decoded 0-3 of 20 4-bit symbols on a busy
-  machine) and the load of the machine. tests/test_sandbox_redteam.py keeps them as known,
+  machine) and the load of the machine. tests/sandbox/test_redteam.py keeps them as known,
   measured channels.
 - Anything unexpected (a leftover, a failed sweep, a malformed reply, the zygote dying) discards
   the zygote: the host SIGKILLs it (the whole sandbox goes with bwrap's --die-with-parent) and

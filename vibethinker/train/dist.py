@@ -18,7 +18,7 @@ with `all_sum`. Files are written by rank 0 only (`is_main`).
   sums over the GLOBAL batch divided by its global count (SFT: all assistant tokens of the step;
   MGPO: all N = B x G sequences). Each process therefore scales its loss by N (`grad_scale`), so
   the reduced gradient is exactly the one-process gradient; the global batch, the LR schedule
-  and the optimizer see no difference (tests/test_distributed.py: 2 processes vs 1).
+  and the optimizer see no difference (tests/train/test_dist.py: 2 processes vs 1).
 - Collectives need every process to run the same forwards: a process with fewer micro-batches
   than another runs `pad` dummies (a real micro-batch whose loss is multiplied by 0).
 """

@@ -9,8 +9,8 @@ sample, and the model gets `position_ids` with no 2D attention mask. transformer
 `masking_utils.find_packed_sequence_indices`) reads the restarts as sequence boundaries and builds
 a block-diagonal causal mask for sdpa/eager, and flash-attention takes the same position ids as
 varlen boundaries, so attention never crosses samples on CPU or GPU. The tail padding of a row is
-one more "sequence" (positions 0..p-1) with no loss. `tests/test_sft.py` checks that the packed
-loss equals the per-sample loss.
+one more "sequence" (positions 0..p-1) with no loss. `tests/train/test_sft.py` checks that the
+packed loss equals the per-sample loss.
 """
 
 from __future__ import annotations

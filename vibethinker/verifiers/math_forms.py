@@ -1,6 +1,6 @@
 """Answer forms a careful grader reads through, before any parser: pure string functions.
 
-The grading policy they implement (decided here, tested in tests/test_verify_math.py):
+The grading policy they implement (decided here, tested in tests/verifiers/test_math.py):
 
 - **Names.** `AB = 5`, `|AB| = 12`, `P(A) = \\frac12`, `f(x) = x^2`, `(x, y) = (2, 3)`: when the
   gold is not itself an equation, a left side that only names the quantity is dropped. A left
