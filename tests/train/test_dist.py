@@ -139,7 +139,7 @@ def _worker(root: str, model_dir: str) -> None:
 
 def torchrun(*args: str, n: int = 2) -> None:
     """`torchrun --nproc-per-node n` this file as the worker; fails the test on a non-zero exit."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE.parents[1])}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE.parents[2])}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n),
            "--master-port", str(29500 + os.getpid() % 2000), str(HERE), *args]  # fmt: skip
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
@@ -266,7 +266,7 @@ stages:
 
 
 def _torchrun_cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE.parents[1])}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE.parents[2])}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
            "--master-port", str(27500 + os.getpid() % 2000), "-m", "vibethinker.cli",
            *args]  # fmt: skip
