@@ -254,7 +254,7 @@ def test_headline_prints_each_stages_training_steps(tmp_path):
 def test_rl_summary_explains_its_own_eval_and_a_capped_run(tmp_path):
     """The RL summary says why its held-out figures can differ from the headline's, and a run
     the wall-clock cap stopped short says so loudly (summary and warnings)."""
-    from vibethinker.stages.rl import cap_warning, write_summary
+    from vibethinker.reports.rl import cap_warning, write_summary
     from vibethinker.train.rl_config import RLConfig
 
     cfg = RLConfig(model="m", data="d", domain="code", steps=25, max_seconds=75, eval_limit=40,
@@ -320,7 +320,7 @@ def test_histograms_are_bars_side_by_side():
 
 def test_rl_panels_have_y_labels_and_clr_labels_sit_off_the_markers(tmp_path, monkeypatch):
     from vibethinker.evaluate.clr_report import plot as clr_plot
-    from vibethinker.stages.rl import plot_curves
+    from vibethinker.reports.rl import plot_curves
 
     figs = _figures(monkeypatch)
     hist = [{"step": s, "reward": 0.5, "accuracy": 0.5, "mgpo_weight": 0.9} for s in (1, 2)]
