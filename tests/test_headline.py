@@ -17,11 +17,11 @@ from vibethinker.config import ConfigError
 from vibethinker.evaluate.headline import (
     Row,
     build_headline,
-    headline_markdown,
     parse_rows,
     pick_problems,
     stage_line,
 )
+from vibethinker.reports.headline import headline_markdown
 from vibethinker.stages import get
 from vibethinker.stages import headline as stage
 
@@ -229,7 +229,7 @@ def test_stage_line_names_every_column_within_noise():
 def test_headline_prints_each_stages_training_steps(tmp_path):
     """A stage a wall-clock cap stopped short shows it in the table (`35/60 (capped)`), next to
     stages that ran all their steps; a model without a training folder shows `-`."""
-    from vibethinker.evaluate.headline import training_steps
+    from vibethinker.reports.headline import training_steps
 
     rl = tmp_path / "rl_math"
     (rl / "final").mkdir(parents=True)
