@@ -319,7 +319,7 @@ def test_histograms_are_bars_side_by_side():
 
 
 def test_rl_panels_have_y_labels_and_clr_labels_sit_off_the_markers(tmp_path, monkeypatch):
-    from vibethinker.evaluate.clr_report import plot as clr_plot
+    from vibethinker.reports.clr import plot as clr_plot
     from vibethinker.reports.rl import plot_curves
 
     figs = _figures(monkeypatch)
