@@ -308,7 +308,7 @@ def test_histograms_are_bars_side_by_side():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vibethinker.construct.report import draw_histograms
+    from vibethinker.reports.construct import draw_histograms
 
     fig, ax = plt.subplots()
     draw_histograms(ax, {"math": Counter({0: 3, 20: 5}), "code": Counter({20: 2, 40: 1})})
