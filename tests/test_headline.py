@@ -335,7 +335,7 @@ def test_rl_panels_have_y_labels_and_clr_labels_sit_off_the_markers(tmp_path, mo
 
 
 def test_eval_log_names_only_the_domains_present():
-    from vibethinker.evaluate.report import n_text
+    from vibethinker.reports.eval import n_text
     from vibethinker.stages.eval import PAPER_N
 
     assert n_text(PAPER_N, {"math"}) == "math 64"
