@@ -1,7 +1,8 @@
 """The report's headline: held-out accuracy per domain after each stage, with intervals, what
 each stage changed beyond noise, and where the paper's story does not hold. Pure functions over
 per-problem scores (a problem's score: its share of correct samples among n, avg@n); the
-`headline` stage (stages/headline.py) samples the models and calls `build_headline`.
+`headline` stage (stages/headline.py) samples the models and calls `build_headline`;
+reports/headline.py writes the result out (headline.md, headline.png).
 
 Every row is evaluated on the same problems with the same sampling protocol and seed, so two
 rows are compared PAIRED over problems (`stats.paired_diff_ci`): problem difficulty cancels out
