@@ -83,7 +83,7 @@ def train(args: argparse.Namespace) -> None:
 
 
 def compare(args: argparse.Namespace) -> None:
-    from vibethinker.evaluate.clr_report import write_clr_outputs
+    from vibethinker.reports.clr import write_clr_outputs
     from vibethinker.stages.clr import ClrConfig, as_variant, run_phases
 
     out = Path(args.out) / "clr_evidence"

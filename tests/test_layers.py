@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("evaluate",),
     ("construct",),
     ("train",),
+    ("reports",),
     ("stages",),
     ("rundir",),
     ("report",),

@@ -139,7 +139,7 @@ def headline_section(run_dir: str) -> tuple[str, str | None]:
     """The markdown of the run's last finished `headline` stage (table, plot, stage lines, where
     the story does not hold) with links relative to the report, and that stage's name; ("", None)
     when the run has none."""
-    from vibethinker.evaluate.headline import headline_markdown
+    from vibethinker.reports.headline import headline_markdown
 
     manifest, order = _load(run_dir)
     for name in reversed(order):

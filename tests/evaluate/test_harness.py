@@ -8,9 +8,10 @@ import json
 import pytest
 
 from vibethinker.engines import SamplingParams
-from vibethinker.evaluate import evaluate, write_outputs
+from vibethinker.evaluate import evaluate
 from vibethinker.evaluate.metrics import answer_key, cluster_keys, normalize_answer
 from vibethinker.prompts.paper import MATH_SUFFIX, choice_prompt, math_prompt, paper_prompt
+from vibethinker.reports.eval import write_outputs
 from vibethinker.types import Completion, Problem
 
 

@@ -17,11 +17,11 @@ from vibethinker.config import ConfigError
 from vibethinker.evaluate.headline import (
     Row,
     build_headline,
-    headline_markdown,
     parse_rows,
     pick_problems,
     stage_line,
 )
+from vibethinker.reports.headline import headline_markdown
 from vibethinker.stages import get
 from vibethinker.stages import headline as stage
 
@@ -229,7 +229,7 @@ def test_stage_line_names_every_column_within_noise():
 def test_headline_prints_each_stages_training_steps(tmp_path):
     """A stage a wall-clock cap stopped short shows it in the table (`35/60 (capped)`), next to
     stages that ran all their steps; a model without a training folder shows `-`."""
-    from vibethinker.evaluate.headline import training_steps
+    from vibethinker.reports.headline import training_steps
 
     rl = tmp_path / "rl_math"
     (rl / "final").mkdir(parents=True)
@@ -254,7 +254,7 @@ def test_headline_prints_each_stages_training_steps(tmp_path):
 def test_rl_summary_explains_its_own_eval_and_a_capped_run(tmp_path):
     """The RL summary says why its held-out figures can differ from the headline's, and a run
     the wall-clock cap stopped short says so loudly (summary and warnings)."""
-    from vibethinker.stages.rl import cap_warning, write_summary
+    from vibethinker.reports.rl import cap_warning, write_summary
     from vibethinker.train.rl_config import RLConfig
 
     cfg = RLConfig(model="m", data="d", domain="code", steps=25, max_seconds=75, eval_limit=40,
@@ -308,7 +308,7 @@ def test_histograms_are_bars_side_by_side():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vibethinker.construct.report import draw_histograms
+    from vibethinker.reports.construct import draw_histograms
 
     fig, ax = plt.subplots()
     draw_histograms(ax, {"math": Counter({0: 3, 20: 5}), "code": Counter({20: 2, 40: 1})})
@@ -319,8 +319,8 @@ def test_histograms_are_bars_side_by_side():
 
 
 def test_rl_panels_have_y_labels_and_clr_labels_sit_off_the_markers(tmp_path, monkeypatch):
-    from vibethinker.evaluate.clr_report import plot as clr_plot
-    from vibethinker.stages.rl import plot_curves
+    from vibethinker.reports.clr import plot as clr_plot
+    from vibethinker.reports.rl import plot_curves
 
     figs = _figures(monkeypatch)
     hist = [{"step": s, "reward": 0.5, "accuracy": 0.5, "mgpo_weight": 0.9} for s in (1, 2)]
@@ -335,7 +335,7 @@ def test_rl_panels_have_y_labels_and_clr_labels_sit_off_the_markers(tmp_path, mo
 
 
 def test_eval_log_names_only_the_domains_present():
-    from vibethinker.evaluate.report import n_text
+    from vibethinker.reports.eval import n_text
     from vibethinker.stages.eval import PAPER_N
 
     assert n_text(PAPER_N, {"math"}) == "math 64"

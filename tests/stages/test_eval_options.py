@@ -44,7 +44,7 @@ def test_passk_axis_ticks_are_the_integer_ks():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from vibethinker.evaluate.report import integer_k_axis
+    from vibethinker.reports.eval import integer_k_axis
 
     fig, ax = plt.subplots()
     ax.plot([1, 2, 4, 8], [0.1, 0.2, 0.3, 0.4])

@@ -12,7 +12,8 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from vibethinker.algo.merge import normalise_weights
-from vibethinker.stages.probe_merge import group_key, merge_plan, pick_specialists, summary_md
+from vibethinker.reports.probe_merge import summary_md
+from vibethinker.stages.probe_merge import group_key, merge_plan, pick_specialists
 from vibethinker.train.merge import merge_checkpoints, weight_files
 from vibethinker.types import Problem
 

@@ -260,7 +260,7 @@ def test_keep_last_prunes_rl_checkpoints(tiny, tmp_path):  # noqa: F811
 
 
 def test_rubric_line_names_the_back_end():
-    from vibethinker.stages.rl import rubric_line
+    from vibethinker.reports.rl import rubric_line
 
     judge = rubric_line("openai:judge@http://127.0.0.1:8001/v1")
     assert "LLM judge" in judge and "helpfulness" in judge and "redundancy" in judge

@@ -6,7 +6,8 @@ import json
 import re
 
 from tests.helpers.rl_data import _problems, tiny  # noqa: F401 - the tiny-model fixture
-from vibethinker.stages.rl import RLConfig, learning_warnings, plot_curves, write_summary
+from vibethinker.reports.rl import learning_warnings, plot_curves, write_summary
+from vibethinker.stages.rl import RLConfig
 from vibethinker.train import policy
 from vibethinker.train.rl import RLOptions, train
 from vibethinker.types import Score

@@ -1,8 +1,8 @@
 """Evaluation harness: sample n responses per problem, verify, and measure (docs/PAPER.md protocol).
 
 `evaluate(sampler, problems, n, ks, params, workers) -> EvalResult` is the one entry point, used by
-the `eval` stage and by other stages (probing, RL evaluation, reports). `write_outputs` writes
-the per-sample JSONL, summary.json, summary.md and passk.png of a result.
+the `eval` stage and by other stages (probing, RL evaluation, reports). `reports.eval.write_outputs`
+writes the per-sample JSONL, summary.json, summary.md and passk.png of a result.
 """
 
 from __future__ import annotations
@@ -10,17 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from vibethinker.engines import Sampler, SamplingParams
 from vibethinker.evaluate.metrics import aggregate, answer_key, group_stats, n_tokens, passk_curve
-from vibethinker.evaluate.report import (
-    plot_passk,
-    write_samples,
-    write_summary_json,
-    write_summary_md,
-)
 from vibethinker.log import get_logger, progress
 from vibethinker.prompts.paper import PROMPT_STYLES, paper_prompt
 from vibethinker.types import Group, Problem
@@ -160,25 +153,10 @@ def evaluate(
     return EvalResult(groups, metrics, stats, n_max, ks, params, prompts, seconds, by_domain)
 
 
-def write_outputs(result: EvalResult, out_dir: str | Path, **meta: Any) -> dict[str, str]:
-    """samples.jsonl, summary.json, summary.md and passk.png under out_dir; name -> path."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    summary = result.summary(**meta)
-    model = str(meta.get("model", "")) or "model"
-    return {
-        "samples": write_samples(out / "samples.jsonl", result.sample_rows()),
-        "summary": write_summary_json(out / "summary.json", summary),
-        "table": write_summary_md(out / "summary.md", summary),
-        "plot": plot_passk(out / "passk.png", result.curves(), f"pass@k: {Path(model).name}"),
-    }
-
-
 __all__ = [
     "PROMPT_STYLES",
     "EvalResult",
     "evaluate",
     "paper_prompt",
     "samples_per_problem",
-    "write_outputs",
 ]

@@ -500,7 +500,7 @@ def check_config(cfg: ClrConfig) -> None:
 @register("clr", ClrConfig, positional=("model", "data"))
 def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
     """CLR test-time scaling: K samples, claims, verdicts, reliability-weighted vote; vs maj@k."""
-    from vibethinker.evaluate.clr_report import write_clr_outputs
+    from vibethinker.reports.clr import write_clr_outputs
 
     problems, trajs, counters, meta = run_phases(cfg, sampler)
     meta["short_claims"] = short_claims_compare(problems, trajs, cfg)
@@ -511,7 +511,7 @@ def run(cfg: ClrConfig, sampler: Any = None) -> dict[str, str]:
 def short_claims_compare(problems: list[Problem], trajs: list[Trajectory], cfg: ClrConfig):
     """CLR@K under each `short_claims` rule on the same samples, claims and verdicts, and how
     many answered trajectories had fewer than M claims; the run's own r_k are left as they are."""
-    from vibethinker.evaluate.clr_report import compare
+    from vibethinker.evaluate.clr import compare
 
     saved = [t.r for t in trajs]
     pools: list[list[Trajectory]] = [[] for _ in problems]

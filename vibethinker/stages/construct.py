@@ -35,7 +35,6 @@ from vibethinker.construct.expand import AXES, load_template, supervision_error
 from vibethinker.construct.funnel import Funnel
 from vibethinker.construct.pipeline import Context, Settings, build_chunk
 from vibethinker.construct.progress import Progress
-from vibethinker.construct.report import write_summary
 from vibethinker.construct.world_teacher import WorldTeacherSampler
 from vibethinker.data.io import (
     DataError,
@@ -47,6 +46,7 @@ from vibethinker.data.io import (
 )
 from vibethinker.engines import SamplerError, SamplingParams, make_sampler
 from vibethinker.log import get_logger
+from vibethinker.reports.construct import write_summary
 from vibethinker.stages import register
 from vibethinker.types import DOMAINS
 

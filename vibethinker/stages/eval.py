@@ -285,9 +285,9 @@ def default_ks(n: int | dict) -> list[int]:
 def run(cfg: EvalConfig) -> dict[str, str]:
     """Evaluate a model: n samples per problem, avg@n, pass@k, maj@k, tokens, truncation."""
     from vibethinker.engines import SamplingParams
-    from vibethinker.evaluate import PROMPT_STYLES, evaluate, write_outputs
-    from vibethinker.evaluate.report import markdown_table
+    from vibethinker.evaluate import PROMPT_STYLES, evaluate
     from vibethinker.prompts.paper import prompt_examples, sampler_render, write_prompt_examples
+    from vibethinker.reports.eval import markdown_table, write_outputs
     from vibethinker.verifiers import check_available
 
     if not cfg.model or not (cfg.data or cfg.format == "humaneval"):

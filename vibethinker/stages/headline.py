@@ -28,6 +28,12 @@ from typing import Any
 from vibethinker.config import Checks, runtime
 from vibethinker.evaluate.headline import Row
 from vibethinker.log import get_logger, progress_bar
+from vibethinker.reports.headline import (
+    headline_markdown,
+    plot_headline,
+    summary_markdown,
+    training_steps,
+)
 from vibethinker.stages import register
 
 log = get_logger("stages.headline")
@@ -239,14 +245,7 @@ def score_model(cfg: HeadlineConfig, row: Row, problems: list) -> dict[str, Any]
 def run(cfg: HeadlineConfig) -> dict[str, str]:
     """The report's headline: held-out accuracy per domain after each stage, with intervals."""
     from vibethinker.data.io import load_problems
-    from vibethinker.evaluate.headline import (
-        build_headline,
-        headline_markdown,
-        parse_rows,
-        pick_problems,
-        plot_headline,
-        training_steps,
-    )
+    from vibethinker.evaluate.headline import build_headline, parse_rows, pick_problems
     from vibethinker.verifiers import check_available
 
     rows = parse_rows(cfg.models)
@@ -327,25 +326,3 @@ def run(cfg: HeadlineConfig) -> dict[str, str]:
     outputs.update(table=str(out / "headline.md"), summary=str(out / "summary.md"))
     log.info("headline:\n%s", headline_markdown(h))
     return outputs
-
-
-def summary_markdown(h: dict[str, Any]) -> str:
-    """The stage's own section of the report: the protocol and the cost per model (the table
-    itself is at the top of the report)."""
-    p = h["protocol"]
-    lines = [
-        "# Headline: protocol and cost",
-        "",
-        f"{sum(p['problems_per_domain'].values())} held-out problems "
-        f"({', '.join(f'{d} {k}' for d, k in p['problems_per_domain'].items())}) x n = {p['n']} "
-        f"samples, max new tokens {p['max_new_tokens']}, seed {p['seed']}, engine {p['engine']}; "
-        f"{h['seconds']:.0f} s in all. The table, plot and stage lines are at the top of the "
-        "report.",
-        "",
-        "| row | model | evaluated | seconds |",
-        "|---|---|---|---:|",
-    ]
-    for r in h["rows"]:
-        how = f"= {r['same_as']}" if r["same_as"] else ("cache" if r["cached"] else "sampled")
-        lines.append(f"| {r['name']} | `{r['model']}` | {how} | {r['seconds']:.1f} |")
-    return "\n".join(lines) + "\n"

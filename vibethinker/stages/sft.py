@@ -22,6 +22,7 @@ from typing import Any
 
 from vibethinker.data.shapes import RowShape
 from vibethinker.log import get_logger
+from vibethinker.reports.sft import plot_loss, summary_md
 from vibethinker.stages import register
 from vibethinker.train.sft_config import SFTConfig
 from vibethinker.types import Problem
@@ -291,45 +292,6 @@ def sampled_pass1(
 # ----------------------------------------------------------------------------- stage
 
 
-def _summary(
-    cfg: SFTConfig,
-    stats: dict,
-    counts: dict,
-    n_samples: int,
-    n_cut: int,
-    pass1: dict | None,
-    n_dropped: int = 0,
-) -> str:
-    lines = [
-        f"SFT from `{cfg.model}` on `{cfg.data}`: {n_samples} samples (one per trace), "
-        f"{cfg.epochs} epoch(s)"
-        + (f" cut at max_steps {cfg.max_steps}" if cfg.max_steps else "")
-        + f", global batch {cfg.global_batch}, LR {cfg.lr:g} -> "
-        f"{cfg.final_lr:g} ({cfg.warmup_frac:.0%} warm-up), packing {'on' if cfg.pack else 'off'}.",
-        "",
-        "| steps | tokens | first loss | final loss | train s | tokens/s |",
-        "|---:|---:|---:|---:|---:|---:|",
-        f"| {stats['steps']} | {stats['tokens']:,} | {stats['first_loss']:.4f} | "
-        f"{stats['final_loss']:.4f} | {stats['train_seconds']} | {stats['tokens_per_s']} |",
-        "",
-        "Filters: "
-        + ", ".join(f"{k} {v}" for k, v in counts.items())
-        + (f"; {n_cut} samples cut to max_len {cfg.max_len}" if n_cut else "")
-        + (f"; {n_dropped} samples over max_len {cfg.max_len} dropped" if n_dropped else "")
-        + ".",
-    ]
-    if stats.get("resumed_at"):
-        lines.append(f"Resumed at step {stats['resumed_at']} (speed is this session's).")
-    if pass1:
-        lines += [
-            "",
-            f"Sampled Pass@1 (avg over {cfg.eval_n} samples) on `{cfg.eval_data}`: "
-            + ", ".join(f"{k} **{v:.3f}**" for k, v in pass1.items())
-            + ".",
-        ]
-    return "\n".join(lines) + "\n"
-
-
 @register("sft", SFTConfig, resumable=True, positional=("model", "data"))
 def run(cfg: SFTConfig) -> dict[str, str]:
     """Supervised fine-tuning on multi-path traces (curriculum stage 1 or 2), checkpointing."""
@@ -383,7 +345,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     del model
     if not dist.is_main():  # under torchrun rank 0 writes the reports
         return {"model": final}
-    sft.plot_loss(out / "metrics.jsonl", out / "loss.png", f"SFT: {out.name}")
+    plot_loss(out / "metrics.jsonl", out / "loss.png", f"SFT: {out.name}")
     pass1 = None
     if cfg.eval_data:
         pass1 = sampled_pass1(
@@ -406,7 +368,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     )
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     (out / "summary.md").write_text(
-        _summary(cfg, stats, counts, len(samples), n_cut, pass1, n_dropped)
+        summary_md(cfg, stats, counts, len(samples), n_cut, pass1, n_dropped)
     )
     log.info(
         "sft done: %d steps, final loss %.4f, %s tokens/s",

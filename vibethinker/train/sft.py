@@ -295,27 +295,3 @@ def summarize(
         "train_seconds": round(sess_s, 2),
         "tokens_per_s": round(sess_tok / sess_s, 1) if sess_s else None,
     }
-
-
-def plot_loss(metrics: str | Path, png: str | Path, title: str = "SFT") -> str:
-    """Loss (and LR on a second axis) against the step, from a metrics JSONL."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = [json.loads(x) for x in Path(metrics).read_text().splitlines() if x.strip()]
-    steps = [r["step"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 3.2), dpi=110)
-    ax.plot(steps, [r["loss"] for r in rows], color="C0", lw=1.2, label="loss")
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("token loss (assistant only)", color="C0")
-    ax.set_yscale("log")
-    ax2 = ax.twinx()
-    ax2.plot(steps, [r["lr"] for r in rows], color="C1", lw=1, alpha=0.7)
-    ax2.set_ylabel("learning rate", color="C1")
-    ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(png)
-    plt.close(fig)
-    return str(png)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.construct.progress import Progress
+from vibethinker.reports import pyplot
 
 
 def draw_histograms(ax: Any, hist: dict[str, Counter]) -> None:
@@ -25,11 +26,7 @@ def draw_histograms(ax: Any, hist: dict[str, Counter]) -> None:
 
 
 def _plot(path: Path, hist: dict[str, Counter], xlabel: str, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.2))
     draw_histograms(ax, hist)
     ax.set_xlabel(xlabel)
