@@ -10,7 +10,7 @@ synthetic answer-forms mix (benchmarks/verifiers_math.py).
 
 Sizes are meant to keep the full run near 20 minutes on 2 free cores (an estimate: the 2026-12-01
 runs were made on a loaded machine, 10-50x slower; decontam.py and reward_model.py, added since,
-are not in it); `--quick` (`make bench QUICK=1`) runs smaller
+sft_memory.py and rl_update_packed.py are not in it); `--quick` (`make bench QUICK=1`) runs smaller
 workloads and the short scaling sweep. The GPU script
 (benchmarks/gpu_decode.py) is not part of it: it needs a GPU.
 """
@@ -55,8 +55,11 @@ BENCHES: dict[str, tuple[list[str], list[str]]] = {
     "distill_score.py": ([], ["--problems", "100"]),
     "decontam.py": ([], ["--train", "20000", "--datatrove-train", "2000"]),
     "reward_model.py": ([], ["--problems", "200", "--n-open", "16", "--max-len", "128"]),
+    # real-vocabulary memory (one step per token count) and the packed RL update
+    "sft_memory.py": (["--skip-over-gb", "10"], ["--tokens", "2048,4096", "--sides", "after"]),
+    "rl_update_packed.py": ([], ["--rows", "8"]),
 }
-NO_REPEATS = {"merge_memory.py", "distill_score.py"}  # own options
+NO_REPEATS = {"merge_memory.py", "distill_score.py", "sft_memory.py"}  # own options
 NO_JSON = {"decontam.py"}  # takes --repeats, prints its results (no --json)
 
 
