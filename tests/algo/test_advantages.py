@@ -234,3 +234,43 @@ def test_all_correct_std_leaves_mixed_groups_alone():
     assert torch.allclose(a_lit[0], a_off[0])
     w1 = math.exp(-math.log(2))  # MGPO weight at p = 1 with lambda 1
     assert a_off[1].tolist() == pytest.approx([0.0, 0.1 * w1, -0.1 * w1, 0.0], abs=1e-6)
+
+
+def test_mgpo_norm_keeps_the_weighting_and_grpo_step_size():
+    from vibethinker.algo.advantages import ADVANTAGE_ESTIMATORS
+
+    # groups with p = 1/8, 4/8, 0 (inactive) and 7/8
+    correct = torch.zeros(4, 8)
+    correct[0, :1] = 1
+    correct[1, :4] = 1
+    correct[3, :7] = 1
+    rewards = correct.clone()
+    mg, wm = ADVANTAGE_ESTIMATORS["mgpo"](rewards, correct, lam=1.0)
+    nm, wn = ADVANTAGE_ESTIMATORS["mgpo_norm"](rewards, correct, lam=1.0)
+    gr, _ = ADVANTAGE_ESTIMATORS["grpo"](rewards, correct, lam=1.0)
+    active = torch.tensor([True, True, False, True])
+    # mean weight 1 over the active groups, relative weights unchanged
+    assert torch.isclose(wn[active].mean(), torch.tensor(1.0), atol=1e-6)
+    assert torch.allclose(wn / wn[1], wm / wm[1], atol=1e-6)
+    assert wm[active].mean() < 0.99  # plain MGPO's step is smaller
+    # advantages: MGPO's times one batch-wide factor; the total size of the step matches GRPO's
+    factor = 1.0 / wm[active].mean()
+    assert torch.allclose(nm, mg * factor, atol=1e-5)
+    assert torch.isclose(nm.abs().sum(), gr.abs().sum(), rtol=0.2)
+    assert torch.equal(nm[2], torch.zeros(8))
+
+
+def test_mgpo_norm_with_no_active_group_is_mgpo():
+    from vibethinker.algo.advantages import ADVANTAGE_ESTIMATORS
+
+    correct = torch.ones(2, 4)
+    a, w = ADVANTAGE_ESTIMATORS["mgpo_norm"](correct.clone(), correct, lam=1.0)
+    b, v = ADVANTAGE_ESTIMATORS["mgpo"](correct.clone(), correct, lam=1.0)
+    assert torch.equal(a, b) and torch.equal(w, v)
+
+
+def test_config_advantage_names_match_the_registry():
+    from vibethinker.algo.advantages import ADVANTAGE_ESTIMATORS
+    from vibethinker.train.rl_config import ADVANTAGE_NAMES
+
+    assert set(ADVANTAGE_NAMES) == set(ADVANTAGE_ESTIMATORS)

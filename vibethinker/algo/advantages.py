@@ -15,7 +15,9 @@ Over [B, G] tensors: B prompts q, G responses each, rewards r_i and binary verdi
 - `batch_long2short`: r_i' = r_i + lambda * (s_i - s_bar) / max_{j in C} |s_j - s_bar| for i in
   the correct set C, s_i = 1 / L_i (a length of 0 counts as 1), s_bar the mean over C; incorrect
   responses keep r_i; no shift when |C| < 2 or all correct lengths are equal. The shift sums to
-  zero over C.
+  zero over C;
+- `mgpo_norm_advantages` (an ablation arm, not the paper): MGPO with weights rescaled to mean 1
+  over the groups that carry gradient, so its step size matches GRPO's at the same LR.
 
 One implementation each; tests/helpers/reference.py holds slow per-group loops written from the
 paper, and the tests compare the two. Estimators are chosen by name from `ADVANTAGE_ESTIMATORS`
@@ -98,5 +100,25 @@ def mgpo_advantages(
     return batch_advantages(rewards, correct, lam, **kw)
 
 
+def mgpo_norm_advantages(
+    rewards: torch.Tensor, correct: torch.Tensor, lam: float, **kw: float | bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """MGPO with its weights rescaled to mean 1 over the batch's groups that carry gradient
+    (some nonzero advantage). MGPO's weights are <= 1, so at the same LR its steps are smaller
+    than GRPO's; this variant keeps the relative weighting (which groups count more) and GRPO's
+    step size, separating the two effects. Not in the paper: an ablation arm. A batch with no
+    active group is returned unchanged."""
+    adv, w = batch_advantages(rewards, correct, lam, **kw)
+    active = (adv != 0).any(-1)
+    if not bool(active.any()):
+        return adv, w
+    scale = 1.0 / w[active].double().mean()
+    return (adv.double() * scale).float(), (w.double() * scale).float()
+
+
 AdvantageFn = Callable[..., tuple[torch.Tensor, torch.Tensor]]
-ADVANTAGE_ESTIMATORS: dict[str, AdvantageFn] = {"grpo": grpo_advantages, "mgpo": mgpo_advantages}
+ADVANTAGE_ESTIMATORS: dict[str, AdvantageFn] = {
+    "grpo": grpo_advantages,
+    "mgpo": mgpo_advantages,
+    "mgpo_norm": mgpo_norm_advantages,
+}

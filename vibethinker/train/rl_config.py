@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
 
+# The names in vibethinker.algo.advantages.ADVANTAGE_ESTIMATORS (kept here so that configs need
+# not import torch; tests/algo/test_advantages.py checks that the two agree).
+ADVANTAGE_NAMES = ("mgpo", "grpo", "mgpo_norm")
+
 
 @dataclass
 class RLConfig:
@@ -51,7 +55,9 @@ class RLConfig:
     """Load the starting model as a frozen reference to LOG KL(pi || ref) every step even when
     kl_coef is 0 (one extra no-grad forward per step)."""
     advantage: str = "mgpo"
-    """Advantage estimator: "mgpo" (exp(-lambda D_ME) group weight) or "grpo"."""
+    """Advantage estimator: "mgpo" (exp(-lambda D_ME) group weight), "grpo", or "mgpo_norm" (MGPO
+    with its weights rescaled to mean 1 over the groups that carry gradient: GRPO's step size;
+    an ablation arm, not the paper)."""
     lambda_mgpo: float = 1.0
     """MGPO lambda (0 is GRPO). Paper: unpublished; we choose 1.0 (weight 0.73 at p = 1/8)."""
     std_scale: bool = True
@@ -267,7 +273,7 @@ def check_rl(cfg: RLConfig) -> None:
     c.fraction("rubric_weight", "rubric_threshold", "rubric_fail_value")
     if cfg.lora_r:
         c.positive("lora_alpha")
-    c.one_of("advantage", ("mgpo", "grpo"))
+    c.one_of("advantage", ADVANTAGE_NAMES)
     c.one_of("truncated_reward", ("zero", "verify"))
     c.one_of("on_empty_filter", ("error", "skip"))
     c.one_of("prompt_style", PROMPT_STYLE_NAMES)
