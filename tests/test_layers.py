@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("report",),
     ("recipe",),
     ("plan", "ablate"),
+    ("claims",),
     ("cli",),
 ]
 LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}

@@ -12,6 +12,8 @@ usage:
                                               peak memory per device, and the knob if not
   vibethinker ablate STUDY.yaml [out=DIR] [--jobs N] [key=value ...]  matched-budget ablation
                                               (docs/ABLATE.md): arms x seeds, table and plot
+  vibethinker claims [CLAIMS.yaml] [out=FILE]                         the paper's claims table
+                                              from the finished studies (studies/claims.yaml)
   vibethinker <command> --help                                        help (keys, defaults, meaning)
 
 examples:
@@ -41,7 +43,7 @@ from vibethinker.log import get_logger, setup_logging
 from vibethinker.malloc import keep_freed_memory
 
 log = get_logger("cli")
-COMMANDS = ("run", "status", "stages", "ablate", "plan", "help")
+COMMANDS = ("run", "status", "stages", "ablate", "plan", "claims", "help")
 GLOBAL_FLAGS = ("--quiet", "--help", "-h")
 COMMAND_FLAGS = {
     "run": ("--dry-run",),
@@ -154,6 +156,36 @@ def cmd_ablate(args: list[str], flags: set[str]) -> int:
     res = ablate.run_study(study, cli, jobs, spawn=spawn)
     print(f"ablation: {study.out}/ablation.md ({study.out}/ablation.png)")
     return 1 if res["failed"] else 0
+
+
+CLAIMS_USAGE = """usage: vibethinker claims [CLAIMS.yaml] [out=FILE] [base_run=DIR]
+
+Write the claims table (one row per claim of the paper: the paper's number and setting, our
+paired measurement with its interval, a verdict, the command that reproduces it and its time)
+from the finished `vibethinker ablate` studies the claims file names, to FILE (default
+runs/ablate/claims.md, and the rows as .json beside it), and print it. Runs no study.
+CLAIMS.yaml defaults to studies/claims.yaml; base_run= is passed to every study (as
+`vibethinker ablate STUDY base_run=DIR` takes it)."""
+
+
+def cmd_claims(args: list[str], flags: set[str]) -> int:
+    from vibethinker.claims import write_claims
+
+    if "--help" in flags:
+        print(CLAIMS_USAGE)
+        return 0
+    values = parse_overrides([a for a in args if "=" in a])
+    files = [a for a in args if "=" not in a]
+    if len(files) > 1:
+        print(CLAIMS_USAGE, file=sys.stderr)
+        return 2
+    out = values.pop("out", "runs/ablate/claims.md")
+    unknown = set(values) - {"base_run"}
+    if unknown:
+        raise ConfigError(f"claims: unknown key(s) {sorted(unknown)}; known: out, base_run")
+    print(write_claims(files[0] if files else "studies/claims.yaml", out, values), end="")
+    print(f"\nclaims table: {out}")
+    return 0
 
 
 def _stage_help(name: str) -> str:
@@ -311,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_status(args[1:], flags)
         if args[0] == "ablate":
             return cmd_ablate(args[1:], flags)
+        if args[0] == "claims":
+            return cmd_claims(args[1:], flags)
         if args[0] == "plan":
             rest = args[1:]
             values = parse_overrides([a for a in rest if "=" in a])
