@@ -81,8 +81,8 @@ def close_matches(name: str, known: Any) -> str:
     return f" (did you mean {m[0]}?)" if m else ""
 
 
-def field_docs(cls: type) -> dict[str, str]:
-    """Map field name -> the docstring literal written under it in the class body."""
+def _own_field_docs(cls: type) -> dict[str, str]:
+    """Field name -> the docstring literal written under it in this class's own body."""
     try:
         src = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):
@@ -98,6 +98,18 @@ def field_docs(cls: type) -> dict[str, str]:
             and isinstance(nxt.value.value, str)
         ):
             docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Map field name -> its docstring: the literal under it in the class body that declares it
+    (the class itself or a settings block it inherits, engines/settings.py), then any stage note
+    a block's `with_defaults` adds (`__field_notes__`)."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        docs.update(_own_field_docs(klass))
+        for name, note in vars(klass).get("__field_notes__", {}).items():
+            docs[name] = f"{docs.get(name, '')} {' '.join(note.split())}".strip()
     return docs
 
 
@@ -207,11 +219,13 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
 
 
 def config_help(cls: type) -> str:
-    """One line per field: name, type, default, docstring."""
+    """One line per field: name, type, default, docstring; the class's own fields first, then
+    those of the settings blocks it inherits."""
     docs = field_docs(cls)
     hints = typing.get_type_hints(cls)
+    own = vars(cls).get("__annotations__", {})
     lines = []
-    for f in dataclasses.fields(cls):
+    for f in sorted(dataclasses.fields(cls), key=lambda f: f.name not in own):
         default = (
             f.default
             if f.default is not dataclasses.MISSING

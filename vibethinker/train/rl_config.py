@@ -6,10 +6,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
+from vibethinker.engines.settings import NucleusFields
+
+# The rollouts' sampling keys (temperature, top_p, max_new_tokens) are declared once, in
+# engines/settings.py; RL's own defaults and notes are here.
+RL_SAMPLING = NucleusFields.with_defaults(
+    max_new_tokens=65536,
+    top_p=1.0,
+    notes={
+        "temperature": "RL: the rollouts' temperature (paper: unpublished for training).",
+        "top_p": "RL: we choose 1.0 (untruncated, so rollouts follow the policy the loss "
+        "differentiates).",
+        "max_new_tokens": "RL: the response cap (the RL context); a cut response gets "
+        "`truncated_reward`. Paper: 64K from the first step (not 16K -> 32K).",
+    },
+)
 
 
 @dataclass
-class RLConfig:
+class RLConfig(RL_SAMPLING):
     model: str = ""
     """Starting policy: a HF folder or hub id (the SFT model, or the previous RL stage's final)."""
     data: str = ""
@@ -69,8 +84,6 @@ class RLConfig:
     False (default): such groups are centred but not divided, so their advantages are the
     shift itself, within +-l2s_lambda (times the MGPO weight); mixed groups are divided as
     usual. Paper: silent on this case; our default, measured in docs/EVIDENCE.md."""
-    max_new_tokens: int = 65536
-    """Response token cap (the RL context). Paper: 64K from the first step (not 16K -> 32K)."""
     truncated_reward: str = "zero"
     """Reward of responses cut at max_new_tokens: "zero" (incorrect) or "verify" (score the cut
     text), in training AND in the stage-start filter. Paper: unpublished; we choose zero (a cut
@@ -84,11 +97,6 @@ class RLConfig:
     report_to: str = "none"
     """Experiment tracking of the per-step metrics: none, tensorboard, wandb, trackio, or a
     comma list (log.py)."""
-    temperature: float = 1.0
-    """Rollout sampling temperature. Paper: unpublished for training; 1.0 in evaluation."""
-    top_p: float = 1.0
-    """Rollout nucleus sampling. We choose 1.0 (untruncated, so rollouts follow the policy the
-    loss differentiates); the paper's evaluation uses 0.95."""
     tis_cap: float = 2.0
     """Truncated importance sampling cap C on pi_old / pi_engine per token (0: off). Paper: asks
     for the correction, C unpublished; we choose 2."""
