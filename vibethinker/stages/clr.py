@@ -459,7 +459,7 @@ def cluster_phase(
 def load_problems(cfg: ClrConfig, counters: Counter) -> list[Problem]:
     from vibethinker.stages.eval import load_eval_problems
 
-    problems = load_eval_problems(cfg)  # type: ignore[arg-type]  (reads the same field names)
+    problems = load_eval_problems(cfg)
     kept = [p for p in problems if p.domain in CLR_DOMAINS]
     if len(kept) < len(problems):
         counters.add("skipped_problems", len(problems) - len(kept))

@@ -15,7 +15,7 @@ import dataclasses
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
 from vibethinker.data.adapters import ADAPTERS, load_adapter
@@ -187,18 +187,22 @@ class TimedSampler:
         return outs
 
 
-def make_engine(cfg: EvalConfig):
-    """The sampler of an eval (or clr) config: its engine fields, its model and seed."""
-    return cfg.make_engine(cfg.model, cfg.seed)
+class ProblemSource(Protocol):
+    """The data keys an eval reads its problems by (EvalConfig's; the clr stage has the same)."""
+
+    data: str
+    format: str
+    limit: int
+    domains: list[str]
+    seed: int
 
 
-def load_eval_problems(cfg: EvalConfig):
+def load_eval_problems(cfg: ProblemSource, answer_key: str = ""):
     """The problems to evaluate; none of the asked domains is an error naming those present.
-    `cfg`: an EvalConfig, or a config with its data fields (the clr stage passes its own)."""
+    `answer_key`: the gold column when it is not `answer` (EvalConfig.answer_key)."""
     if cfg.format == "problems":
         one = cfg.domains[0] if len(cfg.domains) == 1 else ""
-        gold = getattr(cfg, "answer_key", "")
-        shape = RowShape(domain=one, answer_key=gold, ids=True)
+        shape = RowShape(domain=one, answer_key=answer_key, ids=True)
         problems = load_problems(cfg.data, shape=shape)
     else:
         problems = load_adapter(cfg.format, cfg.data or None, seed=cfg.seed)
@@ -240,7 +244,7 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     if not cfg.model or not (cfg.data or cfg.format == "humaneval"):
         raise ValueError("eval: `model` and `data` are required")
     cfg = apply_quick(cfg)
-    problems = load_eval_problems(cfg)
+    problems = load_eval_problems(cfg, cfg.answer_key)
     if not problems:
         raise ValueError(f"eval: no problems in {cfg.data}")
     check_available({p.domain for p in problems})  # fail before sampling, not after
@@ -248,7 +252,7 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     n = n_profile(cfg)
     log.info("%s; engine %s", plan_line(cfg, problems, n), cfg.engine)
     total = sum(samples_per_problem(problems, n))
-    sampler = TimedSampler(make_engine(cfg), total)
+    sampler = TimedSampler(cfg.make_engine(cfg.model, cfg.seed), total)
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
     examples = prompt_examples(problems, prompt_fn, sampler_render(sampler))
     write_prompt_examples(cfg.out, examples)  # out/prompt_examples.jsonl
