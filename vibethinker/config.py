@@ -57,6 +57,37 @@ def read_yaml(path: str, what: str) -> Any:
         raise ConfigError(f"{what} {where}: invalid YAML: {why}") from None
 
 
+class Block:
+    """A block of config fields that several stage configs share by inheritance, so that each
+    field is declared once and stays a flat key (engines/settings.py has the sampling and engine
+    blocks). `with_defaults` gives a stage its own defaults for some of the block's fields;
+    `field_docs` reads a field's docstring from the block's body plus the stage's note."""
+
+    @classmethod
+    def with_defaults(cls, notes: dict[str, str] | None = None, **defaults: Any) -> type:
+        """This block with other defaults for some of its fields (each must be one of the block's
+        fields), and `notes` appended to fields' docstrings: a subclass that re-declares only
+        those defaults, named `<Block>(defaults)`, marked `stage_defaults`."""
+        known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted((set(defaults) | set(notes or {})) - set(known))
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field(s) {', '.join(unknown)}")
+        hints = {
+            n: a
+            for k in reversed(cls.__mro__)
+            for n, a in vars(k).get("__annotations__", {}).items()
+        }
+        ns: dict[str, Any] = {
+            "__module__": cls.__module__,
+            "__annotations__": {n: hints[n] for n in defaults},
+            "__field_notes__": dict(notes or {}),
+            "stage_defaults": True,
+        }
+        for name, value in defaults.items():
+            ns[name] = dataclasses.field(default=value, metadata=known[name].metadata)
+        return dataclasses.dataclass(type(f"{cls.__name__}(defaults)", (cls,), ns))
+
+
 def runtime(default: Any = dataclasses.MISSING, **kw: Any) -> Any:
     """Declare a field that cannot change a stage's results (device, worker counts, request
     concurrency): a recipe does not re-run a finished stage when only such fields changed.

@@ -29,6 +29,7 @@ SHARED = (
     "endpoint",
     "concurrency",
     "tokenizer",
+    "device",
 )
 
 
@@ -113,7 +114,11 @@ def test_the_stage_defaults_the_recipes_rely_on():
         assert (c.temperature, c.top_p, c.max_new_tokens) == (t, p, m), name
     assert (stages["probe_merge"].temperature, stages["probe_merge"].max_new_tokens) == (1.0, 256)
     assert not hasattr(stages["probe_merge"], "top_p")  # no new key: SamplingParams' 0.95 applies
-    assert stages["eval"].device == "" and stages["eval"].base_url.endswith(":8000/v1")
+    assert stages["eval"].base_url.endswith(":8000/v1")
+    # one device key, default auto everywhere: eval, clr and headline had "" (the same: cuda
+    # when available), and still accept it
+    assert {c.device for c in stages.values() if hasattr(c, "device")} == {"auto"}
+    assert load_all()["eval"].config_cls(device="").make_engine  # "" still passes the checks
 
 
 def test_inherited_keys_keep_their_docs_and_stage_notes_in_help():

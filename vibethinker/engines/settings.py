@@ -8,9 +8,11 @@ test_settings.py fails when a config class re-declares one):
     SamplingFields   temperature, max_new_tokens                          (probe_merge)
       NucleusFields    + top_p                                            (rl, distill, construct)
         TopKFields       + top_k                                          (eval, clr, headline)
+    DeviceFields     device          (rl, sft, reward_model, distill, probe_merge, headline)
     ServerFields     base_url                                             (distill)
       OpenAIFields     + endpoint, concurrency, timeout, tokenizer
-        EngineFields     + engine, device, dtype, token_budget, context_len, rope_*  (eval, clr)
+        EngineFields     + DeviceFields, engine, dtype, token_budget, context_len, rope_*
+                                                                          (eval, clr)
 
 A stage whose default differs from the block's says so where it names the block, with
 `with_defaults`, which changes defaults only (no new key, same type and docstring) and may add a
@@ -24,42 +26,12 @@ sampler from EngineFields, so no stage spells either out field by field.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vibethinker.config import runtime
+from vibethinker.config import Block, runtime
 from vibethinker.engines import Sampler, SamplingParams, make_sampler
-
-
-class Block:
-    """A settings block: `with_defaults` gives a stage its own defaults for the block's fields."""
-
-    @classmethod
-    def with_defaults(cls, notes: dict[str, str] | None = None, **defaults: Any) -> type:
-        """This block with other defaults for some of its fields (each must be one of the block's
-        fields), and `notes` appended to fields' docstrings: a subclass that re-declares only
-        those defaults, named `<Block>(defaults)`, marked `stage_defaults`."""
-        known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        unknown = sorted((set(defaults) | set(notes or {})) - set(known))
-        if unknown:
-            raise TypeError(f"{cls.__name__} has no field(s) {', '.join(unknown)}")
-        hints = {
-            n: a
-            for k in reversed(cls.__mro__)
-            for n, a in vars(k).get("__annotations__", {}).items()
-        }
-        ns: dict[str, Any] = {
-            "__module__": cls.__module__,
-            "__annotations__": {n: hints[n] for n in defaults},
-            "__field_notes__": dict(notes or {}),
-            "stage_defaults": True,
-        }
-        for name, value in defaults.items():
-            ns[name] = dataclasses.field(default=value, metadata=known[name].metadata)
-        return dataclass(type(f"{cls.__name__}(defaults)", (cls,), ns))
-
 
 # ----------------------------------------------------------------------------- sampling
 
@@ -100,6 +72,16 @@ class TopKFields(NucleusFields):
         return {**super()._sampling_values(), "top_k": self.top_k}
 
 
+# ----------------------------------------------------------------------------- device
+
+
+@dataclass
+class DeviceFields(Block):
+    device: str = runtime("auto")
+    """Where the stage's model runs (for eval, clr and headline: the hf engine's): cpu, cuda,
+    cuda:N, mps, or auto (cuda when available; empty is auto where the stage allows it)."""
+
+
 # ----------------------------------------------------------------------------- engines
 
 
@@ -124,11 +106,9 @@ class OpenAIFields(ServerFields):
 
 
 @dataclass
-class EngineFields(OpenAIFields):
+class EngineFields(OpenAIFields, DeviceFields):
     engine: str = "hf"
     """Sampler: hf (in-process transformers), openai (HTTP server), vllm (in-process, GPU)."""
-    device: str = runtime("")
-    """hf engine: cpu, cuda, cuda:1 ...; empty (or auto) = cuda when available."""
     dtype: str = "auto"
     """hf/vllm engine: auto (fp32 on CPU, the checkpoint's dtype on GPU), bfloat16, float32."""
     token_budget: int = 131072

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.algo import potential
-from vibethinker.config import PROMPT_STYLE_NAMES, Checks, ConfigError, runtime
-from vibethinker.engines.settings import NucleusFields, ServerFields
+from vibethinker.config import PROMPT_STYLE_NAMES, Checks, ConfigError
+from vibethinker.engines.settings import DeviceFields, NucleusFields, ServerFields
 from vibethinker.log import get_logger
 from vibethinker.reports.distill import FUNNEL_COLS, plot_s_lp, summary_md
 from vibethinker.stages import register
@@ -63,7 +63,7 @@ DISTILL_SERVER = ServerFields.with_defaults(
 
 
 @dataclass
-class DistillConfig(DISTILL_SAMPLING, DISTILL_SERVER):
+class DistillConfig(DISTILL_SAMPLING, DISTILL_SERVER, DeviceFields):
     teachers: list[dict[str, str]] = field(default_factory=list)
     """The specialists: a list of {model, data, domain}: a HF folder or hub id (for engine=openai
     the served model name), its prompts (Problem JSONL or a data folder: its train.jsonl; only
@@ -166,8 +166,6 @@ class DistillConfig(DISTILL_SAMPLING, DISTILL_SERVER):
     sample_seed: int = -1
     """Seed of prompt and teacher sampling (-1: `seed`). Fix it to vary only selection, SFT and
     evaluation across seeds over one candidate pool (scripts/distill_evidence.py does)."""
-    device: str = runtime("auto")
-    """cpu, cuda, or auto (cuda when available)."""
 
     def __post_init__(self) -> None:
         """Every key's range, when the config is built (check_config adds the data checks)."""

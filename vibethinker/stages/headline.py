@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.config import Checks, runtime
-from vibethinker.engines.settings import EngineFields, TopKFields
+from vibethinker.engines.settings import DeviceFields, EngineFields, TopKFields
 from vibethinker.evaluate.headline import Row
 from vibethinker.log import get_logger, progress_bar
 from vibethinker.reports.headline import (
@@ -50,7 +50,7 @@ HEADLINE_SAMPLING = TopKFields.with_defaults(
 
 
 @dataclass
-class HeadlineConfig(HEADLINE_SAMPLING):
+class HeadlineConfig(HEADLINE_SAMPLING, DeviceFields):
     models: Any = field(default_factory=list)
     """The model after each stage, in pipeline order: a list of {name, model[, domain, start]}
     or a mapping name -> model. `domain` marks a specialist (checked to beat its starting point
@@ -82,8 +82,6 @@ class HeadlineConfig(HEADLINE_SAMPLING):
     """hf engine: rows x (prompt + max_new_tokens) per batch; bounds KV-cache memory."""
     workers: int = runtime(2)
     """Verifier workers."""
-    device: str = runtime("")
-    """hf engine: cpu, cuda, cuda:1 ...; empty = cuda when available."""
 
     def __post_init__(self) -> None:
         """Every key's range, when the config is built."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
-from vibethinker.engines.settings import SamplingFields
+from vibethinker.engines.settings import DeviceFields, SamplingFields
 from vibethinker.log import get_logger
 from vibethinker.reports.probe_merge import plot_heatmap, summary_md
 from vibethinker.stages import register
@@ -44,7 +44,7 @@ PROBE_SAMPLING = SamplingFields.with_defaults(
 
 
 @dataclass
-class ProbeMergeConfig(PROBE_SAMPLING):
+class ProbeMergeConfig(PROBE_SAMPLING, DeviceFields):
     sft: list[str] = field(default_factory=list)
     """SFT stage output folder(s); every checkpoint in their checkpoints/ is probed (the paper
     probes in both curriculum stages)."""
@@ -74,8 +74,6 @@ class ProbeMergeConfig(PROBE_SAMPLING):
     """Verifier workers."""
     seed: int = 0
     """Sampling seed (the same for every checkpoint, so rows differ by the model only)."""
-    device: str = runtime("auto")
-    """cpu, cuda, or auto."""
 
     def __post_init__(self) -> None:
         """Every key's range, when the config is built."""

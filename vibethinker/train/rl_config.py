@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
-from vibethinker.engines.settings import NucleusFields
+from vibethinker.engines.settings import DeviceFields, NucleusFields
 
 # The rollouts' sampling keys (temperature, top_p, max_new_tokens) are declared once, in
 # engines/settings.py; RL's own defaults and notes are here.
@@ -24,7 +24,7 @@ RL_SAMPLING = NucleusFields.with_defaults(
 
 
 @dataclass
-class RLConfig(RL_SAMPLING):
+class RLConfig(RL_SAMPLING, DeviceFields):
     model: str = ""
     """Starting policy: a HF folder or hub id (the SFT model, or the previous RL stage's final)."""
     data: str = ""
@@ -189,8 +189,6 @@ class RLConfig(RL_SAMPLING):
     """Retries of a failed judge request (exponential backoff) before it counts as failed."""
     seed: int = 0
     """Seed of prompt order, rollouts and the filter."""
-    device: str = runtime("auto")
-    """cpu, cuda, or auto (cuda when available)."""
     engine: str = "hf"
     """Rollout engine: "hf" (in-process transformers on the trainer's weights) or "vllm"
     (engines/vllm.py; the trainer's weights are pushed to it after every optimizer step, its

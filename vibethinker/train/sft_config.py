@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
+from vibethinker.engines.settings import DeviceFields
 
 
 @dataclass
-class SFTConfig:
+class SFTConfig(DeviceFields):
     model: str = ""
     """Starting model: a HF folder or hub id (stage 2 starts from stage 1's `final`)."""
     data: str = ""
@@ -107,8 +108,6 @@ class SFTConfig:
     """Token cap of each eval sample."""
     seed: int = 0
     """Seed of data order and sampling."""
-    device: str = runtime("auto")
-    """cpu, cuda, or auto (cuda when available)."""
     parallel: str = runtime("auto")
     """Under torchrun (N processes; docs/SCALING.md): "fsdp" (FSDP2: weights, gradients and
     optimizer state sharded), "ddp" (full replicas) or "auto" (FSDP2; DDP for LoRA). The global
