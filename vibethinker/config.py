@@ -66,8 +66,9 @@ class Block:
     @classmethod
     def with_defaults(cls, notes: dict[str, str] | None = None, **defaults: Any) -> type:
         """This block with other defaults for some of its fields (each must be one of the block's
-        fields), and `notes` appended to fields' docstrings: a subclass that re-declares only
-        those defaults, named `<Block>(defaults)`, marked `stage_defaults`."""
+        fields; a `runtime(v)` value also marks the field runtime), and `notes` appended to
+        fields' docstrings: a subclass that re-declares only those defaults, named
+        `<Block>(defaults)`, marked `stage_defaults`."""
         known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         unknown = sorted((set(defaults) | set(notes or {})) - set(known))
         if unknown:
@@ -84,7 +85,9 @@ class Block:
             "stage_defaults": True,
         }
         for name, value in defaults.items():
-            ns[name] = dataclasses.field(default=value, metadata=known[name].metadata)
+            if not isinstance(value, dataclasses.Field):
+                value = dataclasses.field(default=value, metadata=known[name].metadata)
+            ns[name] = value
         return dataclasses.dataclass(type(f"{cls.__name__}(defaults)", (cls,), ns))
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from vibethinker.config import config_help, field_docs, make_config
+from vibethinker.config import config_help, field_docs, is_runtime, make_config
 from vibethinker.engines import SamplingParams
 from vibethinker.engines import settings as blocks
 from vibethinker.engines.openai import OpenAISampler
@@ -30,6 +30,12 @@ SHARED = (
     "concurrency",
     "tokenizer",
     "device",
+    "engine",
+    "dtype",
+    "token_budget",
+    "context_len",
+    "rope_yarn_factor",
+    "rope_original_len",
 )
 
 
@@ -91,6 +97,12 @@ def test_with_defaults_changes_defaults_only():
         for name in vars(k).get("__annotations__", {}):
             assert name in theirs, (k, name)
         assert [f.name for f in dataclasses.fields(k)] == list(theirs)
+    # a runtime(v) default keeps the key and marks it runtime for that stage only
+    runtime_keys = {
+        n: {f.name for f in dataclasses.fields(s.config_cls) if is_runtime(f)}
+        for n, s in load_all().items()
+    }
+    assert "token_budget" in runtime_keys["headline"] and "token_budget" not in runtime_keys["eval"]
     with pytest.raises(TypeError, match="no field"):
         NucleusFields.with_defaults(temprature=0.5)
     with pytest.raises(TypeError, match="no field"):

@@ -8,15 +8,18 @@ test_settings.py fails when a config class re-declares one):
     SamplingFields   temperature, max_new_tokens                          (probe_merge)
       NucleusFields    + top_p                                            (rl, distill, construct)
         TopKFields       + top_k                                          (eval, clr, headline)
-    DeviceFields     device          (rl, sft, reward_model, distill, probe_merge, headline)
+    DeviceFields     device                 (rl, sft, reward_model, distill, probe_merge)
+    EngineChoice     engine                                               (rl, distill)
+    RopeFields       rope_yarn_factor, rope_original_len                  (rl, sft, distill)
     ServerFields     base_url                                             (distill)
       OpenAIFields     + endpoint, concurrency, timeout, tokenizer
-        EngineFields     + DeviceFields, engine, dtype, token_budget, context_len, rope_*
-                                                                          (eval, clr)
+    LocalEngineFields  EngineChoice + DeviceFields + dtype, token_budget, context_len (headline)
+      EngineFields       + RopeFields + OpenAIFields; make_engine()       (eval, clr)
 
 A stage whose default differs from the block's says so where it names the block, with
-`with_defaults`, which changes defaults only (no new key, same type and docstring) and may add a
-stage's note to a field's docstring (`vibethinker <stage> --help` shows both):
+`with_defaults`, which changes defaults only (no new key, same type and docstring; a `runtime(v)`
+value also marks the key runtime for that stage) and may add a stage's note to a field's
+docstring (`vibethinker <stage> --help` shows both):
 
     class RLConfig(NucleusFields.with_defaults(max_new_tokens=65536, top_p=1.0)): ...
 
@@ -86,6 +89,22 @@ class DeviceFields(Block):
 
 
 @dataclass
+class EngineChoice(Block):
+    engine: str = "hf"
+    """Sampler: hf (in-process transformers), openai (HTTP server), vllm (in-process, GPU)."""
+
+
+@dataclass
+class RopeFields(Block):
+    rope_yarn_factor: float = 0.0
+    """Extend the model's context with YaRN RoPE scaling by this factor (0: off), when the tokens
+    it must hold exceed its max_position_embeddings (otherwise refused); checkpoints a stage
+    saves keep it. Qwen2.5 documents factor 4 (32K -> 128K)."""
+    rope_original_len: int = 0
+    """YaRN's original (pretraining) length; 0: the model's max_position_embeddings."""
+
+
+@dataclass
 class ServerFields(Block):
     base_url: str = "http://127.0.0.1:8000/v1"
     """openai engine: the server's base URL (API key from OPENAI_API_KEY)."""
@@ -106,9 +125,7 @@ class OpenAIFields(ServerFields):
 
 
 @dataclass
-class EngineFields(OpenAIFields, DeviceFields):
-    engine: str = "hf"
-    """Sampler: hf (in-process transformers), openai (HTTP server), vllm (in-process, GPU)."""
+class LocalEngineFields(EngineChoice, DeviceFields):
     dtype: str = "auto"
     """hf/vllm engine: auto (fp32 on CPU, the checkpoint's dtype on GPU), bfloat16, float32."""
     token_budget: int = 131072
@@ -116,10 +133,11 @@ class EngineFields(OpenAIFields, DeviceFields):
     context_len: int = 0
     """hf engine: prompt + response token bound; 0 = the model's max_position_embeddings
     (after RoPE scaling). More than the model's positions is refused without rope_yarn_factor."""
-    rope_yarn_factor: float = 0.0
-    """hf/vllm engine: extend the model's context with YaRN by this factor (0: off)."""
-    rope_original_len: int = 0
-    """YaRN's original length; 0 = the model's max_position_embeddings."""
+
+
+@dataclass
+class EngineFields(LocalEngineFields, RopeFields, OpenAIFields):
+    """Every engine key of a stage that samples with any engine; `make_engine` builds it."""
 
     def make_engine(self, model: str, seed: int = 0) -> Sampler:
         """The sampler these fields describe, for `model` (a folder or hub id; the served model

@@ -31,7 +31,13 @@ from typing import Any
 
 from vibethinker.algo import potential
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, ConfigError
-from vibethinker.engines.settings import DeviceFields, NucleusFields, ServerFields
+from vibethinker.engines.settings import (
+    DeviceFields,
+    EngineChoice,
+    NucleusFields,
+    RopeFields,
+    ServerFields,
+)
 from vibethinker.log import get_logger
 from vibethinker.reports.distill import FUNNEL_COLS, plot_s_lp, summary_md
 from vibethinker.stages import register
@@ -43,8 +49,8 @@ TEACHER_OPTIONAL = ("base_url",)  # engine=openai: this teacher's server (else `
 SELECTORS = ("lp", "random")
 
 
-# The teachers' sampling keys (temperature, top_p, max_new_tokens) and the server key (base_url)
-# are declared once, in engines/settings.py; distill's own default and notes are here.
+# The teachers' sampling keys (temperature, top_p, max_new_tokens), the engine, server, YaRN and
+# device keys are declared once, in engines/settings.py; distill's own default and notes are here.
 DISTILL_SAMPLING = NucleusFields.with_defaults(
     max_new_tokens=4096,
     notes={
@@ -61,9 +67,19 @@ DISTILL_SERVER = ServerFields.with_defaults(
     }
 )
 
+DISTILL_ENGINE = EngineChoice.with_defaults(
+    notes={"engine": "distill: the teachers' (openai: a teacher's `model` is the served name)."}
+)
+DISTILL_ROPE = RopeFields.with_defaults(
+    notes={
+        "rope_yarn_factor": "distill: the student's, for scoring and SFT, when max_len exceeds "
+        "its positions (the RL teachers may have been extended the same way)."
+    }
+)
+
 
 @dataclass
-class DistillConfig(DISTILL_SAMPLING, DISTILL_SERVER, DeviceFields):
+class DistillConfig(DISTILL_SAMPLING, DISTILL_ENGINE, DISTILL_SERVER, DISTILL_ROPE, DeviceFields):
     teachers: list[dict[str, str]] = field(default_factory=list)
     """The specialists: a list of {model, data, domain}: a HF folder or hub id (for engine=openai
     the served model name), its prompts (Problem JSONL or a data folder: its train.jsonl; only
@@ -79,8 +95,6 @@ class DistillConfig(DISTILL_SAMPLING, DISTILL_SERVER, DeviceFields):
     Required (no default path)."""
     out: str = "runs/distill"
     """Output folder (candidates.jsonl, selected.jsonl, funnel.json, s_lp.png, sft/, summary.md)."""
-    engine: str = "hf"
-    """Sampler of the teachers: hf, openai (model = served name), vllm."""
     n_samples: int = 8
     """Responses sampled per prompt by each teacher. Paper: unpublished; our choice, 8 (the RL
     group size, enough for several distinct correct paths per prompt)."""
@@ -140,11 +154,6 @@ class DistillConfig(DISTILL_SAMPLING, DISTILL_SERVER, DeviceFields):
     """SFT checkpoint every k steps (0: only the last); resume restarts from the last one."""
     gradient_checkpointing: bool = False
     """SFT: recompute activations in backward (long traces on GPU)."""
-    rope_yarn_factor: float = 0.0
-    """Extend the student's context with YaRN by this factor for scoring and SFT (0: off), when
-    max_len exceeds its positions (the RL teachers may have been extended the same way)."""
-    rope_original_len: int = 0
-    """YaRN's original (pretraining) length; 0: the student's max_position_embeddings."""
     report_to: str = "none"
     """Experiment tracking of the SFT metrics (as the sft stage's `report_to`)."""
     eval_data: str = ""

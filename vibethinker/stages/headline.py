@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.config import Checks, runtime
-from vibethinker.engines.settings import DeviceFields, EngineFields, TopKFields
+from vibethinker.engines.settings import EngineFields, LocalEngineFields, TopKFields
 from vibethinker.evaluate.headline import Row
 from vibethinker.log import get_logger, progress_bar
 from vibethinker.reports.headline import (
@@ -41,16 +41,22 @@ log = get_logger("stages.headline")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 
 
-# The sampling keys (temperature, top_p, top_k, max_new_tokens) are declared once, in
-# engines/settings.py; the headline's own default and note are here.
+# The sampling and engine keys (temperature, top_p, top_k, max_new_tokens; engine, device, dtype,
+# token_budget, context_len) are declared once, in engines/settings.py; the headline's own
+# defaults and notes are here. Its token_budget is runtime: a model's cached scores are keyed
+# by the protocol, which leaves the batch size out.
 HEADLINE_SAMPLING = TopKFields.with_defaults(
     max_new_tokens=160,
     notes={"max_new_tokens": "headline: the same for every row."},
 )
+HEADLINE_ENGINE = LocalEngineFields.with_defaults(
+    token_budget=runtime(131072),
+    notes={"engine": "headline: hf or vllm, the same for every row."},
+)
 
 
 @dataclass
-class HeadlineConfig(HEADLINE_SAMPLING, DeviceFields):
+class HeadlineConfig(HEADLINE_SAMPLING, HEADLINE_ENGINE):
     models: Any = field(default_factory=list)
     """The model after each stage, in pipeline order: a list of {name, model[, domain, start]}
     or a mapping name -> model. `domain` marks a specialist (checked to beat its starting point
@@ -72,14 +78,6 @@ class HeadlineConfig(HEADLINE_SAMPLING, DeviceFields):
     """Confidence level of every interval (bootstrap over problems; paired between rows)."""
     n_boot: int = 2000
     """Bootstrap resamples per interval."""
-    engine: str = "hf"
-    """Sampler: hf (in-process transformers) or vllm (in-process, GPU)."""
-    dtype: str = "auto"
-    """hf/vllm engine: auto (fp32 on CPU, the checkpoint's dtype on GPU), bfloat16, float32."""
-    context_len: int = 0
-    """hf engine: prompt + response token bound; 0 = the model's max_position_embeddings."""
-    token_budget: int = runtime(131072)
-    """hf engine: rows x (prompt + max_new_tokens) per batch; bounds KV-cache memory."""
     workers: int = runtime(2)
     """Verifier workers."""
 

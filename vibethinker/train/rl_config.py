@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
-from vibethinker.engines.settings import DeviceFields, NucleusFields
+from vibethinker.engines.settings import DeviceFields, EngineChoice, NucleusFields, RopeFields
 
-# The rollouts' sampling keys (temperature, top_p, max_new_tokens) are declared once, in
-# engines/settings.py; RL's own defaults and notes are here.
+# The rollouts' sampling keys (temperature, top_p, max_new_tokens) and the engine, device and
+# YaRN keys are declared once, in engines/settings.py; RL's own defaults and notes are here.
 RL_SAMPLING = NucleusFields.with_defaults(
     max_new_tokens=65536,
     top_p=1.0,
@@ -23,8 +23,24 @@ RL_SAMPLING = NucleusFields.with_defaults(
 )
 
 
+RL_ENGINE = EngineChoice.with_defaults(
+    notes={
+        "engine": "rl: the rollout engine, hf (in-process transformers on the trainer's "
+        "weights) or vllm (engines/vllm.py; the trainer's weights are pushed to it after every "
+        "optimizer step, its logprobs feed TIS and `engine_kl`). Paper: silent (vLLM-class "
+        "engines are the norm)."
+    }
+)
+RL_ROPE = RopeFields.with_defaults(
+    notes={
+        "rope_yarn_factor": "rl: needed when the longest prompt + max_new_tokens exceeds the "
+        "model's positions."
+    }
+)
+
+
 @dataclass
-class RLConfig(RL_SAMPLING, DeviceFields):
+class RLConfig(RL_SAMPLING, RL_ENGINE, RL_ROPE, DeviceFields):
     model: str = ""
     """Starting policy: a HF folder or hub id (the SFT model, or the previous RL stage's final)."""
     data: str = ""
@@ -88,12 +104,6 @@ class RLConfig(RL_SAMPLING, DeviceFields):
     """Reward of responses cut at max_new_tokens: "zero" (incorrect) or "verify" (score the cut
     text), in training AND in the stage-start filter. Paper: unpublished; we choose zero (a cut
     response gave no final answer)."""
-    rope_yarn_factor: float = 0.0
-    """Extend the model's context with YaRN RoPE scaling by this factor (0: off); needed when
-    the longest prompt + max_new_tokens exceeds the model's max_position_embeddings, which is
-    otherwise refused. The saved checkpoints keep it. Qwen2.5 documents factor 4 (32K -> 128K)."""
-    rope_original_len: int = 0
-    """YaRN's original (pretraining) length; 0: the model's max_position_embeddings."""
     report_to: str = "none"
     """Experiment tracking of the per-step metrics: none, tensorboard, wandb, trackio, or a
     comma list (log.py)."""
@@ -189,10 +199,6 @@ class RLConfig(RL_SAMPLING, DeviceFields):
     """Retries of a failed judge request (exponential backoff) before it counts as failed."""
     seed: int = 0
     """Seed of prompt order, rollouts and the filter."""
-    engine: str = "hf"
-    """Rollout engine: "hf" (in-process transformers on the trainer's weights) or "vllm"
-    (engines/vllm.py; the trainer's weights are pushed to it after every optimizer step, its
-    logprobs feed TIS and `engine_kl`). Paper: silent (vLLM-class engines are the norm)."""
     vllm_mode: str = runtime("colocate")
     """engine=vllm: "colocate" (an in-process vLLM in every trainer process) or "server" (a
     running `vllm serve` at vllm_url, started as docs/SCALING.md says)."""
