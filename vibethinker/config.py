@@ -68,7 +68,7 @@ class Block:
         """This block with other defaults for some of its fields (each must be one of the block's
         fields; a `runtime(v)` value also marks the field runtime), and `notes` appended to
         fields' docstrings: a subclass that re-declares only those defaults, named
-        `<Block>(defaults)`, marked `stage_defaults`."""
+        `<Block>(defaults)`, marked `__stage_defaults__`."""
         known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         unknown = sorted((set(defaults) | set(notes or {})) - set(known))
         if unknown:
@@ -82,7 +82,7 @@ class Block:
             "__module__": cls.__module__,
             "__annotations__": {n: hints[n] for n in defaults},
             "__field_notes__": dict(notes or {}),
-            "stage_defaults": True,
+            "__stage_defaults__": True,
         }
         for name, value in defaults.items():
             if not isinstance(value, dataclasses.Field):

@@ -50,7 +50,7 @@ def declarations(configs: list[type], names=SHARED) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {n: set() for n in names}
     for cfg in configs:
         for k in cfg.__mro__:
-            if vars(k).get("stage_defaults"):
+            if vars(k).get("__stage_defaults__"):
                 continue
             for n in vars(k).get("__annotations__", {}):
                 if n in out:
@@ -89,10 +89,10 @@ def test_the_check_catches_a_config_that_declares_a_shared_key_again():
 def test_with_defaults_changes_defaults_only():
     """A stage's defaults subclass re-declares only fields the block has: same type, metadata
     (runtime) and doc; an unknown name is refused."""
-    made = {k for c in config_classes() for k in c.__mro__ if vars(k).get("stage_defaults")}
+    made = {k for c in config_classes() for k in c.__mro__ if vars(k).get("__stage_defaults__")}
     assert made, "no config uses with_defaults"
     for k in made:
-        block = next(b for b in k.__mro__[1:] if not vars(b).get("stage_defaults"))
+        block = next(b for b in k.__mro__[1:] if not vars(b).get("__stage_defaults__"))
         theirs = {f.name: f for f in dataclasses.fields(block)}
         for name in vars(k).get("__annotations__", {}):
             assert name in theirs, (k, name)
