@@ -79,7 +79,8 @@ def _quiet() -> None:
 def side_ours(args: argparse.Namespace, shared: dict) -> dict:
     from vibethinker.data.io import load_problems
     from vibethinker.train import policy
-    from vibethinker.train.rl import PHASES, RLOptions, train
+    from vibethinker.train.rl import PHASES, train
+    from vibethinker.train.rl_config import RLConfig
 
     _quiet()
     harness.set_threads(args.threads)
@@ -90,7 +91,7 @@ def side_ours(args: argparse.Namespace, shared: dict) -> dict:
               final_lr=args.lr, max_new_tokens=args.max_new_tokens, top_p=1.0,
               truncated_reward="verify", micro_batch=n * args.g, advantage="grpo", tis_cap=0.0,
               gradient_checkpointing=args.grad_ckpt, seed=0)  # fmt: skip
-    opts = RLOptions(**kw)
+    opts = RLConfig(**kw)
     from vibethinker.prompts.paper import paper_prompt
 
     with tempfile.TemporaryDirectory(prefix="bench_rl_ours_") as out:

@@ -94,8 +94,8 @@ def _side(args: argparse.Namespace, packed: bool) -> dict:
     batch = build_batch(prompts, comps, pad_id=0)
     adv = torch.randn(len(comps), generator=g)
     rows = torch.arange(len(comps))
-    opts = rl.RLOptions(micro_batch=args.micro_batch, tis_cap=0.0, kl_coef=0.0,
-                        max_tokens_per_micro=args.budget if packed else 0)  # fmt: skip
+    opts = rl.RLConfig(micro_batch=args.micro_batch, tis_cap=0.0, kl_coef=0.0,
+                       max_tokens_per_micro=args.budget if packed else 0)  # fmt: skip
     optimizer = policy.make_optimizer(model, 1e-6)
     peaks: list[float] = []
     inner = rl._micro_loss

@@ -99,7 +99,7 @@ def point_rl(args, shared: dict, length: int, g_size: int, ckpt: bool) -> dict:
                         [-3.0] * length, "length") for _ in range(g_size)]  # fmt: skip
     batch = rollout.build_batch(p_ids, comps, 0)
     adv = torch.randn(g_size, generator=gen)
-    opts = rl.RLOptions(micro_batch=g_size, gradient_checkpointing=ckpt, advantage="grpo")
+    opts = rl.RLConfig(micro_batch=g_size, gradient_checkpointing=ckpt, advantage="grpo")
     opt = policy.make_optimizer(model, 1e-6)
     model.train()
 

@@ -103,8 +103,8 @@ def side_ours(args: argparse.Namespace, shared: dict) -> dict:
     model, tok = _load(shared, args)
     train = [tuple(p) for p in json.loads(Path(shared["train"]).read_text())]
     samples = packing.build_samples(train, tok, args.max_len)
-    opts = sft.LoopOptions(epochs=1, global_batch=args.batch, micro_batch=args.micro, lr=2e-3,
-                           final_lr=2e-5, max_len=args.max_len, pack=True, warmup_frac=0.05)  # fmt: skip
+    opts = sft.SFTConfig(epochs=1, global_batch=args.batch, micro_batch=args.micro, lr=2e-3,
+                         final_lr=2e-5, max_len=args.max_len, pack=True, warmup_frac=0.05)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench_sft_ours_") as out:
         stats = sft.train(model, tok, samples, opts, out, resume=False)
     held = json.loads(Path(shared["held"]).read_text())

@@ -1,8 +1,17 @@
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import pytest
 
-from vibethinker.config import ConfigError, config_help, field_docs, make_config, parse_overrides
+from vibethinker.config import (
+    Block,
+    ConfigError,
+    config_help,
+    field_docs,
+    is_runtime,
+    make_config,
+    parse_overrides,
+    runtime,
+)
 
 
 @dataclass
@@ -53,6 +62,38 @@ def test_errors(values, match):
 def test_docs_and_help():
     assert field_docs(Cfg)["lr"] == "peak learning rate (paper: 5e-5)"
     assert "steps=10" in config_help(Cfg) and "optimizer steps" in config_help(Cfg)
+
+
+@dataclass
+class Knobs(Block):
+    temp: float = 1.0
+    """sampling temperature"""
+    budget: int = 64
+    """rows per batch"""
+
+
+@dataclass
+class Stage(Knobs.with_defaults(temp=0.5, budget=runtime(8), notes={"temp": "stage: ours."})):
+    name: str = "x"
+    """the stage's own key"""
+
+
+def test_a_block_gives_flat_keys_with_its_docs_and_a_stage_its_defaults_and_notes():
+    s = make_config(Stage, {"temp": "0.7"})
+    assert (s.temp, s.budget, s.name) == (0.7, 8, "x")
+    assert (Knobs().temp, Knobs().budget) == (1.0, 64)  # the block's own defaults are untouched
+    docs = field_docs(Stage)
+    assert docs == {
+        "temp": "sampling temperature stage: ours.",
+        "budget": "rows per batch",
+        "name": "the stage's own key",
+    }
+    runtime_keys = {f.name for f in fields(Stage) if is_runtime(f)}
+    assert runtime_keys == {"budget"} and not any(is_runtime(f) for f in fields(Knobs))
+    text = config_help(Stage)
+    assert text.index("name=") < text.index("temp=0.5")  # the stage's own keys first
+    with pytest.raises(TypeError, match="Knobs has no field.*tmp"):
+        Knobs.with_defaults(tmp=0.5)
 
 
 def test_parse_overrides():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.helpers.loop_options import rl_options, sft_options
 from vibethinker.log import Tracker, make_tracker, parse_report_to
 from vibethinker.models.tiny import build_tiny_model
 from vibethinker.train import policy
@@ -57,7 +58,7 @@ def test_sft_loop_writes_tensorboard_scalars(tiny, tmp_path):
         (f"what is {i}+1?", f"<think>{i}+1={i + 1}</think>\\boxed{{{i + 1}}}") for i in range(16)
     ]
     samples = packing.build_samples(pairs, tok, 128)
-    opts = sft.LoopOptions(global_batch=8, micro_batch=8, max_len=128, lr=1e-3, epochs=2,
+    opts = sft_options(global_batch=8, micro_batch=8, max_len=128, lr=1e-3, epochs=2,
                            report_to="tensorboard")  # fmt: skip
     sft.train(model, tok, samples, opts, tmp_path / "sft")
     sc = _scalars(tmp_path / "sft" / "tensorboard")
@@ -66,11 +67,11 @@ def test_sft_loop_writes_tensorboard_scalars(tiny, tmp_path):
 
 
 def test_rl_loop_writes_tensorboard_scalars(tiny, tmp_path):
-    from vibethinker.train.rl import RLOptions, train
+    from vibethinker.train.rl import train
 
     model, tok = policy.load_policy(tiny, "cpu")
     probs = [Problem(f"p{i}", "math", f"what is {i}+1?", answer=str(i + 1)) for i in range(4)]
-    opts = RLOptions(steps=2, prompts_per_step=2, group_size=2, max_new_tokens=6,
+    opts = rl_options(steps=2, prompts_per_step=2, group_size=2, max_new_tokens=6,
                      report_to="tensorboard")  # fmt: skip
 
     def verify(ps, rs):

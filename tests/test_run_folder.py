@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.loop_options import sft_options
 from tests.helpers.recipe_env import env  # noqa: F401 - test-only stages
 from tests.helpers.sft_data import _problems
 from tests.helpers.sft_data import tiny as sft_tiny  # noqa: F401 - the module-scoped tiny model
@@ -133,7 +134,7 @@ def test_ctrl_c_saves_a_checkpoint_without_save_every(sft_tiny, tmp_path, monkey
     model, tok = policy.load_policy(sft_tiny, "cpu")
     pairs = [(p.prompt, t) for p in _problems(24, seed=3) for t in p.traces]
     samples = packing.build_samples(pairs, tok, 128)
-    opts = sft.LoopOptions(epochs=1, global_batch=8, micro_batch=4, lr=1e-3, final_lr=1e-4,
+    opts = sft_options(epochs=1, global_batch=8, micro_batch=4, lr=1e-3, final_lr=1e-4,
                            max_len=128, save_every=0, seed=0)  # fmt: skip
     real, n = policy.optimizer_step, []
 
@@ -158,7 +159,7 @@ def test_epoch_counter_counts_data_epochs_under_max_steps(sft_tiny, tmp_path):  
     model, tok = policy.load_policy(sft_tiny, "cpu")
     pairs = [(p.prompt, t) for p in _problems(24, seed=3) for t in p.traces]
     samples = packing.build_samples(pairs, tok, 128)
-    opts = sft.LoopOptions(epochs=1, max_steps=2, global_batch=8, micro_batch=4, lr=1e-3,
+    opts = sft_options(epochs=1, max_steps=2, global_batch=8, micro_batch=4, lr=1e-3,
                            final_lr=1e-4, max_len=128, seed=0)  # fmt: skip
     sft.train(model, tok, samples, opts, tmp_path)
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]

@@ -57,6 +57,40 @@ def read_yaml(path: str, what: str) -> Any:
         raise ConfigError(f"{what} {where}: invalid YAML: {why}") from None
 
 
+class Block:
+    """A block of config fields that several stage configs share by inheritance, so that each
+    field is declared once and stays a flat key (engines/settings.py has the sampling and engine
+    blocks). `with_defaults` gives a stage its own defaults for some of the block's fields;
+    `field_docs` reads a field's docstring from the block's body plus the stage's note."""
+
+    @classmethod
+    def with_defaults(cls, notes: dict[str, str] | None = None, **defaults: Any) -> type:
+        """This block with other defaults for some of its fields (each must be one of the block's
+        fields; a `runtime(v)` value also marks the field runtime), and `notes` appended to
+        fields' docstrings: a subclass that re-declares only those defaults, named
+        `<Block>(defaults)`, marked `__stage_defaults__`."""
+        known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted((set(defaults) | set(notes or {})) - set(known))
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field(s) {', '.join(unknown)}")
+        hints = {
+            n: a
+            for k in reversed(cls.__mro__)
+            for n, a in vars(k).get("__annotations__", {}).items()
+        }
+        ns: dict[str, Any] = {
+            "__module__": cls.__module__,
+            "__annotations__": {n: hints[n] for n in defaults},
+            "__field_notes__": dict(notes or {}),
+            "__stage_defaults__": True,
+        }
+        for name, value in defaults.items():
+            if not isinstance(value, dataclasses.Field):
+                value = dataclasses.field(default=value, metadata=known[name].metadata)
+            ns[name] = value
+        return dataclasses.dataclass(type(f"{cls.__name__}(defaults)", (cls,), ns))
+
+
 def runtime(default: Any = dataclasses.MISSING, **kw: Any) -> Any:
     """Declare a field that cannot change a stage's results (device, worker counts, request
     concurrency): a recipe does not re-run a finished stage when only such fields changed.
@@ -81,8 +115,8 @@ def close_matches(name: str, known: Any) -> str:
     return f" (did you mean {m[0]}?)" if m else ""
 
 
-def field_docs(cls: type) -> dict[str, str]:
-    """Map field name -> the docstring literal written under it in the class body."""
+def _own_field_docs(cls: type) -> dict[str, str]:
+    """Field name -> the docstring literal written under it in this class's own body."""
     try:
         src = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):
@@ -98,6 +132,18 @@ def field_docs(cls: type) -> dict[str, str]:
             and isinstance(nxt.value.value, str)
         ):
             docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Map field name -> its docstring: the literal under it in the class body that declares it
+    (the class itself or a settings block it inherits, engines/settings.py), then any stage note
+    a block's `with_defaults` adds (`__field_notes__`)."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        docs.update(_own_field_docs(klass))
+        for name, note in vars(klass).get("__field_notes__", {}).items():
+            docs[name] = f"{docs.get(name, '')} {' '.join(note.split())}".strip()
     return docs
 
 
@@ -207,11 +253,13 @@ def parse_overrides(args: list[str]) -> dict[str, str]:
 
 
 def config_help(cls: type) -> str:
-    """One line per field: name, type, default, docstring."""
+    """One line per field: name, type, default, docstring; the class's own fields first, then
+    those of the settings blocks it inherits."""
     docs = field_docs(cls)
     hints = typing.get_type_hints(cls)
+    own = vars(cls).get("__annotations__", {})
     lines = []
-    for f in dataclasses.fields(cls):
+    for f in sorted(dataclasses.fields(cls), key=lambda f: f.name not in own):
         default = (
             f.default
             if f.default is not dataclasses.MISSING

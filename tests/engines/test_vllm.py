@@ -36,11 +36,12 @@ if importlib.util.find_spec("vllm") is None:
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; the tiny model needs little
 
+from tests.helpers.loop_options import rl_options  # noqa: E402
 from vibethinker.engines import SamplingParams  # noqa: E402
 from vibethinker.engines.vllm import VLLMServerSampler, rollout_sampler  # noqa: E402
 from vibethinker.models.tiny import build_tiny_model  # noqa: E402
 from vibethinker.train import policy, rl  # noqa: E402
-from vibethinker.train.rl import RLOptions, vllm_spec  # noqa: E402
+from vibethinker.train.rl import vllm_spec  # noqa: E402
 from vibethinker.train.rollout import build_batch, response_logprobs  # noqa: E402
 from vibethinker.types import Problem, Score  # noqa: E402
 
@@ -67,7 +68,7 @@ def tiny(tmp_path_factory) -> str:
 def engine(tiny, tmp_path_factory):
     """The colocated vLLM engine, built as the rl loop builds it (float32, eager on CPU)."""
     model, tok = policy.load_policy(tiny, "cpu")
-    opts = RLOptions(model=tiny, out=str(tmp_path_factory.mktemp("rl")), seed=0)
+    opts = rl_options(model=tiny, out=str(tmp_path_factory.mktemp("rl")), seed=0)
     return rollout_sampler(vllm_spec(opts), tok)
 
 
@@ -134,7 +135,7 @@ def test_update_weights_moves_the_engine(tiny, engine):
 def test_rl_steps_with_vllm_rollouts_and_weight_sync(tiny, engine, tmp_path):
     model, tok = policy.load_policy(tiny, "cpu")
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    opts = RLOptions(model=tiny, engine="vllm", steps=3, prompts_per_step=4, group_size=4,
+    opts = rl_options(model=tiny, engine="vllm", steps=3, prompts_per_step=4, group_size=4,
                      lr=1e-2, final_lr=1e-2, max_new_tokens=12, seed=1, tis_cap=2.0,
                      truncated_reward="verify")  # fmt: skip
     res = rl.train(model, tok, _problems(), opts, tmp_path, prompt_fn=lambda p: p.prompt,

@@ -3,7 +3,8 @@ tests' Ctrl-C check)."""
 
 from __future__ import annotations
 
-from vibethinker.train.rl import RLOptions
+from tests.helpers.loop_options import rl_options
+from vibethinker.train.rl_config import RLConfig
 from vibethinker.types import Problem, Score
 
 
@@ -16,8 +17,8 @@ def has_digit(problems, responses):
     return [Score(float(ok), ok, "ok") for ok in (any(ch.isdigit() for ch in r) for r in responses)]
 
 
-def _opts(**kw) -> RLOptions:
+def _opts(**kw) -> RLConfig:
     base = dict(steps=2, prompts_per_step=4, group_size=4, lr=1e-2, final_lr=1e-2,
                 max_new_tokens=8, save_every=0, seed=1, advantage="mgpo", lambda_mgpo=1.0,
                 truncated_reward="verify", tis_cap=0.0, max_grad_norm=0.0)  # fmt: skip
-    return RLOptions(**{**base, **kw})
+    return rl_options(**{**base, **kw})

@@ -288,7 +288,6 @@ def test_tiny_model_through_the_stage(tmp_path):
     from vibethinker.data.io import save_problems
     from vibethinker.stages import get
     from vibethinker.stages.clr import ClrConfig
-    from vibethinker.stages.eval import make_engine
 
     splits = world.generate(seed=0, n_train=30, n_probe=1, n_eval=4, domains=("math", "stem"))
     save_problems(tmp_path / "eval.jsonl", splits["eval"])
@@ -317,7 +316,7 @@ def test_tiny_model_through_the_stage(tmp_path):
             self.calls.append((len(prompts), n))
             return self.inner.generate(prompts, n, params)
 
-    sampler = Counting(make_engine(cfg))
+    sampler = Counting(cfg.make_engine(cfg.model, cfg.seed))
     outputs = get("clr").fn(cfg, sampler=sampler)
     s = json.load(open(outputs["summary"]))
     rows = [json.loads(x) for x in open(outputs["samples"])]

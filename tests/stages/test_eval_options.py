@@ -93,7 +93,7 @@ def test_quick_flag_and_trl_rows_and_a_domain_that_is_not_there(tmp_path, capsys
     rows = [{"question": f"{i}+1?", "gold": i + 1} for i in range(3)]
     path = tmp_path / "q.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    got = load_eval_problems(EvalConfig(data=str(path), domains=["math"], answer_key="gold"))
+    got = load_eval_problems(EvalConfig(data=str(path), domains=["math"]), answer_key="gold")
     assert [(p.id, p.answer) for p in got] == [("q.jsonl-1", "1"), ("q.jsonl-2", "2"),
                                                ("q.jsonl-3", "3")]  # fmt: skip
     mixed = tmp_path / "m.jsonl"

@@ -26,10 +26,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers.loop_options import rl_options, sft_options
 from vibethinker.engines import encode_prompt
 from vibethinker.models.tiny import build_tiny_model
 from vibethinker.train import dist, packing, policy, rl, sft
-from vibethinker.train.rl import RLOptions
+from vibethinker.train.sft_config import SFTConfig
 from vibethinker.types import Completion, Problem, Score
 
 HERE = Path(__file__).resolve()
@@ -45,11 +46,11 @@ def _pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
     return out
 
 
-def _sft_opts(**kw) -> sft.LoopOptions:
+def _sft_opts(**kw) -> SFTConfig:
     base = dict(epochs=1, global_batch=8, micro_batch=2, lr=1e-3, final_lr=1e-4,
                 warmup_frac=0.0, max_len=64, pack=True, seed=3, max_steps=2)  # fmt: skip
     base.update(kw)
-    return sft.LoopOptions(**base)
+    return sft_options(**base)
 
 
 # ----------------------------------------------------------------------------- workers
@@ -104,7 +105,7 @@ def boxed_verify(problems, responses):
 def run_rl(model_dir: str, out: str | Path, parallel: str = "auto", **kw) -> dict:
     """Two MGPO steps over scripted rollouts; the metrics rows."""
     model, tok = policy.load_policy(model_dir, "cpu")
-    opts = RLOptions(steps=2, prompts_per_step=4, group_size=4, lr=1e-3, final_lr=1e-4,
+    opts = rl_options(steps=2, prompts_per_step=4, group_size=4, lr=1e-3, final_lr=1e-4,
                      max_new_tokens=16, seed=1, tis_cap=0.7, micro_batch=3, parallel=parallel,
                      truncated_reward="verify")  # fmt: skip
     res = rl.train(model, tok, _problems(), opts, out, prompt_fn=lambda p: p.prompt,

@@ -9,8 +9,10 @@ import copy
 import pytest
 import torch
 
+from tests.helpers.loop_options import rl_options
 from vibethinker.train import policy
-from vibethinker.train.rl import RLOptions, frozen_logprobs, token_chunks, update
+from vibethinker.train.rl import frozen_logprobs, token_chunks, update
+from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rollout import build_batch, packed_inputs, response_logprobs
 from vibethinker.types import Completion
 
@@ -125,9 +127,9 @@ class _Capture(torch.optim.SGD):
                       for p in g["params"] if p.grad is not None}  # fmt: skip
 
 
-def _opts(**kw) -> RLOptions:
+def _opts(**kw) -> RLConfig:
     base = dict(clip_eps=0.2, tis_cap=2.0, max_grad_norm=0.0, kl_coef=0.05, micro_batch=2)
-    return RLOptions(**{**base, **kw})
+    return rl_options(**{**base, **kw})
 
 
 @pytest.mark.parametrize("budget", [40, 64, 1000])
@@ -166,13 +168,12 @@ def test_update_packed_equals_padded(budget):
 
 
 def test_the_rl_config_key_defaults_to_the_padded_path_and_refuses_a_negative_budget():
-    from vibethinker.stages.rl import RLConfig
     from vibethinker.train.rl import _check_inputs
     from vibethinker.types import Problem
 
     assert RLConfig().max_tokens_per_micro == 0
     with pytest.raises(ValueError, match="max_tokens_per_micro"):
-        _check_inputs([Problem("p", "math", "q", answer="1")], RLOptions(max_tokens_per_micro=-1))
+        _check_inputs([Problem("p", "math", "q", answer="1")], rl_options(max_tokens_per_micro=-1))
 
 
 def test_the_loop_with_a_token_budget_takes_the_padded_loops_first_step(tmp_path):
@@ -196,7 +197,7 @@ def test_the_loop_with_a_token_budget_takes_the_padded_loops_first_step(tmp_path
     for tokens in (0, 48):
         model, tok = policy.load_policy(tiny, "cpu")
         ref = copy.deepcopy(model).eval()
-        opts = RLOptions(steps=1, prompts_per_step=4, group_size=4, max_new_tokens=12, seed=1,
+        opts = rl_options(steps=1, prompts_per_step=4, group_size=4, max_new_tokens=12, seed=1,
                          kl_coef=0.1, mini_batches=2, micro_batch=3, truncated_reward="verify",
                          max_tokens_per_micro=tokens)  # fmt: skip
         res = train(model, tok, probs, opts, tmp_path / f"run{tokens}", ref_model=ref,

@@ -8,8 +8,10 @@ import random
 import pytest
 import torch
 
+from tests.helpers.loop_options import sft_options
 from vibethinker.models.tiny import build_tiny_model
 from vibethinker.train import packing, policy, sft
+from vibethinker.train.sft_config import SFTConfig
 
 torch.set_num_threads(1)
 
@@ -107,13 +109,13 @@ def test_cpu_optimizer_is_fused_and_steps_like_the_default():
 # ----------------------------------------------------------------------------- training
 
 
-def _opts(**kw) -> sft.LoopOptions:
+def _opts(**kw) -> SFTConfig:
     base = dict(
         epochs=1, global_batch=8, micro_batch=2, lr=3e-3, final_lr=1e-4, warmup_frac=0.2,
         max_len=64, pack=True, save_every=0, seed=3,
     )  # fmt: skip
     base.update(kw)
-    return sft.LoopOptions(**base)
+    return sft_options(**base)
 
 
 def _weights(model) -> dict[str, torch.Tensor]:

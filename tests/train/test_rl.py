@@ -8,10 +8,12 @@ import json
 import pytest
 import torch
 
+from tests.helpers.loop_options import rl_options
 from tests.helpers.rl_data import _problems, tiny  # noqa: F401 - the tiny-model fixture
 from vibethinker.engines import SamplingParams, make_sampler
 from vibethinker.train import policy
-from vibethinker.train.rl import RLOptions, train
+from vibethinker.train.rl import train
+from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rollout import (
     build_batch,
     draw_prompts,
@@ -108,11 +110,11 @@ def test_stage_start_filter_drops_p0_and_p1():
     assert counts["start_accuracy"] == pytest.approx((4 + 0 + 1 + 2) / 16)
 
 
-def _opts(**kw) -> RLOptions:
+def _opts(**kw) -> RLConfig:
     base = dict(steps=4, prompts_per_step=4, group_size=4, lr=3e-3, final_lr=3e-3,
                 max_new_tokens=8, save_every=2, seed=1, advantage="mgpo", lambda_mgpo=1.0,
                 truncated_reward="verify")  # fmt: skip
-    return RLOptions(**{**base, **kw})
+    return rl_options(**{**base, **kw})
 
 
 def _strip(rows):
@@ -223,7 +225,7 @@ def test_rl_stage_filter_follows_long2short(tmp_path, monkeypatch):
 
     save_problems(data / "train.jsonl", _problems(4))
     pats = [[1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 0, 0], [0, 1, 1, 0]]
-    cfg = RLOptions(data=str(data), out=str(tmp_path / "rl"), filter_rollouts=4, long2short=True)
+    cfg = rl_options(data=str(data), out=str(tmp_path / "rl"), filter_rollouts=4, long2short=True)
     keep, _ = rl_stage.training_prompts(cfg, _ScriptedSampler(pats), lambda p: p.prompt, has_seven)
     assert len(keep) == 3
     cfg.long2short = False  # same folder: the cache must not answer for another rule
@@ -238,10 +240,10 @@ def test_compute_advantages_all_correct_std_only_under_long2short():
     correct = torch.ones(1, 4, dtype=torch.bool)
     sc = Scored(rewards=torch.ones(1, 4), correct=correct,
                 lengths=torch.tensor([[10, 20, 30, 40]]), truncated=torch.zeros(1, 4, dtype=torch.bool))  # fmt: skip
-    small = compute_advantages(sc, RLOptions(long2short=True, l2s_lambda=0.2))[0]
+    small = compute_advantages(sc, rl_options(long2short=True, l2s_lambda=0.2))[0]
     assert small.abs().max().item() == pytest.approx(0.2 * 0.5, rel=1e-4)  # MGPO weight 0.5
     literal = compute_advantages(
-        sc, RLOptions(long2short=True, l2s_lambda=0.2, l2s_all_correct_std=True)
+        sc, rl_options(long2short=True, l2s_lambda=0.2, l2s_all_correct_std=True)
     )[0]
     assert literal.abs().max().item() > 0.5  # rescaled to unit size by the group's own std
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import re
 
+from tests.helpers.loop_options import rl_options
 from tests.helpers.rl_data import _problems, tiny  # noqa: F401 - the tiny-model fixture
 from vibethinker.reports.rl import learning_warnings, plot_curves, write_summary
 from vibethinker.stages.rl import RLConfig
 from vibethinker.train import policy
-from vibethinker.train.rl import RLOptions, train
+from vibethinker.train.rl import train
 from vibethinker.types import Score
 
 
@@ -41,7 +42,7 @@ def test_rl_on_solved_prompts_reports_it_in_the_summary(tiny, tmp_path):  # noqa
     """Degenerate groups (4-token responses are all cut, and a cut response scores 0: p = 0 in
     every group): the loop trains no row, and the summary says RL learned nothing."""
     model, tok = policy.load_policy(tiny, "cpu")
-    opts = RLOptions(steps=2, prompts_per_step=4, group_size=2, max_new_tokens=4, eval_every=2,
+    opts = rl_options(steps=2, prompts_per_step=4, group_size=2, max_new_tokens=4, eval_every=2,
                      eval_n=2)  # fmt: skip
 
     def always(problems, responses):

@@ -8,6 +8,7 @@ import random
 import pytest
 import torch
 
+from tests.helpers.loop_options import sft_options
 from tests.helpers.sft_data import _problems, tiny  # noqa: F401 - the tiny-model fixture
 from vibethinker.models.tiny import CHAT_TEMPLATE
 from vibethinker.train import packing, policy, sft
@@ -218,7 +219,7 @@ def test_packed_and_unpacked_training_take_the_same_steps(tiny, tmp_path):  # no
         model, tok = policy.load_policy(tiny, "cpu")
         pairs = [(p.prompt, t) for p in _problems(12, seed=2) for t in p.traces]
         samples = packing.build_samples(pairs, tok, 128)
-        opts = sft.LoopOptions(epochs=1, global_batch=8, micro_batch=2, lr=3e-3, final_lr=1e-4,
+        opts = sft_options(epochs=1, global_batch=8, micro_batch=2, lr=3e-3, final_lr=1e-4,
                                warmup_frac=0.0, max_len=128, pack=pack, seed=0)  # fmt: skip
         sft.train(model, tok, samples, opts, out)
         return model.state_dict()

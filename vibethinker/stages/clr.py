@@ -39,6 +39,7 @@ from vibethinker.algo.clr import (
     verdict_or_zero,
 )
 from vibethinker.config import runtime
+from vibethinker.engines.settings import EngineFields, TopKFields
 from vibethinker.log import get_logger
 from vibethinker.prompts import fill, load_template, problem_text
 from vibethinker.stages import register
@@ -79,8 +80,20 @@ CLAIM_VERIFIERS = {
 }
 
 
+# The sampling and engine keys (temperature, top_p, top_k, max_new_tokens; engine, device,
+# base_url, ...) are declared once, in engines/settings.py; CLR's own default and notes are here.
+CLR_SAMPLING = TopKFields.with_defaults(
+    max_new_tokens=0,
+    notes={
+        "temperature": "clr: the trajectories' (extraction and verification: judge_temperature).",
+        "top_p": "clr: the trajectories' (extraction and verification: judge_top_p).",
+        "max_new_tokens": "clr: the trajectories' cap. Paper: no extra cap.",
+    },
+)
+
+
 @dataclass
-class ClrConfig:
+class ClrConfig(CLR_SAMPLING, EngineFields):
     model: str = ""
     """Model folder or hub id (engines hf, vllm); the served model name (engine openai). The same
     model samples, extracts and verifies. Paper: the same model."""
@@ -118,16 +131,6 @@ class ClrConfig:
     verify_prompt: str = ""
     """Claim-verification template ({problem}, {claim}); empty = prompts/clr_verify.txt.
     Paper: unpublished."""
-    engine: str = "hf"
-    """Sampler: hf (in-process transformers), openai (HTTP server), vllm (in-process, GPU)."""
-    temperature: float = 1.0
-    """Trajectory sampling temperature. Paper: 1.0."""
-    top_p: float = 0.95
-    """Trajectory nucleus sampling. Paper: 0.95."""
-    top_k: int = 0
-    """Top-k, 0 = off. Paper: off."""
-    max_new_tokens: int = 0
-    """Trajectory token cap; 0 = up to the context. Paper: no extra cap."""
     judge_temperature: float = 1.0
     """Temperature of extraction and verification. Paper silent: our choice, the paper's one
     sampling protocol (1.0), so a repeat re-runs the whole stochastic procedure."""
@@ -146,28 +149,6 @@ class ClrConfig:
     """Only these domains (empty = all); only math and stem can be run."""
     workers: int = runtime(2)
     """Verifier workers. Paper silent: 2 = this CPU."""
-    device: str = runtime("")
-    """hf engine: cpu, cuda, ...; empty = cuda when available."""
-    dtype: str = "auto"
-    """hf/vllm engine: auto, bfloat16, float32."""
-    token_budget: int = 131072
-    """hf engine: rows x (prompt + max_new_tokens) per batch; bounds KV-cache memory."""
-    context_len: int = 0
-    """hf engine: prompt + response bound; 0 = the model's max_position_embeddings."""
-    rope_yarn_factor: float = 0.0
-    """hf/vllm engine: YaRN context extension factor (0: off)."""
-    rope_original_len: int = 0
-    """YaRN's original length; 0 = the model's max_position_embeddings."""
-    base_url: str = "http://127.0.0.1:8000/v1"
-    """openai engine: the server's base URL."""
-    endpoint: str = "chat"
-    """openai engine: chat or completions."""
-    concurrency: int = runtime(8)
-    """openai engine: requests in flight."""
-    timeout: float = runtime(600.0)
-    """openai engine: seconds per request before a retry."""
-    tokenizer: str = ""
-    """openai engine: the served model's tokenizer folder (counts tokens when the server does not)."""
 
 
 @dataclass
@@ -478,7 +459,7 @@ def cluster_phase(
 def load_problems(cfg: ClrConfig, counters: Counter) -> list[Problem]:
     from vibethinker.stages.eval import load_eval_problems
 
-    problems = load_eval_problems(cfg)  # type: ignore[arg-type]  (reads the same field names)
+    problems = load_eval_problems(cfg)
     kept = [p for p in problems if p.domain in CLR_DOMAINS]
     if len(kept) < len(problems):
         counters.add("skipped_problems", len(problems) - len(kept))
@@ -533,7 +514,6 @@ def run_phases(cfg: ClrConfig, sampler: Any = None):
     """Every phase of CLR (no output written): (problems, trajectories, counters, meta)."""
     from vibethinker.engines import SamplingParams
     from vibethinker.evaluate import PROMPT_STYLES
-    from vibethinker.stages.eval import make_engine
 
     check_config(cfg)
     counters = Counter()
@@ -542,14 +522,12 @@ def run_phases(cfg: ClrConfig, sampler: Any = None):
         raise ValueError(f"clr: no math or stem problems in {cfg.data}")
     extract_t = load_template(cfg.extract_prompt, "clr_extract.txt", ("{response}",))
     verify_t = load_template(cfg.verify_prompt, "clr_verify.txt", ("{claim}",))
-    sampler = sampler or make_engine(cfg)  # type: ignore[arg-type]
+    sampler = sampler or cfg.make_engine(cfg.model, cfg.seed)
     count = prompt_counter(sampler, counters)
     prompts = [PROMPT_STYLES[cfg.prompt_style](p) for p in problems]
     texts = [problem_text(p) for p in prompts]  # {problem} of the judge templates
     pool = max(cfg.k * cfg.repeats, cfg.maj_pool)
-    sample_p = SamplingParams(
-        cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens, seed=cfg.seed
-    )
+    sample_p = cfg.sampling_params(seed=cfg.seed)
 
     def judge_p(phase: int) -> SamplingParams:
         return SamplingParams(

@@ -45,6 +45,7 @@ from vibethinker.data.io import (
     split_file,
 )
 from vibethinker.engines import SamplerError, SamplingParams, make_sampler
+from vibethinker.engines.settings import NucleusFields
 from vibethinker.log import get_logger
 from vibethinker.reports.construct import write_summary
 from vibethinker.stages import register
@@ -53,8 +54,20 @@ from vibethinker.types import DOMAINS
 log = get_logger("stages.construct")
 
 
+# The teacher's sampling keys (temperature, top_p, max_new_tokens) are declared once, in
+# engines/settings.py; construct's own default and notes are here.
+CONSTRUCT_SAMPLING = NucleusFields.with_defaults(
+    max_new_tokens=4096,
+    notes={
+        "temperature": "construct: the teacher's (paper: unpublished).",
+        "top_p": "construct: the teacher's.",
+        "max_new_tokens": "construct: the teacher's response cap (paper: unpublished).",
+    },
+)
+
+
 @dataclass
-class ConstructConfig:
+class ConstructConfig(CONSTRUCT_SAMPLING):
     seeds: str = ""
     """Seed problems (Problem JSONL file, folder, or a `data` stage folder: its train.jsonl). Each
     needs reliable supervision: math an answer, stem a gold letter and choices, code tests, instruct
@@ -78,12 +91,6 @@ class ConstructConfig:
     teacher_options: dict[str, Any] = field(default_factory=dict)
     """Extra engine keyword arguments (world: error_rate, ill_posed_rate, n_planted, ...; its
     data/eval default to seeds/eval_sets)."""
-    temperature: float = 1.0
-    """Teacher sampling temperature (paper: unpublished)."""
-    top_p: float = 0.95
-    """Teacher nucleus sampling."""
-    max_new_tokens: int = 4096
-    """Teacher response cap in tokens (paper: unpublished)."""
     axes: list[str] = field(default_factory=lambda: list(AXES))
     """Expansion axes (paper: concept_composition, solving_skeleton, constraints, evaluation_objective)."""
     expansions_per_seed: int = 1
@@ -326,9 +333,7 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         log.info("resuming after %d finished seeds", state.seeds_done)
     ctx = Context(
         sampler=make_teacher(cfg),
-        params=SamplingParams(
-            temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens
-        ),
+        params=cfg.sampling_params(),
         expand_template=load_template(cfg.expand_prompt or None, "construct_expand.txt"),
         judge_template=load_template(cfg.judge_prompt or None, "construct_judge.txt"),
         index=index,

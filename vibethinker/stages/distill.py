@@ -30,7 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.algo import potential
-from vibethinker.config import PROMPT_STYLE_NAMES, Checks, ConfigError, runtime
+from vibethinker.config import PROMPT_STYLE_NAMES, Checks, ConfigError
+from vibethinker.engines.settings import (
+    DeviceFields,
+    EngineChoice,
+    NucleusFields,
+    RopeFields,
+    ServerFields,
+)
 from vibethinker.log import get_logger
 from vibethinker.reports.distill import FUNNEL_COLS, plot_s_lp, summary_md
 from vibethinker.stages import register
@@ -42,8 +49,37 @@ TEACHER_OPTIONAL = ("base_url",)  # engine=openai: this teacher's server (else `
 SELECTORS = ("lp", "random")
 
 
+# The teachers' sampling keys (temperature, top_p, max_new_tokens), the engine, server, YaRN and
+# device keys are declared once, in engines/settings.py; distill's own default and notes are here.
+DISTILL_SAMPLING = NucleusFields.with_defaults(
+    max_new_tokens=4096,
+    notes={
+        "temperature": "distill: the teachers' (and the student's eval samples').",
+        "top_p": "distill: the teachers' (and the student's eval samples'); top-k off.",
+        "max_new_tokens": "distill: each teacher response's; a cut response is dropped (it has "
+        "no final answer). Paper: no cap beyond the context (64K); ours is a budget knob.",
+    },
+)
+DISTILL_SERVER = ServerFields.with_defaults(
+    notes={
+        "base_url": "distill (engine=openai): the teachers' server; a teacher's own "
+        "`base_url` key overrides it."
+    }
+)
+
+DISTILL_ENGINE = EngineChoice.with_defaults(
+    notes={"engine": "distill: the teachers' (openai: a teacher's `model` is the served name)."}
+)
+DISTILL_ROPE = RopeFields.with_defaults(
+    notes={
+        "rope_yarn_factor": "distill: the student's, for scoring and SFT, when max_len exceeds "
+        "its positions (the RL teachers may have been extended the same way)."
+    }
+)
+
+
 @dataclass
-class DistillConfig:
+class DistillConfig(DISTILL_SAMPLING, DISTILL_ENGINE, DISTILL_SERVER, DISTILL_ROPE, DeviceFields):
     teachers: list[dict[str, str]] = field(default_factory=list)
     """The specialists: a list of {model, data, domain}: a HF folder or hub id (for engine=openai
     the served model name), its prompts (Problem JSONL or a data folder: its train.jsonl; only
@@ -59,22 +95,11 @@ class DistillConfig:
     Required (no default path)."""
     out: str = "runs/distill"
     """Output folder (candidates.jsonl, selected.jsonl, funnel.json, s_lp.png, sft/, summary.md)."""
-    engine: str = "hf"
-    """Sampler of the teachers: hf, openai (model = served name), vllm."""
-    base_url: str = "http://127.0.0.1:8000/v1"
-    """engine=openai: the teachers' server (a teacher's own `base_url` key overrides it)."""
     n_samples: int = 8
     """Responses sampled per prompt by each teacher. Paper: unpublished; our choice, 8 (the RL
     group size, enough for several distinct correct paths per prompt)."""
     max_prompts: int = 0
     """At most this many prompts per teacher (a seeded sample; 0: all of its domain)."""
-    max_new_tokens: int = 4096
-    """Token cap of each teacher response; a cut response is dropped (it has no final answer).
-    Paper: no cap beyond the context (64K); ours is a budget knob."""
-    temperature: float = 1.0
-    """Teacher sampling temperature. Paper protocol: 1.0."""
-    top_p: float = 0.95
-    """Teacher nucleus sampling (top-k off). Paper protocol: 0.95."""
     prompt_style: str = "paper"
     """User turn for sampling, scoring and SFT: "paper" (the domain's evaluation prompt) or "raw"."""
     select: str = "lp"
@@ -129,11 +154,6 @@ class DistillConfig:
     """SFT checkpoint every k steps (0: only the last); resume restarts from the last one."""
     gradient_checkpointing: bool = False
     """SFT: recompute activations in backward (long traces on GPU)."""
-    rope_yarn_factor: float = 0.0
-    """Extend the student's context with YaRN by this factor for scoring and SFT (0: off), when
-    max_len exceeds its positions (the RL teachers may have been extended the same way)."""
-    rope_original_len: int = 0
-    """YaRN's original (pretraining) length; 0: the student's max_position_embeddings."""
     report_to: str = "none"
     """Experiment tracking of the SFT metrics (as the sft stage's `report_to`)."""
     eval_data: str = ""
@@ -155,8 +175,6 @@ class DistillConfig:
     sample_seed: int = -1
     """Seed of prompt and teacher sampling (-1: `seed`). Fix it to vary only selection, SFT and
     evaluation across seeds over one candidate pool (scripts/distill_evidence.py does)."""
-    device: str = runtime("auto")
-    """cpu, cuda, or auto (cuda when available)."""
 
     def __post_init__(self) -> None:
         """Every key's range, when the config is built (check_config adds the data checks)."""
@@ -301,18 +319,11 @@ def sample_teacher(
 
     import torch
 
-    from vibethinker.engines import SamplingParams
     from vibethinker.evaluate import PROMPT_STYLES
     from vibethinker.verifiers import verify_batch
 
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
-    params = SamplingParams(
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        top_k=0,
-        max_new_tokens=cfg.max_new_tokens,
-        seed=sample_seed(cfg),
-    )
+    params = cfg.sampling_params(seed=sample_seed(cfg))
     sampler = make_teacher_sampler(cfg, teacher)
     outs = sampler.generate([prompt_fn(p) for p in problems], cfg.n_samples, params)
     del sampler  # free the teacher before the next one (or the student) loads
@@ -537,16 +548,9 @@ def eval_problems(cfg: DistillConfig) -> dict[str, list[Problem]]:
 def pass1(cfg: DistillConfig, sampler: Any, problems: list[Problem]) -> dict[str, float]:
     """avg@n (the paper's Pass@1) per domain and "all" of `sampler` on `problems`, sampled with
     the paper's protocol (the teachers' temperature and top-p)."""
-    from vibethinker.engines import SamplingParams
     from vibethinker.evaluate import PROMPT_STYLES, evaluate
 
-    params = SamplingParams(
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        top_k=0,
-        max_new_tokens=cfg.eval_max_new_tokens,
-        seed=cfg.seed,
-    )
+    params = cfg.sampling_params(seed=cfg.seed, max_new_tokens=cfg.eval_max_new_tokens)
     res = evaluate(
         sampler, problems, cfg.eval_n, [1], params, prompt_fn=PROMPT_STYLES[cfg.prompt_style]
     )

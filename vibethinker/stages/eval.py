@@ -15,13 +15,13 @@ import dataclasses
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
 from vibethinker.data.adapters import ADAPTERS, load_adapter
 from vibethinker.data.io import load_problems, select
 from vibethinker.data.shapes import RowShape
+from vibethinker.engines.settings import EngineFields, TopKFields
 from vibethinker.evaluate import samples_per_problem
 from vibethinker.log import get_logger
 from vibethinker.stages import register
@@ -34,8 +34,16 @@ log = get_logger("stages.eval")
 PAPER_N = {"math": 64, "imo-answerbench": 16, "stem": 16, "code": 8, "instruct": 8}
 
 
+# The sampling and engine keys (temperature, top_p, top_k, max_new_tokens; engine, device,
+# base_url, ...) are declared once, in engines/settings.py; eval's own default and note are here.
+EVAL_SAMPLING = TopKFields.with_defaults(
+    max_new_tokens=0,
+    notes={"max_new_tokens": "Paper: no extra cap beyond the context (40K for VibeThinker)."},
+)
+
+
 @dataclass
-class EvalConfig:
+class EvalConfig(EVAL_SAMPLING, EngineFields):
     model: str = ""
     """Model folder or hub id (engines hf, vllm); the served model name (engine openai)."""
     data: str = ""
@@ -56,24 +64,6 @@ class EvalConfig:
     k: list[int] = field(default_factory=list)
     """k values for pass@k and maj@k; empty = follow n: the powers of two below n, and n (n=4:
     1, 2, 4; the per-domain profile: up to its largest n). k > n are dropped."""
-    engine: str = "hf"
-    """Sampler: hf (in-process transformers), openai (HTTP server), vllm (in-process, GPU)."""
-    temperature: float = 1.0
-    """Sampling temperature. Paper: 1.0."""
-    top_p: float = 0.95
-    """Nucleus sampling. Paper: 0.95."""
-    top_k: int = 0
-    """Top-k sampling, 0 = off. Paper: off."""
-    max_new_tokens: int = 0
-    """Cap on response tokens; 0 = no extra cap: a response may fill the context (prompt +
-    response <= context_len). Paper: no extra cap beyond the context (40K for VibeThinker)."""
-    context_len: int = 0
-    """hf engine: prompt + response token bound; 0 = the model's max_position_embeddings
-    (after RoPE scaling). More than the model's positions is refused without rope_yarn_factor."""
-    rope_yarn_factor: float = 0.0
-    """hf/vllm engine: extend the model's context with YaRN by this factor (0: off)."""
-    rope_original_len: int = 0
-    """YaRN's original length; 0 = the model's max_position_embeddings."""
     stop: list[str] = field(default_factory=list)
     """Stop strings (the model's EOS always stops). Paper: silent."""
     seed: int = 0
@@ -93,24 +83,6 @@ class EvalConfig:
     are left at 0 (QUICK). Not the paper's protocol; the default (false) is."""
     workers: int = runtime(2)
     """Verifier workers. Paper: silent; 2 = this CPU."""
-    device: str = runtime("")
-    """hf engine: cpu, cuda, cuda:1 ...; empty (or auto) = cuda when available."""
-    dtype: str = "auto"
-    """hf/vllm engine: auto (fp32 on CPU, the checkpoint's dtype on GPU), bfloat16, float32."""
-    token_budget: int = 131072
-    """hf engine: rows x (prompt + max_new_tokens) per batch; bounds KV-cache memory."""
-    base_url: str = "http://127.0.0.1:8000/v1"
-    """openai engine: the server's base URL (API key from OPENAI_API_KEY)."""
-    endpoint: str = "chat"
-    """openai engine: chat (server applies the chat template) or completions."""
-    concurrency: int = runtime(8)
-    """openai engine: requests in flight."""
-    timeout: float = runtime(600.0)
-    """openai engine: seconds per request before a retry."""
-    tokenizer: str = ""
-    """openai engine: the served model's tokenizer folder (default: `model` when it is a local
-    folder): adds the chat template's turn end as a stop string and counts tokens when the
-    server reports none."""
     math_judge: str = ""
     """LLM judge as a second opinion for math, `MODEL@BASE_URL` (OpenAI-compatible; key from
     OPENAI_API_KEY): asked only where the rules cannot decide or say wrong; cached in `out`.
@@ -215,42 +187,22 @@ class TimedSampler:
         return outs
 
 
-def make_engine(cfg: EvalConfig):
-    from vibethinker.engines import make_sampler
+class ProblemSource(Protocol):
+    """The data keys an eval reads its problems by (EvalConfig's; the clr stage has the same)."""
 
-    rope = {"rope_yarn_factor": cfg.rope_yarn_factor, "rope_original_len": cfg.rope_original_len}
-    if cfg.engine == "hf":
-        return make_sampler(
-            "hf",
-            model=cfg.model,
-            device=None if cfg.device in ("", "auto") else cfg.device,
-            dtype=cfg.dtype,
-            token_budget=cfg.token_budget,
-            context_len=cfg.context_len,
-            **rope,
-        )
-    if cfg.engine == "openai":
-        tok = cfg.tokenizer or (cfg.model if (Path(cfg.model) / "config.json").exists() else "")
-        return make_sampler(
-            "openai",
-            base_url=cfg.base_url,
-            model=cfg.model,
-            endpoint=cfg.endpoint,
-            concurrency=cfg.concurrency,
-            timeout=cfg.timeout,
-            tokenizer=tok or None,
-        )
-    kw = {"max_model_len": cfg.context_len} if cfg.context_len else {}
-    return make_sampler(cfg.engine, model=cfg.model, dtype=cfg.dtype, seed=cfg.seed, **kw, **rope)
+    data: str
+    format: str
+    limit: int
+    domains: list[str]
+    seed: int
 
 
-def load_eval_problems(cfg: EvalConfig):
+def load_eval_problems(cfg: ProblemSource, answer_key: str = ""):
     """The problems to evaluate; none of the asked domains is an error naming those present.
-    `cfg`: an EvalConfig, or a config with its data fields (the clr stage passes its own)."""
+    `answer_key`: the gold column when it is not `answer` (EvalConfig.answer_key)."""
     if cfg.format == "problems":
         one = cfg.domains[0] if len(cfg.domains) == 1 else ""
-        gold = getattr(cfg, "answer_key", "")
-        shape = RowShape(domain=one, answer_key=gold, ids=True)
+        shape = RowShape(domain=one, answer_key=answer_key, ids=True)
         problems = load_problems(cfg.data, shape=shape)
     else:
         problems = load_adapter(cfg.format, cfg.data or None, seed=cfg.seed)
@@ -284,7 +236,6 @@ def default_ks(n: int | dict) -> list[int]:
 @register("eval", EvalConfig, positional=("model", "data"))
 def run(cfg: EvalConfig) -> dict[str, str]:
     """Evaluate a model: n samples per problem, avg@n, pass@k, maj@k, tokens, truncation."""
-    from vibethinker.engines import SamplingParams
     from vibethinker.evaluate import PROMPT_STYLES, evaluate
     from vibethinker.prompts.paper import prompt_examples, sampler_render, write_prompt_examples
     from vibethinker.reports.eval import markdown_table, write_outputs
@@ -293,22 +244,15 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     if not cfg.model or not (cfg.data or cfg.format == "humaneval"):
         raise ValueError("eval: `model` and `data` are required")
     cfg = apply_quick(cfg)
-    problems = load_eval_problems(cfg)
+    problems = load_eval_problems(cfg, cfg.answer_key)
     if not problems:
         raise ValueError(f"eval: no problems in {cfg.data}")
     check_available({p.domain for p in problems})  # fail before sampling, not after
-    params = SamplingParams(
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        top_k=cfg.top_k,
-        max_new_tokens=cfg.max_new_tokens,
-        stop=list(cfg.stop),
-        seed=cfg.seed,
-    )
+    params = cfg.sampling_params(seed=cfg.seed, stop=list(cfg.stop))
     n = n_profile(cfg)
     log.info("%s; engine %s", plan_line(cfg, problems, n), cfg.engine)
     total = sum(samples_per_problem(problems, n))
-    sampler = TimedSampler(make_engine(cfg), total)
+    sampler = TimedSampler(cfg.make_engine(cfg.model, cfg.seed), total)
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
     examples = prompt_examples(problems, prompt_fn, sampler_render(sampler))
     write_prompt_examples(cfg.out, examples)  # out/prompt_examples.jsonl

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.config import Checks, runtime
+from vibethinker.engines.settings import EngineFields, LocalEngineFields, TopKFields
 from vibethinker.evaluate.headline import Row
 from vibethinker.log import get_logger, progress_bar
 from vibethinker.reports.headline import (
@@ -40,8 +41,22 @@ log = get_logger("stages.headline")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 
 
+# The sampling and engine keys (temperature, top_p, top_k, max_new_tokens; engine, device, dtype,
+# token_budget, context_len) are declared once, in engines/settings.py; the headline's own
+# defaults and notes are here. Its token_budget is runtime: a model's cached scores are keyed
+# by the protocol, which leaves the batch size out.
+HEADLINE_SAMPLING = TopKFields.with_defaults(
+    max_new_tokens=160,
+    notes={"max_new_tokens": "headline: the same for every row."},
+)
+HEADLINE_ENGINE = LocalEngineFields.with_defaults(
+    token_budget=runtime(131072),
+    notes={"engine": "headline: hf or vllm, the same for every row."},
+)
+
+
 @dataclass
-class HeadlineConfig:
+class HeadlineConfig(HEADLINE_SAMPLING, HEADLINE_ENGINE):
     models: Any = field(default_factory=list)
     """The model after each stage, in pipeline order: a list of {name, model[, domain, start]}
     or a mapping name -> model. `domain` marks a specialist (checked to beat its starting point
@@ -56,14 +71,6 @@ class HeadlineConfig:
     choice (the paper reports per-benchmark tables, not a per-stage headline)."""
     n: int = 4
     """Samples per problem (a problem's score is its avg@n). Same for every row."""
-    max_new_tokens: int = 160
-    """Cap on response tokens, the same for every row (0 = up to the context)."""
-    temperature: float = 1.0
-    """Sampling temperature. Paper: 1.0."""
-    top_p: float = 0.95
-    """Nucleus sampling. Paper: 0.95."""
-    top_k: int = 0
-    """Top-k sampling, 0 = off. Paper: off."""
     seed: int = 0
     """Sampling seed, the same for every row (common random numbers for the paired comparison)
     and the bootstrap's seed."""
@@ -71,18 +78,8 @@ class HeadlineConfig:
     """Confidence level of every interval (bootstrap over problems; paired between rows)."""
     n_boot: int = 2000
     """Bootstrap resamples per interval."""
-    engine: str = "hf"
-    """Sampler: hf (in-process transformers) or vllm (in-process, GPU)."""
-    dtype: str = "auto"
-    """hf/vllm engine: auto (fp32 on CPU, the checkpoint's dtype on GPU), bfloat16, float32."""
-    context_len: int = 0
-    """hf engine: prompt + response token bound; 0 = the model's max_position_embeddings."""
-    token_budget: int = runtime(131072)
-    """hf engine: rows x (prompt + max_new_tokens) per batch; bounds KV-cache memory."""
     workers: int = runtime(2)
     """Verifier workers."""
-    device: str = runtime("")
-    """hf engine: cpu, cuda, cuda:1 ...; empty = cuda when available."""
 
     def __post_init__(self) -> None:
         """Every key's range, when the config is built."""
@@ -92,6 +89,7 @@ class HeadlineConfig:
         c.in_range("top_p", 0, 1)
         c.in_range("conf", 0, 1)
         c.one_of("engine", ("hf", "openai", "vllm"))
+        c.one_of("dtype", ("auto", "bfloat16", "float16", "float32"))  # as the eval stage's
         c.device(empty_ok=True)
         c.done()
 
@@ -196,28 +194,18 @@ def _write_json(path: Path, obj: Any) -> str:
 
 def score_model(cfg: HeadlineConfig, row: Row, problems: list) -> dict[str, Any]:
     """Sample and verify one model (one batched sampler call); per-problem avg@n."""
-    from vibethinker.engines import SamplingParams
     from vibethinker.evaluate import evaluate, paper_prompt
     from vibethinker.evaluate.report import write_samples
-    from vibethinker.stages.eval import EvalConfig, make_engine
 
-    ecfg = EvalConfig(
-        model=row.model,
+    engine = EngineFields(
         engine=cfg.engine,
         dtype=cfg.dtype,
         device=cfg.device,
         token_budget=cfg.token_budget,
         context_len=cfg.context_len,
-        seed=cfg.seed,
     )
-    params = SamplingParams(
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        top_k=cfg.top_k,
-        max_new_tokens=cfg.max_new_tokens,
-        seed=cfg.seed,
-    )
-    sampler = make_engine(ecfg)
+    params = cfg.sampling_params(seed=cfg.seed)
+    sampler = engine.make_engine(row.model, cfg.seed)
     try:
         result = evaluate(
             sampler,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
+from vibethinker.engines.settings import DeviceFields, SamplingFields
 from vibethinker.log import get_logger
 from vibethinker.reports.probe_merge import plot_heatmap, summary_md
 from vibethinker.stages import register
@@ -30,8 +31,20 @@ log = get_logger("stages.probe_merge")
 BY = ("subdomain", "domain", "math-subdomain")
 
 
+# The probe's sampling keys (temperature, max_new_tokens) are declared once, in
+# engines/settings.py; probe_merge's own default and notes are here (top-p is the paper's 0.95).
+PROBE_SAMPLING = SamplingFields.with_defaults(
+    max_new_tokens=256,
+    notes={
+        "temperature": "probe_merge: the probe samples' (top-p 0.95, top-k off: the paper's "
+        "protocol).",
+        "max_new_tokens": "probe_merge: each probe sample's.",
+    },
+)
+
+
 @dataclass
-class ProbeMergeConfig:
+class ProbeMergeConfig(PROBE_SAMPLING, DeviceFields):
     sft: list[str] = field(default_factory=list)
     """SFT stage output folder(s); every checkpoint in their checkpoints/ is probed (the paper
     probes in both curriculum stages)."""
@@ -55,18 +68,12 @@ class ProbeMergeConfig:
     """Merge weight per probe group (missing groups: 1); normalised to sum 1. Paper: equal."""
     limit: int = 0
     """At most this many probe problems per group (0: all)."""
-    max_new_tokens: int = 256
-    """Token cap of each probe sample."""
-    temperature: float = 1.0
-    """Sampling temperature (paper protocol: 1.0, top-p 0.95, top-k off)."""
     prompt_style: str = "paper"
     """User turn: "paper" (the evaluation prompt) or "raw" (the stored prompt)."""
     workers: int = runtime(2)
     """Verifier workers."""
     seed: int = 0
     """Sampling seed (the same for every checkpoint, so rows differ by the model only)."""
-    device: str = runtime("auto")
-    """cpu, cuda, or auto."""
 
     def __post_init__(self) -> None:
         """Every key's range, when the config is built."""
@@ -156,14 +163,12 @@ def probe_model(
 ) -> dict[str, float]:
     """Pass@K of one model on every probe group (one sampling pass over all groups)."""
     from vibethinker.algo.passk import pass_at_k
-    from vibethinker.engines import SamplingParams, make_sampler
+    from vibethinker.engines import make_sampler
     from vibethinker.evaluate import PROMPT_STYLES, evaluate
 
     problems = [p for ps in groups.values() for p in ps]
     sampler = make_sampler("hf", model=folder, device=device)
-    params = SamplingParams(
-        temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, seed=cfg.seed
-    )
+    params = cfg.sampling_params(seed=cfg.seed)
     res = evaluate(
         sampler,
         problems,

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vibethinker.config import Checks, runtime
+from vibethinker.config import Checks
+from vibethinker.engines.settings import DeviceFields
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 
@@ -31,7 +32,7 @@ log = get_logger("stages.reward_model")
 
 
 @dataclass
-class RewardModelConfig:
+class RewardModelConfig(DeviceFields):
     model: str = ""
     """Starting model: a causal-LM HF folder (e.g. the SFT model); its head is replaced."""
     data: str = ""
@@ -66,8 +67,6 @@ class RewardModelConfig:
     """Wall-clock cap on training (0: none); the stage then saves what it has."""
     seed: int = 0
     """Seed of the split, the degradations, batch order and the head's init."""
-    device: str = runtime("auto")
-    """cpu, cuda, or auto."""
 
     def __post_init__(self) -> None:
         """Every key's range, when the config is built."""

@@ -149,7 +149,6 @@ def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -
     """The filtered prompts, cached in out/prompts.jsonl + filter.json (a resumed run reuses
     them rather than re-sampling)."""
     from vibethinker.data.io import load_problems, save_problems
-    from vibethinker.engines import SamplingParams
 
     out = Path(cfg.out)
     cache, meta = out / "prompts.jsonl", out / "filter.json"
@@ -164,13 +163,7 @@ def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -
         raise ValueError(f"rl: no {cfg.domain} prompts in {cfg.data}")
     counts: dict[str, Any] = {"prompts_in": len(probs), "filter": "off"}
     if cfg.filter_rollouts > 0:
-        params = SamplingParams(
-            temperature=cfg.temperature,
-            top_p=cfg.top_p,
-            top_k=0,
-            max_new_tokens=cfg.max_new_tokens,
-            seed=cfg.seed + 99,
-        )
+        params = cfg.sampling_params(seed=cfg.seed + 99)
         probs, counts = filter_prompts(
             probs,
             sampler,

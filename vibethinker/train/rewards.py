@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.log import get_logger
+from vibethinker.train.rl_config import RLConfig
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers.extract import answer_part
 
@@ -210,7 +211,10 @@ class InstructReward:
 
 
 def instruct_reward(
-    cfg: Any, base: Callable[..., list[Score]], problems: Sequence[Problem], device: str = "cpu"
+    cfg: RLConfig,
+    base: Callable[..., list[Score]],
+    problems: Sequence[Problem],
+    device: str = "cpu",
 ) -> InstructReward:
     """The `rl` stage's instruct reward from its config: checks the prompts (malformed rules
     refused), builds the rubric back-end (a bad reward model folder or an endpoint that is down

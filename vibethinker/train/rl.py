@@ -74,17 +74,8 @@ RESUME_MAY_CHANGE = (
 )
 
 
-# Config: the loop reads the `rl` stage's flat RLConfig itself (one documented field list, no copy
-# of it here). RLOptions is that config with the defaults the loop had standalone (tests,
-# benchmarks): a tiny-world LR and token cap, and clip_eps_high None (0 means the same).
-@dataclass
-class RLOptions(RLConfig):
-    """RLConfig with standalone-loop defaults (the `rl` stage documents every field)."""
-
-    lr: float = 1e-4
-    final_lr: float = 1e-5
-    max_new_tokens: int = 256
-    clip_eps_high: float | None = None
+# Config: the loop reads the `rl` stage's flat RLConfig itself (one documented field list, one set
+# of defaults; no copy of it here).
 
 
 class Timer:
@@ -376,14 +367,7 @@ class Loop:
     sync: Callable[[], None] | None = None  # pushes the trainer's weights to the engine
 
     def sampling(self, seed: int) -> SamplingParams:
-        o = self.opts
-        return SamplingParams(
-            temperature=o.temperature,
-            top_p=o.top_p,
-            top_k=0,
-            max_new_tokens=o.max_new_tokens,
-            seed=seed,
-        )
+        return self.opts.sampling_params(seed)
 
 
 @interrupt.deferring

@@ -6,6 +6,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
+from vibethinker.engines.settings import DeviceFields, EngineChoice, NucleusFields, RopeFields
+
+# The rollouts' sampling keys (temperature, top_p, max_new_tokens) and the engine, device and
+# YaRN keys are declared once, in engines/settings.py; RL's own defaults and notes are here.
+RL_SAMPLING = NucleusFields.with_defaults(
+    max_new_tokens=65536,
+    top_p=1.0,
+    notes={
+        "temperature": "RL: the rollouts' temperature (paper: unpublished for training).",
+        "top_p": "RL: we choose 1.0 (untruncated, so rollouts follow the policy the loss "
+        "differentiates).",
+        "max_new_tokens": "RL: the response cap (the RL context); a cut response gets "
+        "`truncated_reward`. Paper: 64K from the first step (not 16K -> 32K).",
+    },
+)
+
+
+RL_ENGINE = EngineChoice.with_defaults(
+    notes={
+        "engine": "rl: the rollout engine, hf (in-process transformers on the trainer's "
+        "weights) or vllm (engines/vllm.py; the trainer's weights are pushed to it after every "
+        "optimizer step, its logprobs feed TIS and `engine_kl`). Paper: silent (vLLM-class "
+        "engines are the norm)."
+    }
+)
+RL_ROPE = RopeFields.with_defaults(
+    notes={
+        "rope_yarn_factor": "rl: needed when the longest prompt + max_new_tokens exceeds the "
+        "model's positions."
+    }
+)
 
 # The names in vibethinker.algo.advantages.ADVANTAGE_ESTIMATORS (kept here so that configs need
 # not import torch; tests/algo/test_advantages.py checks that the two agree).
@@ -13,7 +44,7 @@ ADVANTAGE_NAMES = ("mgpo", "grpo", "mgpo_norm")
 
 
 @dataclass
-class RLConfig:
+class RLConfig(RL_SAMPLING, RL_ENGINE, RL_ROPE, DeviceFields):
     model: str = ""
     """Starting policy: a HF folder or hub id (the SFT model, or the previous RL stage's final)."""
     data: str = ""
@@ -75,26 +106,13 @@ class RLConfig:
     False (default): such groups are centred but not divided, so their advantages are the
     shift itself, within +-l2s_lambda (times the MGPO weight); mixed groups are divided as
     usual. Paper: silent on this case; our default, measured in docs/EVIDENCE.md."""
-    max_new_tokens: int = 65536
-    """Response token cap (the RL context). Paper: 64K from the first step (not 16K -> 32K)."""
     truncated_reward: str = "zero"
     """Reward of responses cut at max_new_tokens: "zero" (incorrect) or "verify" (score the cut
     text), in training AND in the stage-start filter. Paper: unpublished; we choose zero (a cut
     response gave no final answer)."""
-    rope_yarn_factor: float = 0.0
-    """Extend the model's context with YaRN RoPE scaling by this factor (0: off); needed when
-    the longest prompt + max_new_tokens exceeds the model's max_position_embeddings, which is
-    otherwise refused. The saved checkpoints keep it. Qwen2.5 documents factor 4 (32K -> 128K)."""
-    rope_original_len: int = 0
-    """YaRN's original (pretraining) length; 0: the model's max_position_embeddings."""
     report_to: str = "none"
     """Experiment tracking of the per-step metrics: none, tensorboard, wandb, trackio, or a
     comma list (log.py)."""
-    temperature: float = 1.0
-    """Rollout sampling temperature. Paper: unpublished for training; 1.0 in evaluation."""
-    top_p: float = 1.0
-    """Rollout nucleus sampling. We choose 1.0 (untruncated, so rollouts follow the policy the
-    loss differentiates); the paper's evaluation uses 0.95."""
     tis_cap: float = 2.0
     """Truncated importance sampling cap C on pi_old / pi_engine per token (0: off). Paper: asks
     for the correction, C unpublished; we choose 2."""
@@ -187,12 +205,6 @@ class RLConfig:
     """Retries of a failed judge request (exponential backoff) before it counts as failed."""
     seed: int = 0
     """Seed of prompt order, rollouts and the filter."""
-    device: str = runtime("auto")
-    """cpu, cuda, or auto (cuda when available)."""
-    engine: str = "hf"
-    """Rollout engine: "hf" (in-process transformers on the trainer's weights) or "vllm"
-    (engines/vllm.py; the trainer's weights are pushed to it after every optimizer step, its
-    logprobs feed TIS and `engine_kl`). Paper: silent (vLLM-class engines are the norm)."""
     vllm_mode: str = runtime("colocate")
     """engine=vllm: "colocate" (an in-process vLLM in every trainer process) or "server" (a
     running `vllm serve` at vllm_url, started as docs/SCALING.md says)."""

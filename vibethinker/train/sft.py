@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,8 @@ from vibethinker.train.sft_config import SFTConfig
 log = get_logger("train.sft")
 
 
-# Config: the loop reads the `sft` stage's flat SFTConfig itself (one documented field list, no
-# copy of it here). LoopOptions is that config with the defaults the loop had standalone (tests,
-# benchmarks). LOOP_FIELDS are the fields that shape the run: saved with each checkpoint and
+# Config: the loop reads the `sft` stage's flat SFTConfig itself (one documented field list, one
+# set of defaults; no copy of it here). LOOP_FIELDS are the fields that shape the run: saved with each checkpoint and
 # compared on resume (the stage's paths, filters and eval report may change between sessions).
 LOOP_FIELDS = (
     "epochs",
@@ -56,15 +55,6 @@ LOOP_FIELDS = (
     "lora_alpha",
     "lora_targets",
 )
-
-
-@dataclass
-class LoopOptions(SFTConfig):
-    """SFTConfig with standalone-loop defaults (the `sft` stage documents every field)."""
-
-    epochs: int = 1
-    micro_batch: int = 8
-    max_len: int = 2048
 
 
 def loop_options(opts: SFTConfig) -> dict[str, Any]:

@@ -6,10 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
+from vibethinker.engines.settings import DeviceFields, RopeFields
+
+# The device and YaRN keys are declared once, in engines/settings.py; SFT's note is here.
+SFT_ROPE = RopeFields.with_defaults(
+    notes={"rope_yarn_factor": "sft: needed when max_len exceeds the model's positions."}
+)
 
 
 @dataclass
-class SFTConfig:
+class SFTConfig(SFT_ROPE, DeviceFields):
     model: str = ""
     """Starting model: a HF folder or hub id (stage 2 starts from stage 1's `final`)."""
     data: str = ""
@@ -41,11 +47,6 @@ class SFTConfig:
     overlong: str = "drop"
     """Samples longer than max_len: "drop" (counted in the summary; a cut trace would train no
     final answer and no end token) or "cut" (keep the first max_len tokens). Paper: silent."""
-    rope_yarn_factor: float = 0.0
-    """Extend the model's context with YaRN RoPE scaling by this factor (0: off); the saved
-    checkpoints keep it. Needed when max_len exceeds the model's max_position_embeddings."""
-    rope_original_len: int = 0
-    """YaRN's original (pretraining) length; 0: the model's max_position_embeddings."""
     report_to: str = "none"
     """Experiment tracking of the per-step metrics: none, tensorboard, wandb, trackio, or a
     comma list (log.py). Offline when the service is unreachable."""
@@ -107,8 +108,6 @@ class SFTConfig:
     """Token cap of each eval sample."""
     seed: int = 0
     """Seed of data order and sampling."""
-    device: str = runtime("auto")
-    """cpu, cuda, or auto (cuda when available)."""
     parallel: str = runtime("auto")
     """Under torchrun (N processes; docs/SCALING.md): "fsdp" (FSDP2: weights, gradients and
     optimizer state sharded), "ddp" (full replicas) or "auto" (FSDP2; DDP for LoRA). The global
