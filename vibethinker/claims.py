@@ -218,8 +218,9 @@ def claims_table(path: str, base: dict[str, str] | None = None) -> tuple[str, li
         "",
         "Each measured row is one `vibethinker ablate` study run from a fresh clone (it builds the "
         "base run with the recipe first when it is missing); differences are paired by seed, "
-        "95% Student-t intervals over seeds. `minutes`: the study's runs one after another on "
-        "this host (the sum of their stage times).",
+        "95% Student-t intervals over seeds. `minutes`: the sum of the study's runs' stage "
+        "times on the host that ran them (run two at a time on 2 cores, so its wall time was "
+        "about half).",
         "",
         "| claim | paper (number, setting) | our measurement | verdict | reproduce (minutes) |",
         "|---|---|---|---|---|",
