@@ -62,16 +62,14 @@ TARGETS: dict[str, Target] = {
         ("*x_build_batch*", "*x_response_logprobs*", "*x__hidden_and_head*", "*x__chunk_logp*"),
         ("tests/train/test_rl_loop.py", "tests/train/test_rl.py", "tests/train/test_rollout.py"),
     ),  # fmt: skip
+    "train.rl_update": Target(
+        "vibethinker/train/rl_update.py",
+        ("*x_compute_advantages*", "*x_trained_rows*", "*x_update__*", "*x_frozen_logprobs*"),
+        ("tests/train/test_rl_loop.py", "tests/train/test_rl.py"),
+    ),  # fmt: skip
     "train.rl": Target(
         "vibethinker/train/rl.py",
-        (
-            "*x_compute_advantages*",
-            "*x_trained_rows*",
-            "*x_update__*",
-            "*x_update_all*",
-            "*x_logprob_inputs*",
-            "*x_frozen_logprobs*",
-        ),
+        ("*x_update_all*", "*x_logprob_inputs*"),
         ("tests/train/test_rl_loop.py", "tests/train/test_rl.py"),
     ),  # fmt: skip
     "engines.hf": Target(
@@ -242,8 +240,8 @@ def _rl(*names: str) -> tuple[str, ...]:
 
 LISTED: dict[str, Listed] = {
     "sft: no next-token shift": Listed(
-        "vibethinker/train/sft.py", "logits = head(hidden[:, :-1][sel])",
-        "logits = head(hidden[:, 1:][sel])",
+        "vibethinker/train/sft.py", "token_logprobs(hidden[:, :-1][sel],",
+        "token_logprobs(hidden[:, 1:][sel],",
         ("tests/train/test_sft.py::test_token_loss_is_the_models_own_next_token_loss",)),
     "hf: compaction swaps rows' KV caches": Listed(
         "vibethinker/engines/hf.py", "cache.batch_select_indices(idx)\n",
@@ -262,18 +260,18 @@ LISTED: dict[str, Listed] = {
         "share = max(1, rows.numel() // opts.mini_batches)",
         _rl("test_update_gradient_is_the_mean_over_all_sequences", "test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
     "rl: pi_old is the current policy": Listed(
-        "vibethinker/train/rl.py",
+        "vibethinker/train/rl_update.py",
         "old = old_logp[r].to(device) if old_logp is not None else logp.detach()",
         "old = logp.detach()",
         _rl("test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
     "rl: Long2Short ignored": Listed(
-        "vibethinker/train/rl.py", "    if opts.long2short:", "    if False:",
+        "vibethinker/train/rl_update.py", "    if opts.long2short:", "    if False:",
         _rl("test_long2short_through_the_loop")),
     "rl: KL against the policy, not the reference": Listed(
-        "vibethinker/train/rl.py", "frozen_logprobs(lp.ref_model,", "frozen_logprobs(lp.model,",
+        "vibethinker/train/rl.py", "lp.ref_model, tb, rows,", "lp.model, tb, rows,",
         _rl("test_reference_model_and_kl_through_the_loop")),
     "rl: TIS cap ignored": Listed(
-        "vibethinker/train/rl.py", "tis_cap=opts.tis_cap,", "tis_cap=0.0,",
+        "vibethinker/train/rl_update.py", "tis_cap=opts.tis_cap,", "tis_cap=0.0,",
         _rl("test_tis_weights_and_cap_through_the_loop")),
     "rl: max_seconds ignored": Listed(
         "vibethinker/train/rl.py", "out_of_time = opts.max_seconds and", "out_of_time = False and",
@@ -283,7 +281,7 @@ LISTED: dict[str, Listed] = {
         "for part in [rows]",
         _rl("test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
     "rl: std_scale ignored": Listed(
-        "vibethinker/train/rl.py", "std_scale=opts.std_scale", "std_scale=True",
+        "vibethinker/train/rl_update.py", "std_scale=opts.std_scale", "std_scale=True",
         _rl("test_loop_advantages_match_the_reference")),
     "rl: grpo runs MGPO": Listed(
         "vibethinker/algo/advantages.py", '{"grpo": grpo_advantages,', '{"grpo": mgpo_advantages,',

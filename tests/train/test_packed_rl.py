@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from vibethinker.train import policy
-from vibethinker.train.rl import RLOptions, frozen_logprobs, token_chunks, update
+from vibethinker.train.rl import RLOptions
+from vibethinker.train.rl_update import frozen_logprobs, token_chunks, update
 from vibethinker.train.rollout import build_batch, packed_inputs, response_logprobs
 from vibethinker.types import Completion
 

@@ -232,7 +232,7 @@ def test_rl_stage_filter_follows_long2short(tmp_path, monkeypatch):
 
 
 def test_compute_advantages_all_correct_std_only_under_long2short():
-    from vibethinker.train.rl import compute_advantages
+    from vibethinker.train.rl_update import compute_advantages
     from vibethinker.train.rollout import Scored
 
     correct = torch.ones(1, 4, dtype=torch.bool)
