@@ -1,4 +1,5 @@
-"""The pipeline stages: one file per stage, each a flat config dataclass plus `run(config)`.
+"""The pipeline stages: one file per stage, each a flat config dataclass plus `run(config)`; a
+large stage keeps its parts beside it (`distill_candidates.py`: `<stage>_<part>.py`).
 
 A stage registers itself with `@register("name", ConfigClass)`. `run(config) -> dict[str, str]`
 returns its outputs (name -> path), which the recipe runner records in the manifest. Every config
