@@ -136,18 +136,20 @@ def cmd_status(args: list[str], flags: set[str]) -> int:
 
 def cmd_ablate(args: list[str], flags: set[str]) -> int:
     from vibethinker import ablate
+    from vibethinker.ablate.study import describe, load_study
+    from vibethinker.ablate.table import collect, write_outputs
 
     if "--help" in flags or not args:
         print(ablate.USAGE, file=sys.stdout if args or "--help" in flags else sys.stderr)
         return 0 if "--help" in flags else 2
     cli = parse_overrides(args[1:])
     jobs = int(cli.pop("jobs", 0) or 0)
-    study = ablate.load_study(args[0], cli)
+    study = load_study(args[0], cli)
     if "--dry-run" in flags:
-        print(ablate.describe(study))
+        print(describe(study))
         return 0
     if "--table" in flags:  # the table and plot of what has finished; nothing runs
-        paths = ablate.write_outputs(study, {**ablate.collect(study), "failed": []})
+        paths = write_outputs(study, {**collect(study), "failed": []})
         print(f"ablation: {paths['table']} ({paths['plot']})")
         return 0
     spawn = ablate.spawn_inprocess if "--inprocess" in flags else None
