@@ -16,7 +16,7 @@ from tests.helpers.reference import advantages, long2short_rewards, surrogate_lo
 from tests.helpers.rl_loop import _opts, _problems, has_digit
 from vibethinker.engines import SamplingParams, make_sampler
 from vibethinker.models.tiny import build_tiny_model
-from vibethinker.train import policy, rl_engine
+from vibethinker.train import checkpoints, policy, rl_engine
 from vibethinker.train import rl as rl_loop
 from vibethinker.train.rl import logprob_inputs, train, update_all
 from vibethinker.train.rl_update import trained_rows
@@ -252,7 +252,7 @@ def test_max_seconds_stops_checkpointed_and_resumes(tiny, tmp_path):
     opts = _opts(steps=3, max_seconds=1e-9)
     res = train(model, tok, _problems(), opts, tmp_path / "cap", verify=has_digit)
     assert res["steps_done"] == 1 and len(res["history"]) == 1
-    assert [s for s, _ in policy.list_checkpoints(tmp_path / "cap" / "checkpoints")] == [1]
+    assert [s for s, _ in checkpoints.list_checkpoints(tmp_path / "cap" / "checkpoints")] == [1]
     model2, _ = policy.load_policy(tiny, "cpu")
     res = train(model2, tok, _problems(), _opts(steps=3), tmp_path / "cap", verify=has_digit)
     assert res["resumed_at"] == 1 and res["steps_done"] == 3

@@ -119,7 +119,7 @@ def merge_plan(
 
 def find_checkpoints(cfg: ProbeMergeConfig) -> list[tuple[str, str]]:
     """(label, folder) of every checkpoint to probe, in training order."""
-    from vibethinker.train.policy import list_checkpoints
+    from vibethinker.train.checkpoints import list_checkpoints
 
     found = []
     for sft in cfg.sft:

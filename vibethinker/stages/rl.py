@@ -241,10 +241,10 @@ def write_steps(out: Path, cfg: RLConfig, done: int) -> None:
 
 def _pass_through(cfg: RLConfig, model: Any, tok: Any, counts: dict) -> dict[str, str]:
     """No prompt to train on: final/ is the start model, and the stage says so loudly."""
-    from vibethinker.train import dist, policy
+    from vibethinker.train import checkpoints, dist
 
     out = Path(cfg.out)
-    final = policy.save_hf(model, tok, out / "final")
+    final = checkpoints.save_hf(model, tok, out / "final")
     if not dist.is_main():
         return {"model": str(final)}
     warns = [
@@ -276,7 +276,7 @@ def run(cfg: RLConfig) -> dict[str, str]:
     from vibethinker.engines import make_sampler
     from vibethinker.evaluate import PROMPT_STYLES
     from vibethinker.prompts.paper import prompt_examples, sampler_render, write_prompt_examples
-    from vibethinker.train import dist, policy, rl
+    from vibethinker.train import checkpoints, dist, policy, rl
     from vibethinker.verifiers import check_available, verify_batch
 
     if not cfg.model or not cfg.data:
@@ -346,7 +346,7 @@ def run(cfg: RLConfig) -> dict[str, str]:
         prompt_fn=prompt_fn,
         verify=verify,
     )
-    final = policy.save_hf(model, tok, out / "final")
+    final = checkpoints.save_hf(model, tok, out / "final")
     if not dist.is_main():  # under torchrun rank 0 writes the reports
         return {"model": str(final)}
     plot = plot_curves(

@@ -295,7 +295,7 @@ def sampled_pass1(
 @register("sft", SFTConfig, resumable=True, positional=("model", "data"))
 def run(cfg: SFTConfig) -> dict[str, str]:
     """Supervised fine-tuning on multi-path traces (curriculum stage 1 or 2), checkpointing."""
-    from vibethinker.train import dist, packing, policy, sft
+    from vibethinker.train import checkpoints, dist, packing, policy, sft
 
     if not cfg.model:
         raise ValueError("sft: `model` is required (a HF folder or hub id)")
@@ -341,7 +341,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
             f"{cfg.overlong}); raise max_len or set overlong=cut"
         )
     stats = sft.train(model, tok, samples, cfg, out)
-    final = policy.save_hf(model, tok, out / "final")
+    final = checkpoints.save_hf(model, tok, out / "final")
     del model
     if not dist.is_main():  # under torchrun rank 0 writes the reports
         return {"model": final}

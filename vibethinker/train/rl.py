@@ -27,7 +27,7 @@ from vibethinker.config import is_runtime
 from vibethinker.engines import SamplingParams
 from vibethinker.log import get_logger, make_tracker
 from vibethinker.prompts.paper import paper_prompt
-from vibethinker.train import dist, interrupt, policy
+from vibethinker.train import checkpoints, dist, interrupt, policy
 from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rl_engine import default_verify, rollout_engine
 from vibethinker.train.rl_metrics import Timer, evaluate_policy, step_metrics
@@ -154,7 +154,7 @@ def train(
             f"{dist.world()} processes (each samples whole groups of its prompts)"
         )
     model = dist.wrap(model, opts.parallel)  # N processes: FSDP2 or DDP
-    optimizer, scheduler, start = policy.start_or_resume(
+    optimizer, scheduler, start = checkpoints.start_or_resume(
         model,
         out,
         seed=opts.seed,
@@ -167,8 +167,8 @@ def train(
         resume=resume,
     )
     history, evals = (
-        policy.rows_upto(out / "metrics.jsonl", start),
-        policy.rows_upto(out / "evals.jsonl", start),
+        checkpoints.rows_upto(out / "metrics.jsonl", start),
+        checkpoints.rows_upto(out / "evals.jsonl", start),
     )
     sync = None
     if sampler is None:
@@ -397,8 +397,8 @@ def _checkpoint(lp: Loop, done: int, stop_at: int | None, out_of_time: bool) -> 
             "options": asdict(opts),
             "data_pos": done * opts.prompts_per_step,
         }
-        policy.save_checkpoint(
-            policy.step_dir(lp.out / "checkpoints", done),
+        checkpoints.save_checkpoint(
+            checkpoints.step_dir(lp.out / "checkpoints", done),
             lp.model,
             lp.tokenizer,
             optimizer=lp.optimizer,
@@ -406,7 +406,7 @@ def _checkpoint(lp: Loop, done: int, stop_at: int | None, out_of_time: bool) -> 
             step=done,
             extra=extra,
         )
-        policy.prune_checkpoints(lp.out / "checkpoints", opts.keep_last)
+        checkpoints.prune_checkpoints(lp.out / "checkpoints", opts.keep_last)
     if out_of_time and not interrupted:
         log.warning(
             "rl: wall-clock cap of %.0f s reached after %d/%d steps",

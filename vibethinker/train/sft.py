@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from vibethinker.log import get_logger
-from vibethinker.train import chunked, dist, interrupt, packing, policy
+from vibethinker.train import checkpoints, chunked, dist, interrupt, packing, policy
 from vibethinker.train.packing import IGNORE, Sample
 from vibethinker.train.sft_config import SFTConfig
 
@@ -157,7 +157,7 @@ def train(
     # the epoch counter counts epochs of the data, also when max_steps cuts the run short
     full = len(_plan(samples, replace(opts, max_steps=None))) if opts.max_steps else total
     model = dist.wrap(model, opts.parallel)  # N processes: FSDP2 or DDP
-    optimizer, scheduler, start = policy.start_or_resume(
+    optimizer, scheduler, start = checkpoints.start_or_resume(
         model,
         out,
         seed=opts.seed,
@@ -170,7 +170,7 @@ def train(
         resume=resume,
     )
     metrics_path = out / "metrics.jsonl"
-    history = policy.rows_upto(metrics_path, start)
+    history = checkpoints.rows_upto(metrics_path, start)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     device = next(model.parameters()).device
     model.train()
@@ -178,8 +178,8 @@ def train(
     extra = {"total_steps": total, "options": loop_options(opts)}
 
     def save(done: int) -> None:
-        policy.save_checkpoint(
-            policy.step_dir(out / "checkpoints", done),
+        checkpoints.save_checkpoint(
+            checkpoints.step_dir(out / "checkpoints", done),
             model,
             tokenizer,
             optimizer=optimizer,
@@ -187,7 +187,7 @@ def train(
             step=done,
             extra=extra,
         )
-        policy.prune_checkpoints(out / "checkpoints", opts.keep_last, keep_weights=True)
+        checkpoints.prune_checkpoints(out / "checkpoints", opts.keep_last, keep_weights=True)
 
     bar = dist.progress_bar(total, start, "sft")
     from vibethinker.log import make_tracker  # experiment tracking (report_to)
