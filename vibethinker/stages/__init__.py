@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vibethinker.config import ConfigError
+from vibethinker.config import ConfigError, close_matches
 
 
 @dataclass
@@ -90,8 +90,6 @@ def get(name: str) -> StageSpec:
         for mod in _user_modules():
             importlib.import_module(mod)
     if name not in STAGES:
-        from vibethinker.config import close_matches
-
         known = sorted(STAGES)
         raise ConfigError(
             f"unknown stage {name!r}{close_matches(name, known)}; known stages: {', '.join(known)}"

@@ -37,6 +37,7 @@ from vibethinker.log import get_logger
 from vibethinker.reports.distill import plot_s_lp, summary_md
 from vibethinker.stages import distill_candidates as candidates
 from vibethinker.stages import register
+from vibethinker.stages import sft as sft_stage
 from vibethinker.stages.distill_candidates import load_or_build_candidates
 from vibethinker.stages.distill_select import (
     check_nonempty,
@@ -351,7 +352,6 @@ def run(cfg: DistillConfig) -> dict[str, str]:
 
     Under torchrun, rank 0 samples, scores and selects (the teachers' sampling is not sharded)
     and every process then trains the student together through the SFT stage."""
-    from vibethinker.stages import sft as sft_stage
     from vibethinker.train import dist
     from vibethinker.train.policy import resolve_device
 

@@ -20,8 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vibethinker import verifiers
+from vibethinker.data.io import load_mixture, load_problems, save_problems
 from vibethinker.data.shapes import RowShape
+from vibethinker.engines import SamplingParams, make_sampler
+from vibethinker.evaluate import PROMPT_STYLES, evaluate
+from vibethinker.evaluate.metrics import truncation_verdicts
 from vibethinker.log import get_logger
+from vibethinker.models import check_context
+from vibethinker.prompts.paper import prompt_examples, write_prompt_examples
 from vibethinker.reports.sft import plot_loss, summary_md
 from vibethinker.stages import register
 from vibethinker.train.sft_config import SFTConfig
@@ -47,8 +54,6 @@ def row_shape(cfg: SFTConfig) -> RowShape:
 def read_training_data(cfg: SFTConfig) -> list[Problem]:
     """The `data` records, checked: run before any model loads, so a data problem costs no load.
     Raises when no record has a trace (nothing to train on)."""
-    from vibethinker.data.io import load_mixture, load_problems
-
     shape = row_shape(cfg)
     raw = (
         load_mixture(
@@ -108,11 +113,8 @@ def filter_easy_prompts(
     `max_new_tokens` is judged by `truncated_reward` ("zero": an error; "verify": its text is
     scored), the rl stage's rule; the counts say how many rollouts were cut and how many
     keep/drop decisions the rule decided (`truncation_decisions`)."""
-    from vibethinker.engines import SamplingParams
-    from vibethinker.evaluate.metrics import truncation_verdicts
-
     if verify is None:
-        from vibethinker.verifiers import verify_batch as verify
+        verify = verifiers.verify_batch
     params = SamplingParams(max_new_tokens=max_new_tokens, seed=seed)
     prompt_fn = prompt_fn or (lambda p: p.prompt)
     outs = sampler.generate([prompt_fn(p) for p in problems], rollouts, params)
@@ -175,9 +177,6 @@ def apply_filters(cfg: SFTConfig, problems: list[Problem], tokenizer: Any) -> tu
             cfg.min_trace_tokens,
         )
     if cfg.filter_ref_model and problems:
-        from vibethinker.engines import make_sampler
-        from vibethinker.evaluate import PROMPT_STYLES
-
         kw: dict[str, Any] = {"model": cfg.filter_ref_model}
         if cfg.filter_engine == "hf":
             from vibethinker.train.policy import resolve_device
@@ -228,8 +227,6 @@ def _filter_key(cfg: SFTConfig) -> dict[str, Any]:
 def load_training_set(cfg: SFTConfig, tokenizer: Any) -> tuple[list[Problem], dict[str, Any]]:
     """The filtered problems; cached in out/data.jsonl + filters.json so a resumed run does not
     re-sample the reference model (and trains on exactly the same set)."""
-    from vibethinker.data.io import load_problems, save_problems
-
     out = Path(cfg.out)
     cache, meta = out / "data.jsonl", out / "filters.json"
     if cache.exists() and meta.exists():
@@ -272,10 +269,6 @@ def sampled_pass1(
 ) -> dict[str, float]:
     """avg@n (the paper's Pass@1) per slice (all, domains, subdomains) on the first `limit`
     problems of `path`, through the evaluation harness."""
-    from vibethinker.data.io import load_problems
-    from vibethinker.engines import SamplingParams, make_sampler
-    from vibethinker.evaluate import PROMPT_STYLES, evaluate
-
     problems = load_problems(path)[:limit]
     sampler = make_sampler("hf", model=model_dir, device=device)
     res = evaluate(
@@ -310,13 +303,10 @@ def run(cfg: SFTConfig) -> dict[str, str]:
         rope_yarn_factor=cfg.rope_yarn_factor,
         rope_original_len=cfg.rope_original_len,
     )
-    from vibethinker.models import check_context
 
     check_context(model.config, cfg.max_len, f"sft max_len={cfg.max_len}")
     model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
     problems, counts = dist.main_first(load_training_set, cfg, tok)  # rank 0 filters
-    from vibethinker.evaluate import PROMPT_STYLES
-    from vibethinker.prompts.paper import prompt_examples, write_prompt_examples
 
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
     if dist.is_main():  # the first prompts as trained on: prompt_style and chat template applied

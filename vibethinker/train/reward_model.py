@@ -30,6 +30,7 @@ import torch
 
 from vibethinker.log import get_logger
 from vibethinker.train.policy import autocast_context
+from vibethinker.verifiers.rubric import rm_text
 
 log = get_logger("train.reward_model")
 
@@ -42,8 +43,6 @@ def bt_loss(r_chosen: torch.Tensor, r_rejected: torch.Tensor) -> torch.Tensor:
 def encode_pairs(tokenizer: Any, pairs: Sequence[dict], max_len: int) -> list[tuple[list, list]]:
     """[(chosen ids, rejected ids)] of rows {prompt, chosen, rejected}, each cut to its last
     `max_len` tokens (the response end is what differs)."""
-    from vibethinker.verifiers.rubric import rm_text
-
     texts = [rm_text(tokenizer, p["prompt"], p[k]) for p in pairs for k in ("chosen", "rejected")]
     ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
     ids = [x[-max_len:] for x in ids]

@@ -28,6 +28,8 @@ from typing import Any
 from vibethinker.log import get_logger
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers.extract import answer_part
+from vibethinker.verifiers.instruct import validate_instructions
+from vibethinker.verifiers.rubric import make_rubric
 
 log = get_logger("train.rewards")
 RULE_FORMS = ("strict", "partial")
@@ -58,8 +60,6 @@ def is_open(problem: Problem) -> bool:
 def check_instruct_problems(problems: Sequence[Problem], source: str = "") -> tuple[int, int]:
     """Refuse, at stage start, rule prompts whose instructions are malformed (unknown id, bad
     kwargs), naming the problem; returns (rule prompts, open prompts)."""
-    from vibethinker.verifiers.instruct import validate_instructions
-
     n_rule = n_open = 0
     for p in problems:
         if p.domain != "instruct":
@@ -215,8 +215,6 @@ def instruct_reward(
     """The `rl` stage's instruct reward from its config: checks the prompts (malformed rules
     refused), builds the rubric back-end (a bad reward model folder or an endpoint that is down
     fails here, before any rollout) and warns when open prompts have no rubric."""
-    from vibethinker.verifiers.rubric import make_rubric
-
     n_rule, n_open = check_instruct_problems(problems, cfg.data)
     rubric = None
     if cfg.rubric_model:

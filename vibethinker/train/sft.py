@@ -26,7 +26,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from vibethinker.log import get_logger
+from vibethinker.log import get_logger, make_tracker
 from vibethinker.train import checkpoints, chunked, dist, interrupt, packing, policy
 from vibethinker.train.packing import IGNORE, Sample
 from vibethinker.train.sft_config import SFTConfig
@@ -190,7 +190,6 @@ def train(
         checkpoints.prune_checkpoints(out / "checkpoints", opts.keep_last, keep_weights=True)
 
     bar = dist.progress_bar(total, start, "sft")
-    from vibethinker.log import make_tracker  # experiment tracking (report_to)
 
     tracker = make_tracker(opts.report_to if dist.is_main() else "none", out, out.name, vars(opts))
     with _main_file(metrics_path) as mf:

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from vibethinker.types import Problem, Score
+from vibethinker.verifiers.code import backstop
 from vibethinker.verifiers.pool import (  # noqa: F401 (re-exported: the pool's names, by their old home)
     _STATE,
     SETUP_ERRORS,
@@ -49,8 +50,6 @@ TIMEOUTS: dict[str, float] = {"math": 10.0, "stem": 5.0, "code": 120.0, "instruc
 
 
 def _code_backstop(problem: Problem) -> float:
-    from vibethinker.verifiers.code import backstop
-
     return backstop(problem)
 
 
