@@ -26,11 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.config import Checks, runtime
-from vibethinker.data.io import load_problems
-from vibethinker.engines import SamplingParams
-from vibethinker.evaluate import evaluate, paper_prompt
-from vibethinker.evaluate.headline import Row, build_headline, parse_rows, pick_problems
-from vibethinker.evaluate.report import write_samples
+from vibethinker.evaluate.headline import Row
 from vibethinker.log import get_logger, progress_bar
 from vibethinker.reports.headline import (
     headline_markdown,
@@ -39,8 +35,6 @@ from vibethinker.reports.headline import (
     training_steps,
 )
 from vibethinker.stages import register
-from vibethinker.stages.eval import EvalConfig, make_engine
-from vibethinker.verifiers import check_available
 
 log = get_logger("stages.headline")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
@@ -202,6 +196,11 @@ def _write_json(path: Path, obj: Any) -> str:
 
 def score_model(cfg: HeadlineConfig, row: Row, problems: list) -> dict[str, Any]:
     """Sample and verify one model (one batched sampler call); per-problem avg@n."""
+    from vibethinker.engines import SamplingParams
+    from vibethinker.evaluate import evaluate, paper_prompt
+    from vibethinker.evaluate.report import write_samples
+    from vibethinker.stages.eval import EvalConfig, make_engine
+
     ecfg = EvalConfig(
         model=row.model,
         engine=cfg.engine,
@@ -245,6 +244,10 @@ def score_model(cfg: HeadlineConfig, row: Row, problems: list) -> dict[str, Any]
 @register("headline", HeadlineConfig, resumable=True)
 def run(cfg: HeadlineConfig) -> dict[str, str]:
     """The report's headline: held-out accuracy per domain after each stage, with intervals."""
+    from vibethinker.data.io import load_problems
+    from vibethinker.evaluate.headline import build_headline, parse_rows, pick_problems
+    from vibethinker.verifiers import check_available
+
     rows = parse_rows(cfg.models)
     if not cfg.data or not Path(cfg.data).exists():
         raise FileNotFoundError(f"headline: data {cfg.data!r} not found (held-out problems)")

@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.config import Checks, runtime
-from vibethinker.data.io import load_problems
-from vibethinker.data.world.instruct_open import preference_pairs
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 
@@ -84,6 +82,8 @@ class RewardModelConfig:
 
 def build_pairs(problems: list, seed: int) -> list[dict[str, Any]]:
     """Preference rows of every instruct problem, each tagged with its source (rule / open)."""
+    from vibethinker.data.world.instruct_open import preference_pairs
+
     rng = random.Random(f"reward-pairs:{seed}")
     rows = []
     for p in problems:
@@ -175,6 +175,7 @@ def load_start(path: str, device: str, gradient_checkpointing: bool = False) -> 
 @register("reward_model", RewardModelConfig, positional=("model", "data"))
 def run(cfg: RewardModelConfig) -> dict[str, str]:
     """Train a Bradley-Terry reward model on the world's preference pairs (rubric reward)."""
+    from vibethinker.data.io import load_problems
     from vibethinker.train import policy
     from vibethinker.train.reward_model import encode_pairs, evaluate_pairs, train_bt
 
