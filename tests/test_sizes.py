@@ -22,44 +22,23 @@ MAX_FUNCTION_LINES = 60
 LONG_FILES: dict[str, str] = {}
 
 _MERGE = "the h-settings branch rewrites lines of it; split once that branch is merged"
-_LOOP = (
-    "a training loop read top to bottom (start or resume, then each step, eval, checkpoint); "
-    "its steps are already named functions"
-)
-_STAGE = "a stage's `run`: the stage's steps in order, each a named call; splitting scatters it"
 LONG_FUNCTIONS: dict[str, str] = {
     "stages/construct.py::run": _MERGE,
     "stages/clr.py::run_phases": _MERGE,
     "stages/rl.py::training_prompts": _MERGE,
-    "train/rl.py::train": _LOOP,
-    "train/sft.py::train": _LOOP,
-    "stages/rl.py::run": _STAGE,
-    "stages/sft.py::run": _STAGE,
-    "stages/headline.py::run": _STAGE,
-    "stages/reward_model.py::run": _STAGE,
-    "stages/probe_merge.py::run": _STAGE,
-    "evaluate/headline.py::build_headline": "the headline table's rows, one block per row kind",
     "verifiers/pool.py::WorkerPool.map": "one scheduling loop over worker processes (start, "
     "send, wait, time out, replace); its state is shared by every branch",
     "verifiers/pool.py::run_threads": "the thread form of the same scheduling loop",
-    "train/rewards.py::InstructReward.__call__": "rule and rubric rewards of one batch, merged "
-    "in order; the counters it keeps span both",
     "train/rl_config.py::check_rl": "one check per config key, in field order (a config file "
     "the h-settings branch edits)",
-    "reports/construct.py::write_summary": "the summary's sections in order (presentation)",
-    "data/io.py::problem_from_dict": "one check per Problem field, each naming the file, row "
-    "and key",
-    "train/reward_model.py::train_bt": "the Bradley-Terry loop (start or resume, steps, eval)",
-    "train/merge.py::merge_checkpoints": "streams every tensor through the average once; the "
-    "file handles it holds span the loop",
-    "verifiers/batch.py::verify_batch": "the batch's routes (cache, in-process, pool, threads) "
-    "in one place",
-    "cli.py::main": "the command dispatch (flags, then one branch per command)",
+    "train/merge.py::merge_checkpoints": "mutation-tested: scripts/mutate.py names its equivalent "
+    "mutants by number, which any change to its source renumbers",
 }
 
 _TORCH = (
     "imports torch: a stage module stays torch-free so that `vibethinker <stage> --help` "
-    "starts in 0.2-0.4 s, not 2.9-4.4 s (shared machine; docs/README.md)"
+    "starts in 0.2-0.4 s, not 2.9-4.4 s (shared machine: `vibethinker distill --help` with and "
+    "without `import torch, transformers` first, alternating runs)"
 )
 _RECIPE = "the recipe runner imports torch; `vibethinker ablate --help` and the CLI stay torch-free"
 _CLI = (
@@ -77,7 +56,7 @@ INNER_IMPORTS: dict[str, str] = {
     "cli.py::cmd_run": _CLI,
     "cli.py::cmd_stage": _CLI,
     "cli.py::cmd_status": _CLI,
-    "cli.py::main": _CLI,
+    "cli.py::_dispatch": _CLI,
     "stages/distill.py::held_out": _TORCH,
     "stages/distill.py::run": _TORCH,
     "stages/distill_candidates.py::make_teacher_sampler": _TORCH,
@@ -86,8 +65,11 @@ INNER_IMPORTS: dict[str, str] = {
     "stages/sft.py::apply_filters": _TORCH,
     "stages/sft.py::run": _TORCH,
     "stages/sft.py::train_render": _TORCH,
+    "stages/sft.py::training_samples": _TORCH,
     "stages/rl.py::_pass_through": _TORCH,
     "stages/rl.py::filter_prompts": _TORCH,
+    "stages/rl.py::reference_model": _TORCH,
+    "stages/rl.py::reward_fn": _PENDING,
     "stages/rl.py::run": _TORCH + "; the rest: " + _PENDING,
     "stages/rl.py::check_rl_context": _PENDING,
     "stages/rl.py::load_domain": _PENDING,
@@ -101,6 +83,7 @@ INNER_IMPORTS: dict[str, str] = {
     "stages/probe_merge.py::probe_model": _PENDING,
     "stages/probe_merge.py::run": _TORCH + "; the rest: " + _PENDING,
     "stages/reward_model.py::build_pairs": _PENDING,
+    "stages/reward_model.py::preference_data": _PENDING,
     "stages/reward_model.py::run": _TORCH + "; the rest: " + _PENDING,
 }
 
@@ -197,8 +180,8 @@ def test_package_imports_are_at_the_top():
 
 def test_the_allowlists_stay_short():
     assert len(LONG_FILES) == 0
-    assert len(LONG_FUNCTIONS) <= 21
-    assert sum(len(v) for v in measure(ROOT)[2].values()) <= 64
+    assert len(LONG_FUNCTIONS) <= 7
+    assert sum(len(v) for v in measure(ROOT)[2].values()) <= 67
 
 
 def test_the_checks_catch_what_they_should(tmp_path):

@@ -285,29 +285,14 @@ def sampled_pass1(
 # ----------------------------------------------------------------------------- stage
 
 
-@register("sft", SFTConfig, resumable=True, positional=("model", "data"))
-def run(cfg: SFTConfig) -> dict[str, str]:
-    """Supervised fine-tuning on multi-path traces (curriculum stage 1 or 2), checkpointing."""
-    from vibethinker.train import checkpoints, dist, packing, policy, sft
+def training_samples(
+    cfg: SFTConfig, tok: Any, problems: list[Problem], counts: dict[str, Any]
+) -> tuple[list[Any], int, int]:
+    """(packed samples, how many were cut, how many dropped) of every trace of `problems`, in
+    the prompt style; the first prompts as trained on are written out (rank 0)."""
+    from vibethinker.train import dist, packing
 
-    if not cfg.model:
-        raise ValueError("sft: `model` is required (a HF folder or hub id)")
-    t0 = time.time()
     out = Path(cfg.out)
-    read_training_data(cfg)  # a data problem is reported before the model loads
-    device = policy.resolve_device(cfg.device)
-    model, tok = policy.load_policy(
-        cfg.model,
-        device,
-        cfg.gradient_checkpointing,
-        rope_yarn_factor=cfg.rope_yarn_factor,
-        rope_original_len=cfg.rope_original_len,
-    )
-
-    check_context(model.config, cfg.max_len, f"sft max_len={cfg.max_len}")
-    model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
-    problems, counts = dist.main_first(load_training_set, cfg, tok)  # rank 0 filters
-
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
     if dist.is_main():  # the first prompts as trained on: prompt_style and chat template applied
         write_prompt_examples(out, prompt_examples(problems, prompt_fn, train_render(tok)))
@@ -330,11 +315,22 @@ def run(cfg: SFTConfig) -> dict[str, str]:
             f"sft: every sample is longer than max_len={cfg.max_len} (overlong="
             f"{cfg.overlong}); raise max_len or set overlong=cut"
         )
-    stats = sft.train(model, tok, samples, cfg, out)
-    final = checkpoints.save_hf(model, tok, out / "final")
-    del model
-    if not dist.is_main():  # under torchrun rank 0 writes the reports
-        return {"model": final}
+    return samples, n_cut, n_dropped
+
+
+def write_reports(
+    cfg: SFTConfig,
+    final: str,
+    stats: dict[str, Any],
+    counts: dict[str, Any],
+    sizes: tuple[int, int, int],
+    device: str,
+    t0: float,
+) -> None:
+    """The loss plot, the held-out pass@1 (with `eval_data`), stats.json and summary.md;
+    `sizes`: (samples, cut, dropped)."""
+    out = Path(cfg.out)
+    n_samples, n_cut, n_dropped = sizes
     plot_loss(out / "metrics.jsonl", out / "loss.png", f"SFT: {out.name}")
     pass1 = None
     if cfg.eval_data:
@@ -349,7 +345,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
             cfg.prompt_style,
         )
     stats.update(
-        samples=len(samples),
+        samples=n_samples,
         samples_cut=n_cut,
         samples_dropped_overlong=n_dropped,
         filters=counts,
@@ -358,7 +354,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     )
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     (out / "summary.md").write_text(
-        summary_md(cfg, stats, counts, len(samples), n_cut, pass1, n_dropped)
+        summary_md(cfg, stats, counts, n_samples, n_cut, pass1, n_dropped)
     )
     log.info(
         "sft done: %d steps, final loss %.4f, %s tokens/s",
@@ -366,6 +362,38 @@ def run(cfg: SFTConfig) -> dict[str, str]:
         stats["final_loss"],
         stats["tokens_per_s"],
     )
+
+
+@register("sft", SFTConfig, resumable=True, positional=("model", "data"))
+def run(cfg: SFTConfig) -> dict[str, str]:
+    """Supervised fine-tuning on multi-path traces (curriculum stage 1 or 2), checkpointing."""
+    from vibethinker.train import checkpoints, dist, policy, sft
+
+    if not cfg.model:
+        raise ValueError("sft: `model` is required (a HF folder or hub id)")
+    t0 = time.time()
+    out = Path(cfg.out)
+    read_training_data(cfg)  # a data problem is reported before the model loads
+    device = policy.resolve_device(cfg.device)
+    model, tok = policy.load_policy(
+        cfg.model,
+        device,
+        cfg.gradient_checkpointing,
+        rope_yarn_factor=cfg.rope_yarn_factor,
+        rope_original_len=cfg.rope_original_len,
+    )
+
+    check_context(model.config, cfg.max_len, f"sft max_len={cfg.max_len}")
+    model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
+    problems, counts = dist.main_first(load_training_set, cfg, tok)  # rank 0 filters
+
+    samples, n_cut, n_dropped = training_samples(cfg, tok, problems, counts)
+    stats = sft.train(model, tok, samples, cfg, out)
+    final = checkpoints.save_hf(model, tok, out / "final")
+    del model
+    if not dist.is_main():  # under torchrun rank 0 writes the reports
+        return {"model": final}
+    write_reports(cfg, final, stats, counts, (len(samples), n_cut, n_dropped), device, t0)
     return {
         "model": final,
         "checkpoints": str(out / "checkpoints"),

@@ -163,6 +163,29 @@ def make_adamw(params: list, lr: float, weight_decay: float) -> torch.optim.Opti
         return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
 
 
+def _bt_row(
+    step: int,
+    epoch: int,
+    loss: torch.Tensor,
+    rc: torch.Tensor,
+    rr: torch.Tensor,
+    gn: torch.Tensor,
+    lr: float,
+    seconds: float,
+) -> dict[str, Any]:
+    """One optimizer step's metrics: loss, batch accuracy (chosen above rejected), margin."""
+    return {
+        "step": step,
+        "epoch": epoch,
+        "loss": round(float(loss), 5),
+        "accuracy": float((rc > rr).float().mean()),
+        "margin": round(float((rc - rr).mean()), 4),
+        "grad_norm": float(gn),
+        "lr": lr,
+        "seconds": round(seconds, 4),
+    }
+
+
 def train_bt(
     model: Any,
     tokenizer: Any,
@@ -209,18 +232,8 @@ def train_bt(
             opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
-            hist.append(
-                {
-                    "step": len(hist) + 1,
-                    "epoch": ep,
-                    "loss": round(float(loss), 5),
-                    "accuracy": float((rc > rr).float().mean()),
-                    "margin": round(float((rc - rr).mean()), 4),
-                    "grad_norm": float(gn),
-                    "lr": sched.get_last_lr()[0],
-                    "seconds": round(time.perf_counter() - ts, 4),
-                }
-            )
+            lr_now, dt = sched.get_last_lr()[0], time.perf_counter() - ts
+            hist.append(_bt_row(len(hist) + 1, ep, loss, rc, rr, gn, lr_now, dt))
             if max_seconds and time.perf_counter() - t0 >= max_seconds:
                 log.warning(
                     "reward model: wall-clock cap %.0f s reached after %d/%d steps",

@@ -153,6 +153,38 @@ def train(
             f"rl: prompts_per_step={opts.prompts_per_step} is less than the "
             f"{dist.world()} processes (each samples whole groups of its prompts)"
         )
+    lp, start = _start(
+        model, tokenizer, problems, opts, out, ref_model, prompt_fn, verify, resume, sampler
+    )
+    report = opts.report_to if dist.is_main() else "none"
+    tracker = make_tracker(report, out, out.name, vars(opts))
+    if start == 0:
+        run_eval(lp, eval_problems, 0)
+    done = _run_steps(lp, eval_problems, start, stop_at, tracker)
+    tracker.close()
+    return {
+        "steps_done": done,
+        "steps": opts.steps,
+        "resumed_at": start,
+        "history": lp.history,
+        "evals": lp.evals,
+    }
+
+
+def _start(
+    model: Any,
+    tokenizer: Any,
+    problems: Sequence[Problem],
+    opts: RLConfig,
+    out: Path,
+    ref_model: Any,
+    prompt_fn: Callable[[Problem], str],
+    verify: Callable[[list[Problem], list[str]], list] | None,
+    resume: bool,
+    sampler: Any,
+) -> tuple[Loop, int]:
+    """The loop's state (the model wrapped for N processes, optimizer and schedule started or
+    resumed, logs cut back, rollout engine synced) and the step to start at."""
     model = dist.wrap(model, opts.parallel)  # N processes: FSDP2 or DDP
     optimizer, scheduler, start = checkpoints.start_or_resume(
         model,
@@ -197,10 +229,15 @@ def train(
         evals=evals,
         sync=sync,
     )
-    report = opts.report_to if dist.is_main() else "none"
-    tracker = make_tracker(report, out, out.name, vars(opts))
-    if start == 0:
-        run_eval(lp, eval_problems, 0)
+    return lp, start
+
+
+def _run_steps(
+    lp: Loop, eval_problems: Sequence[Problem], start: int, stop_at: int | None, tracker: Any
+) -> int:
+    """Steps from `start` until the last, a stop (`stop_at`, a signal) or the wall-clock cap,
+    evaluating and checkpointing when due; returns the steps done."""
+    opts = lp.opts
     bar = dist.progress_bar(opts.steps, start, "rl")
     t_begin, done = time.perf_counter(), start
     for step in range(start, opts.steps):
@@ -220,14 +257,7 @@ def train(
                 interrupt.stop(done)
             break
     bar.close()
-    tracker.close()
-    return {
-        "steps_done": done,
-        "steps": opts.steps,
-        "resumed_at": start,
-        "history": lp.history,
-        "evals": lp.evals,
-    }
+    return done
 
 
 def rl_step(lp: Loop, step: int) -> dict[str, Any]:

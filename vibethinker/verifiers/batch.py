@@ -57,6 +57,14 @@ def _code_backstop(problem: Problem) -> float:
 BACKSTOPS: dict[str, Callable[[Problem], float]] = {"code": _code_backstop}
 
 
+def item_limit(problem: Problem, timeout: float | None) -> float:
+    """One item's wall-clock limit (s): `timeout`, else its domain's backstop or TIMEOUTS."""
+    if timeout is not None:
+        return timeout
+    d = problem.domain
+    return BACKSTOPS[d](problem) if d in BACKSTOPS else TIMEOUTS.get(d, 60.0)
+
+
 def verify_batch(
     problems: Sequence[Problem],
     responses: Sequence[str],
@@ -80,19 +88,13 @@ def verify_batch(
         groups[MODES.get(p.domain, "thread")].append(i)
     results: list[Score | None] = [None] * len(problems)
 
-    def limit(i: int) -> float:
-        if timeout is not None:
-            return timeout
-        d = problems[i].domain
-        return BACKSTOPS[d](problems[i]) if d in BACKSTOPS else TIMEOUTS.get(d, 60.0)
-
     def run_group(mode: str) -> None:
         idx = groups[mode]
         if not idx:
             return
         args = [(problems[i], responses[i] if isinstance(responses[i], str) else "") for i in idx]
         done = (lambda j: on_done(idx[j])) if on_done else None
-        limits = [limit(i) for i in idx]
+        limits = [item_limit(problems[i], timeout) for i in idx]
         if mode == "process":
             out = get_pool(workers).map(fn, args, limits, done)
         else:
