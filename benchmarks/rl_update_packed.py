@@ -4,7 +4,7 @@
         [--vocab 151936] [--hidden 256] [--layers 2] [--rows 16] [--cap 512] [--median 48]
         [--micro-batch 4] [--budget 2048] [--threads 1] [--repeats 3] [--json out.json]
 
-One `rl.update` (forward, backward, AdamW step; on-policy, no KL, no TIS) of a random-weight
+One `rl_update.update` (forward, backward, AdamW step; on-policy, no KL, no TIS) of a random-weight
 Qwen2-architecture model (fp32, CPU) over the same rows on both sides: `--rows` prompt +
 response rows, prompts of 32-96 tokens, responses log-normal (median `--median`, sigma
 `--sigma`) capped at `--cap`, with a tenth of the rows exactly at the cap (the long tail that
@@ -74,7 +74,7 @@ def _side(args: argparse.Namespace, packed: bool) -> dict:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from vibethinker.train import policy, rl
+    from vibethinker.train import policy, rl, rl_update
     from vibethinker.train.rollout import build_batch
     from vibethinker.types import Completion
 
@@ -98,7 +98,7 @@ def _side(args: argparse.Namespace, packed: bool) -> dict:
                        max_tokens_per_micro=args.budget if packed else 0)  # fmt: skip
     optimizer = policy.make_optimizer(model, 1e-6)
     peaks: list[float] = []
-    inner = rl._micro_loss
+    inner = rl_update._micro_loss
 
     def timed_micro(*a, **k):  # the previous micro-batch's peak (its forward AND backward)
         if peaks or timed_micro.started:
@@ -108,13 +108,13 @@ def _side(args: argparse.Namespace, packed: bool) -> dict:
         return inner(*a, **k)
 
     timed_micro.started = False
-    rl._micro_loss = timed_micro
+    rl_update._micro_loss = timed_micro
     t0, c0 = time.perf_counter(), time.process_time()
-    u = rl.update(model, optimizer, None, batch, adv, rows, opts)
+    u = rl_update.update(model, optimizer, None, batch, adv, rows, opts)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     peaks.append(hwm_mb())  # the last micro-batch (and the optimizer step)
     n_tok = int(batch.attention_mask.sum())
-    plan = rl.plan_micro(rows, batch, opts.micro_batch, opts.max_tokens_per_micro, False)
+    plan = rl_update.plan_micro(rows, batch, opts.micro_batch, opts.max_tokens_per_micro, False)
     positions = sum(len(r) * batch.input_ids.shape[1] for r, _ in plan) if not packed else n_tok
     return {"metrics": {"tokens_per_s": n_tok / dt, "update_s": dt, "tokens": n_tok,
                         "tokens_per_cpu_s": n_tok / cpu, "update_cpu_s": cpu,

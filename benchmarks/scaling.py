@@ -12,7 +12,7 @@ times, points interleaved; we report the median and range of the step time and t
 - SFT step vs length: one optimizer step (forward + backward of the assistant-token loss, AdamW)
   on one row holding one sample of L tokens (`train.sft.train_step`: the loop's own step).
 - SFT step vs batch: B rows of 512 tokens (packed rows of several samples, as the loop packs).
-- RL update vs length and G: the loop's own update (`train.rl.update`) of one group, G rows of a
+- RL update vs length and G: the loop's own update (`train.rl_update.update`) of one group, G rows of a
   64-token prompt plus an L-token response in one micro-batch: forward, per-token logprobs of
   the response (the LM head on response positions only), clipped surrogate with TIS weights,
   backward, AdamW. That is the whole learner side of a step with `mini_batches: 1` and no KL
@@ -86,7 +86,7 @@ def point_sft(args, shared: dict, length: int, rows: int, ckpt: bool, per_row: i
 def point_rl(args, shared: dict, length: int, g_size: int, ckpt: bool) -> dict:
     import torch
 
-    from vibethinker.train import policy, rl, rollout
+    from vibethinker.train import policy, rl, rl_update, rollout
     from vibethinker.types import Completion
 
     harness.set_threads(args.threads)
@@ -104,7 +104,7 @@ def point_rl(args, shared: dict, length: int, g_size: int, ckpt: bool) -> dict:
     model.train()
 
     def step():  # the loop's update: one forward of the group, surrogate, backward, AdamW
-        rl.update(model, opt, None, batch, adv, rl.trained_rows(adv, 0.0), opts)
+        rl_update.update(model, opt, None, batch, adv, rl_update.trained_rows(adv, 0.0), opts)
 
     dt = _time_steps(step, args.steps)
     return {"step_s": dt, "tokens_per_s": g_size * (prompt + length) / dt}

@@ -16,7 +16,7 @@ and extraction parse rate.
 
 The three variants share the samples, the claims and the model's verdicts (one `both` run asks
 the model about every claim and computes every symbolic verdict); `model` and `symbolic` are
-derived from it (stages/clr.py `as_variant`), so their differences are paired, and `symbolic`
+derived from it (stages/clr_phases.py `as_variant`), so their differences are paired, and `symbolic`
 is charged only the verification tokens it would have spent.
 """
 
@@ -84,7 +84,8 @@ def train(args: argparse.Namespace) -> None:
 
 def compare(args: argparse.Namespace) -> None:
     from vibethinker.reports.clr import write_clr_outputs
-    from vibethinker.stages.clr import ClrConfig, as_variant, run_phases
+    from vibethinker.stages.clr import ClrConfig, run_phases
+    from vibethinker.stages.clr_phases import as_variant
 
     out = Path(args.out) / "clr_evidence"
     data = Path(args.data) if args.data else world_data(Path(args.out)) / "eval.jsonl"

@@ -66,7 +66,7 @@ def diagnose(model: str, args: argparse.Namespace) -> dict:
     from vibethinker.engines import SamplingParams, make_sampler
     from vibethinker.prompts import fill, load_template, problem_text
     from vibethinker.prompts.paper import paper_prompt
-    from vibethinker.stages.clr import claim_eval_phase, labelled_claims
+    from vibethinker.stages.clr_phases import claim_eval_phase, labelled_claims
 
     probs = [p for p in load_problems(args.eval) if p.domain in ("math", "stem")]
     texts = [problem_text(paper_prompt(p)) for p in probs]

@@ -83,7 +83,7 @@ def main() -> int:
 
     from vibethinker.engines import make_sampler
     from vibethinker.log import setup_logging
-    from vibethinker.stages import distill
+    from vibethinker.stages import distill, distill_candidates
 
     setup_logging(quiet=True)
     run, out = Path(args.run), Path(args.out)
@@ -113,7 +113,7 @@ def main() -> int:
     if args.pool_from and not (pool / "candidates.jsonl").exists():
         src = Path(args.pool_from)
         key = json.loads((src / "candidates.json").read_text())["key"]
-        want = json.loads(json.dumps(distill.candidates_key(base)))
+        want = json.loads(json.dumps(distill_candidates.candidates_key(base)))
         if key != want:
             raise SystemExit(f"--pool-from {src}: its pool was made with other settings "
                              f"({key} vs {want})")  # fmt: skip
@@ -123,11 +123,11 @@ def main() -> int:
         print(f"candidate pool copied from {src}", flush=True)
     have = pool / "candidates.json"
     if have.exists() and json.loads(have.read_text())["key"] != json.loads(
-        json.dumps(distill.candidates_key(base))
+        json.dumps(distill_candidates.candidates_key(base))
     ):  # the recipe changed under a half-done --out: never mix two pools in one table
         raise SystemExit(f"{pool} was built with other distill settings than {args.recipe} "
                          "has now; use another --out (or pin the recipe with --recipe)")  # fmt: skip
-    distill.load_or_build_candidates(dataclasses.replace(base, out=str(pool)), pool)
+    distill_candidates.load_or_build_candidates(dataclasses.replace(base, out=str(pool)), pool)
     print(f"candidate pool ready ({time.time() - t0:.0f} s)", flush=True)
 
     results: dict[str, dict[str, list[float]]] = {}
@@ -168,10 +168,12 @@ def main() -> int:
             rows["start"] = rows["sft1"] if Path(cfg.student) == Path(sft1) else distill.pass1(
                 cfg, make_sampler("hf", model=cfg.student, device="cpu"), every)  # fmt: skip
             last = cfg.teachers[-1]
-            rows["last"] = distill.pass1(cfg, distill.make_teacher_sampler(cfg, last), every)
+            rows["last"] = distill.pass1(
+                cfg, distill_candidates.make_teacher_sampler(cfg, last), every
+            )
             for t in cfg.teachers[:-1]:
                 rows[f"specialist {t['domain']}"] = distill.pass1(
-                    cfg, distill.make_teacher_sampler(cfg, t), probs[t["domain"]])  # fmt: skip
+                    cfg, distill_candidates.make_teacher_sampler(cfg, t), probs[t["domain"]])  # fmt: skip
             rows[f"specialist {last['domain']}"] = {last["domain"]: rows["last"][last["domain"]]}
             base_file.write_text(json.dumps(rows, indent=1) + "\n")
         for k, v in rows.items():

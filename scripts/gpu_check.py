@@ -35,8 +35,8 @@ from vibethinker.plan.shapes import KNOWN, ModelShape
 from vibethinker.plan.stages import ESTIMATORS, Context
 from vibethinker.train import policy, sft
 from vibethinker.train.packing import Sample, collate
-from vibethinker.train.rl import update
 from vibethinker.train.rl_config import RLConfig
+from vibethinker.train.rl_update import update
 from vibethinker.train.rollout import build_batch
 
 TINY = ModelShape("tiny", 2, 64, 128, 4, 2, 512, True)

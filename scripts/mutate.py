@@ -62,21 +62,24 @@ TARGETS: dict[str, Target] = {
         ("*x_build_batch*", "*x_response_logprobs*", "*x__hidden_and_head*", "*x__chunk_logp*"),
         ("tests/train/test_rl_loop.py", "tests/train/test_rl.py", "tests/train/test_rollout.py"),
     ),  # fmt: skip
+    "train.rl_update": Target(
+        "vibethinker/train/rl_update.py",
+        ("*x_compute_advantages*", "*x_trained_rows*", "*x_update__*", "*x_frozen_logprobs*"),
+        ("tests/train/test_rl_loop.py", "tests/train/test_rl.py"),
+    ),  # fmt: skip
     "train.rl": Target(
         "vibethinker/train/rl.py",
-        (
-            "*x_compute_advantages*",
-            "*x_trained_rows*",
-            "*x_update__*",
-            "*x_update_all*",
-            "*x_logprob_inputs*",
-            "*x_frozen_logprobs*",
-        ),
+        ("*x_update_all*", "*x_logprob_inputs*"),
         ("tests/train/test_rl_loop.py", "tests/train/test_rl.py"),
+    ),  # fmt: skip
+    "engines.hf_sampling": Target(
+        "vibethinker/engines/hf_sampling.py",
+        ("*x_sample_next*", "*x_nucleus*", "*x_inverse_cdf*"),
+        ("tests/engines/test_hf.py", "tests/engines/test_hf_edges.py"),
     ),  # fmt: skip
     "engines.hf": Target(
         "vibethinker/engines/hf.py",
-        ("*x_sample_next*", "*x_nucleus*", "*x_inverse_cdf*", "*_sample_batch*"),
+        ("*_sample_batch*",),
         ("tests/engines/test_hf.py", "tests/engines/test_hf_edges.py"),
     ),  # fmt: skip
     "stages.probe_merge": Target(
@@ -138,45 +141,46 @@ EQUIVALENT: dict[str, str] = {
     "vibethinker.train.sft.x_train_step__mutmut_17": "batch.to(None) is a no-op like .to(cpu) on "
     "CPU (differs on CUDA only)",
     **{
-        f"vibethinker.engines.hf.x_nucleus__mutmut_{i}": "the top-k shortcut's entry test only "
+        f"vibethinker.engines.hf_sampling.x_nucleus__mutmut_{i}": "the top-k shortcut's entry test only "
         "decides speed: a wrong 'yes' falls back to the full sort, a wrong 'no' sorts fully; the "
         "nucleus is the same (a dim +1/-1 of a 2-D tensor, or a boundary equality, likewise)"
         for i in (9, 10, 11, 15, 16, 18)
     },
     "vibethinker.algo.passk.x_maj_at_k__mutmut_4": "the error message wrapped in XX..XX still "
     "says what is wrong",
-    "vibethinker.engines.hf.x_inverse_cdf__mutmut_6": _DIM,
-    "vibethinker.engines.hf.x_inverse_cdf__mutmut_11": "device=None: the same CPU tensor (differs "
+    "vibethinker.engines.hf_sampling.x_inverse_cdf__mutmut_6": _DIM,
+    "vibethinker.engines.hf_sampling.x_inverse_cdf__mutmut_11": "device=None: the same CPU tensor (differs "
     "on CUDA only)",
-    "vibethinker.engines.hf.x_inverse_cdf__mutmut_15": "no device: the same CPU tensor (differs "
+    "vibethinker.engines.hf_sampling.x_inverse_cdf__mutmut_15": "no device: the same CPU tensor (differs "
     "on CUDA only)",
     "vibethinker.algo.advantages.x_grpo_advantages__mutmut_1": "GRPO ignores lambda (its default "
     "included)",
     "vibethinker.algo.advantages.x_grpo_advantages__mutmut_7": "lambda left to "
     "batch_advantages' default, which is 0",
-    # engines.hf: judged on vibethinker/engines/hf.py as of commit 1594a05 (docs/MUTATION.md)
+    # engines.hf_sampling: judged on vibethinker/engines/hf.py as of commit 1594a05, before these
+    # functions moved unchanged to hf_sampling.py (docs/MUTATION.md)
     **{
-        f"vibethinker.engines.hf.x_sample_next__mutmut_{i}": _HF2D
+        f"vibethinker.engines.hf_sampling.x_sample_next__mutmut_{i}": _HF2D
         for i in (7, 13, 26, 31, 33, 51, 66, 72, 84, 86)
     },
-    "vibethinker.engines.hf.x_sample_next__mutmut_18": "top_k >= 0 for > 0: top_k = 0 is falsy, "
+    "vibethinker.engines.hf_sampling.x_sample_next__mutmut_18": "top_k >= 0 for > 0: top_k = 0 is falsy, "
     "so the first test already skips it",
-    "vibethinker.engines.hf.x_sample_next__mutmut_45": 'float("-INF") is float("-inf")',
+    "vibethinker.engines.hf_sampling.x_sample_next__mutmut_45": 'float("-INF") is float("-inf")',
     **{
-        f"vibethinker.engines.hf.x_sample_next__mutmut_{i}": "top_p = 1.0 also through the "
+        f"vibethinker.engines.hf_sampling.x_sample_next__mutmut_{i}": "top_p = 1.0 also through the "
         "nucleus (<= 1.0 or < 2.0): the same distribution, sampled in sorted order; it differs "
         "only for a token whose preceding float32 mass rounds to 1.0 (below float32 resolution)"
         for i in (53, 54)
     },
     **{
-        f"vibethinker.engines.hf.x_nucleus__mutmut_{i}": _HF2D
+        f"vibethinker.engines.hf_sampling.x_nucleus__mutmut_{i}": _HF2D
         for i in (7, 25, 26, 31, 39, 41, 49, 51, 60)
     },
-    "vibethinker.engines.hf.x_nucleus__mutmut_33": "> for >= in the shortcut's mass check: at "
+    "vibethinker.engines.hf_sampling.x_nucleus__mutmut_33": "> for >= in the shortcut's mass check: at "
     "a top-k mass of exactly top_p the full sort runs instead and keeps the same nucleus",
-    "vibethinker.engines.hf.x_inverse_cdf__mutmut_31": _HF2D,
-    "vibethinker.engines.hf.x_inverse_cdf__mutmut_35": _HF2D,
-    "vibethinker.engines.hf.x_inverse_cdf__mutmut_34": "the clamp guards u * total rounding up to "
+    "vibethinker.engines.hf_sampling.x_inverse_cdf__mutmut_31": _HF2D,
+    "vibethinker.engines.hf_sampling.x_inverse_cdf__mutmut_35": _HF2D,
+    "vibethinker.engines.hf_sampling.x_inverse_cdf__mutmut_34": "the clamp guards u * total rounding up to "
     "the total (u within 2**-53 of 1): torch.rand never gives such a u for any seed, so a wrong "
     "bound is unreachable",
     "vibethinker.train.merge.x_merge_checkpoints__mutmut_88": 'src_dtype starts "" instead of '
@@ -242,18 +246,18 @@ def _rl(*names: str) -> tuple[str, ...]:
 
 LISTED: dict[str, Listed] = {
     "sft: no next-token shift": Listed(
-        "vibethinker/train/sft.py", "logits = head(hidden[:, :-1][sel])",
-        "logits = head(hidden[:, 1:][sel])",
+        "vibethinker/train/sft.py", "token_logprobs(hidden[:, :-1][sel],",
+        "token_logprobs(hidden[:, 1:][sel],",
         ("tests/train/test_sft.py::test_token_loss_is_the_models_own_next_token_loss",)),
     "hf: compaction swaps rows' KV caches": Listed(
         "vibethinker/engines/hf.py", "cache.batch_select_indices(idx)\n",
         "cache.batch_select_indices(idx.flip(0))\n",
         ("tests/engines/test_hf.py::test_compaction_keeps_each_row_its_own_cache",)),
     "hf: temperature ignored": Listed(
-        "vibethinker/engines/hf.py", "z = logits / params.temperature", "z = logits",
+        "vibethinker/engines/hf_sampling.py", "z = logits / params.temperature", "z = logits",
         ("tests/engines/test_hf.py::test_temperature_shapes_the_sampling_distribution",)),
     "hf: top-p fast path trusted without its mass check": Listed(
-        "vibethinker/engines/hf.py", "if not bool((vals.sum(-1) >= top_p).all()):",
+        "vibethinker/engines/hf_sampling.py", "if not bool((vals.sum(-1) >= top_p).all()):",
         "if False:",
         ("tests/engines/test_hf.py::test_top_p_fast_path_matches_a_full_sort",)),
     "rl: 1/N over trained rows only": Listed(
@@ -262,18 +266,18 @@ LISTED: dict[str, Listed] = {
         "share = max(1, rows.numel() // opts.mini_batches)",
         _rl("test_update_gradient_is_the_mean_over_all_sequences", "test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
     "rl: pi_old is the current policy": Listed(
-        "vibethinker/train/rl.py",
+        "vibethinker/train/rl_update.py",
         "old = old_logp[r].to(device) if old_logp is not None else logp.detach()",
         "old = logp.detach()",
         _rl("test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
     "rl: Long2Short ignored": Listed(
-        "vibethinker/train/rl.py", "    if opts.long2short:", "    if False:",
+        "vibethinker/train/rl_update.py", "    if opts.long2short:", "    if False:",
         _rl("test_long2short_through_the_loop")),
     "rl: KL against the policy, not the reference": Listed(
-        "vibethinker/train/rl.py", "frozen_logprobs(lp.ref_model,", "frozen_logprobs(lp.model,",
+        "vibethinker/train/rl.py", "lp.ref_model, tb, rows,", "lp.model, tb, rows,",
         _rl("test_reference_model_and_kl_through_the_loop")),
     "rl: TIS cap ignored": Listed(
-        "vibethinker/train/rl.py", "tis_cap=opts.tis_cap,", "tis_cap=0.0,",
+        "vibethinker/train/rl_update.py", "tis_cap=opts.tis_cap,", "tis_cap=0.0,",
         _rl("test_tis_weights_and_cap_through_the_loop")),
     "rl: max_seconds ignored": Listed(
         "vibethinker/train/rl.py", "out_of_time = opts.max_seconds and", "out_of_time = False and",
@@ -283,7 +287,7 @@ LISTED: dict[str, Listed] = {
         "for part in [rows]",
         _rl("test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
     "rl: std_scale ignored": Listed(
-        "vibethinker/train/rl.py", "std_scale=opts.std_scale", "std_scale=True",
+        "vibethinker/train/rl_update.py", "std_scale=opts.std_scale", "std_scale=True",
         _rl("test_loop_advantages_match_the_reference")),
     "rl: grpo runs MGPO": Listed(
         "vibethinker/algo/advantages.py", '{"grpo": grpo_advantages,', '{"grpo": mgpo_advantages,',

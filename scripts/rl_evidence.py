@@ -33,7 +33,7 @@ def eval_model(path: str, data: str, seeds: list[int], n: int, limit: int, max_n
     from vibethinker.engines import SamplingParams, make_sampler
     from vibethinker.prompts.paper import paper_prompt
     from vibethinker.stages.rl import load_domain
-    from vibethinker.train.rl import evaluate_policy
+    from vibethinker.train.rl_metrics import evaluate_policy
 
     probs = load_domain(Path(data) / "eval.jsonl", "math", limit)
     sampler = make_sampler("hf", model=path, device="cpu")

@@ -10,6 +10,8 @@ import pytest
 import yaml
 
 from vibethinker import ablate
+from vibethinker.ablate.study import Arm, Study, load_study
+from vibethinker.ablate.table import read_value, write_outputs
 from vibethinker.cli import main
 from vibethinker.config import ConfigError
 
@@ -131,7 +133,7 @@ def test_cli_runs_arms_in_worker_processes_on_the_base_runs_upstream(world, caps
 
 
 def test_table_has_means_cis_paired_differences_and_resume_reruns_only_unfinished(world):
-    s = ablate.load_study(study(world))
+    s = load_study(study(world))
     res = ablate.run_study(s, {}, jobs=1, spawn=inproc)
     out = world / "out"
     assert len(calls(world)) == 4
@@ -159,7 +161,7 @@ def test_table_has_means_cis_paired_differences_and_resume_reruns_only_unfinishe
 def test_consumed_budget_mismatch_is_reported(world):
     path = study(world, arms={"a": {}, "b": {"arm.steps": 5}},
                  budget={"consumed": {"rows": "arm/metrics.jsonl:rows * 2"}})  # fmt: skip
-    res = ablate.run_study(ablate.load_study(path), {}, jobs=1, spawn=inproc)
+    res = ablate.run_study(load_study(path), {}, jobs=1, spawn=inproc)
     assert res["budget_mismatch"] == ["rows"]
     assert res["summary"]["b"]["budget"]["rows"] == (10.0, 10.0)
     assert "**Budget mismatch:** rows" in (world / "out" / "ablation.md").read_text()
@@ -168,34 +170,34 @@ def test_consumed_budget_mismatch_is_reported(world):
 def test_fixed_budget_key_differing_between_arms_is_refused(world):
     path = study(world, arms={"a": {}, "b": {"arm.steps": 5}})
     with pytest.raises(ConfigError, match=r"budget mismatch: fixed key arm.steps .*a=3, b=5"):
-        ablate.run_study(ablate.load_study(path), {}, jobs=1, spawn=inproc)
+        ablate.run_study(load_study(path), {}, jobs=1, spawn=inproc)
     assert calls(world) == []
 
 
 def test_fresh_base_run_is_built_once_from_the_recipe_prefix(world):
     path = study(world, base_run=str(world / "fresh"), seeds=[3])
-    ablate.run_study(ablate.load_study(path), {}, jobs=1, spawn=inproc)
+    ablate.run_study(load_study(path), {}, jobs=1, spawn=inproc)
     assert calls(world).count(str(world / "fresh" / "up")) == 1
     assert len(calls(world)) == 3
 
 
 def test_bad_study_files_name_the_problem(world):
     with pytest.raises(ConfigError, match="unknown key"):
-        ablate.load_study(study(world, armz={}))
+        load_study(study(world, armz={}))
     with pytest.raises(ConfigError, match="not in .*recipe.yaml"):
-        ablate.load_study(study(world, stages=["nope"]))
+        load_study(study(world, stages=["nope"]))
     with pytest.raises(ConfigError, match="at least two"):
-        ablate.load_study(study(world, arms={"a": {}}))
+        load_study(study(world, arms={"a": {}}))
 
 
 def test_read_value_expressions(tmp_path):
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "m.jsonl").write_text('{"a": 1}\n{"a": 2.5}\n')
     (tmp_path / "s" / "x.json").write_text('{"k": {"pass@1": 0.25}}')
-    assert ablate.read_value(tmp_path, "s/m.jsonl:rows * 4 + s/m.jsonl:sum.a") == 11.5
-    assert ablate.read_value(tmp_path, "s/m.jsonl:-1.a") == 2.5
-    assert ablate.read_value(tmp_path, "s/x.json:k.pass@1") == 0.25
-    assert ablate.read_value(tmp_path, "s/m.jsonl:rows + t/m.jsonl:rows", absent={"t"}) == 2
+    assert read_value(tmp_path, "s/m.jsonl:rows * 4 + s/m.jsonl:sum.a") == 11.5
+    assert read_value(tmp_path, "s/m.jsonl:-1.a") == 2.5
+    assert read_value(tmp_path, "s/x.json:k.pass@1") == 0.25
+    assert read_value(tmp_path, "s/m.jsonl:rows + t/m.jsonl:rows", absent={"t"}) == 2
 
 
 def test_mixed_domain_rl_pool_splits_max_prompts_over_domains(tmp_path):
@@ -220,11 +222,11 @@ def test_mixed_domain_rl_pool_splits_max_prompts_over_domains(tmp_path):
 
 
 def test_per_seed_rows_print_token_counts_without_decimals(tmp_path):
-    s = ablate.Study(path="s.yaml", recipe="r.yaml", base_run="", out=str(tmp_path / "o"),
-                     arms=[ablate.Arm("a", ["x"], {}), ablate.Arm("b", ["x"], {})], seeds=[0, 1],
+    s = Study(path="s.yaml", recipe="r.yaml", base_run="", out=str(tmp_path / "o"),
+                     arms=[Arm("a", ["x"], {}), Arm("b", ["x"], {})], seeds=[0, 1],
                      metrics={"acc": "-", "tokens": "-"})  # fmt: skip
     res = {"arms": {a: {str(k): {"metrics": {"acc": 0.25 + k / 8, "tokens": 120432.0 + k},
                                  "budget": {}} for k in (0, 1)} for a in ("a", "b")},
            "failed": []}  # fmt: skip
-    md = Path(ablate.write_outputs(s, res)["table"]).read_text()
+    md = Path(write_outputs(s, res)["table"]).read_text()
     assert "| a | 0 | 0.2500 | 120432 |" in md and "| b | 1 | 0.3750 | 120433 |" in md

@@ -18,7 +18,7 @@ from tests.helpers.sft_data import tiny as sft_tiny  # noqa: F401 - the module-s
 from vibethinker.cli import main
 from vibethinker.recipe import Manifest, execute, explain, load_recipe
 from vibethinker.report import write_report
-from vibethinker.train import packing, policy, sft
+from vibethinker.train import checkpoints, packing, policy, sft
 
 RECIPE = """\
 run_dir: runs/r
@@ -147,7 +147,7 @@ def test_ctrl_c_saves_a_checkpoint_without_save_every(sft_tiny, tmp_path, monkey
     monkeypatch.setattr(policy, "optimizer_step", step_then_signal)
     with pytest.raises(KeyboardInterrupt, match="after step 2"):
         sft.train(model, tok, samples, opts, tmp_path)
-    assert [s for s, _ in policy.list_checkpoints(tmp_path / "checkpoints")] == [2]
+    assert [s for s, _ in checkpoints.list_checkpoints(tmp_path / "checkpoints")] == [2]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
     model, tok = policy.load_policy(sft_tiny, "cpu")
     res = sft.train(model, tok, samples, opts, tmp_path)
@@ -192,7 +192,7 @@ def test_ctrl_c_in_rl_saves_a_checkpoint_at_that_step(tmp_path, monkeypatch):
     opts = t._opts(steps=4)
     with pytest.raises(KeyboardInterrupt, match="after step 2"):
         rl.train(model, tok, t._problems(), opts, tmp_path / "rl", verify=t.has_digit)
-    assert [s for s, _ in policy.list_checkpoints(tmp_path / "rl" / "checkpoints")] == [2]
+    assert [s for s, _ in checkpoints.list_checkpoints(tmp_path / "rl" / "checkpoints")] == [2]
     model, _ = policy.load_policy(tiny, "cpu")
     res = rl.train(model, tok, t._problems(), opts, tmp_path / "rl", verify=t.has_digit)
     assert res["resumed_at"] == 2 and res["steps_done"] == 4

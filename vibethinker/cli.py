@@ -138,18 +138,20 @@ def cmd_status(args: list[str], flags: set[str]) -> int:
 
 def cmd_ablate(args: list[str], flags: set[str]) -> int:
     from vibethinker import ablate
+    from vibethinker.ablate.study import describe, load_study
+    from vibethinker.ablate.table import collect, write_outputs
 
     if "--help" in flags or not args:
         print(ablate.USAGE, file=sys.stdout if args or "--help" in flags else sys.stderr)
         return 0 if "--help" in flags else 2
     cli = parse_overrides(args[1:])
     jobs = int(cli.pop("jobs", 0) or 0)
-    study = ablate.load_study(args[0], cli)
+    study = load_study(args[0], cli)
     if "--dry-run" in flags:
-        print(ablate.describe(study))
+        print(describe(study))
         return 0
     if "--table" in flags:  # the table and plot of what has finished; nothing runs
-        paths = ablate.write_outputs(study, {**ablate.collect(study), "failed": []})
+        paths = write_outputs(study, {**collect(study), "failed": []})
         print(f"ablation: {paths['table']} ({paths['plot']})")
         return 0
     spawn = ablate.spawn_inprocess if "--inprocess" in flags else None
@@ -312,16 +314,46 @@ def hub_hint(e: BaseException, values: dict[str, Any] | None = None) -> str | No
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def _command_flags_as_keys(argv: list[str]) -> tuple[list[str], str]:
+    """(argv with a command's value flags spelled as keys, the command): eval's `--quick` ->
+    quick=true, ablate's `--jobs N` / `--jobs=N` -> jobs=N."""
+    argv = list(argv)
     command = next((a for a in argv if not a.startswith("-")), "")
     if command == "eval":  # `--quick`: the eval stage's cheap profile (stages/eval.py QUICK)
         argv = ["quick=true" if a == "--quick" else a for a in argv]
-    if command == "ablate":  # `--jobs N` / `--jobs=N` -> jobs=N
+    if command == "ablate":
         argv = [a.replace("--jobs=", "jobs=", 1) for a in argv]
         while "--jobs" in argv[:-1]:
             i = argv.index("--jobs")
             argv[i : i + 2] = [f"jobs={argv[i + 1]}"]
+    return argv, command
+
+
+def _dispatch(args: list[str], flags: set[str]) -> int:
+    """Run the command `args[0]` (a stage name when it is none of COMMANDS)."""
+    if args[0] == "run":
+        return cmd_run(args[1:], flags)
+    if args[0] == "status":
+        return cmd_status(args[1:], flags)
+    if args[0] == "ablate":
+        return cmd_ablate(args[1:], flags)
+    if args[0] == "claims":
+        return cmd_claims(args[1:], flags)
+    if args[0] == "plan":
+        rest = args[1:]
+        values = parse_overrides([a for a in rest if "=" in a])
+        from vibethinker.plan import cmd_plan  # imports torch: after threads.configure()
+
+        return cmd_plan([a for a in rest if "=" not in a], values, "--help" in flags)
+    if args[0] == "stages":
+        for n, s in sorted(stage_registry.load_all().items()):
+            print(f"{n:14s} {s.help}")
+        return 0
+    return cmd_stage(args[0], args[1:], flags)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv, command = _command_flags_as_keys(sys.argv[1:] if argv is None else argv)
     try:
         args, flags = _split_flags(argv, command)
     except ConfigError as e:
@@ -337,25 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         _usage(sys.stderr)  # a bare `vibethinker` is a mistake, not a request
         return 2
     try:
-        if args[0] == "run":
-            return cmd_run(args[1:], flags)
-        if args[0] == "status":
-            return cmd_status(args[1:], flags)
-        if args[0] == "ablate":
-            return cmd_ablate(args[1:], flags)
-        if args[0] == "claims":
-            return cmd_claims(args[1:], flags)
-        if args[0] == "plan":
-            rest = args[1:]
-            values = parse_overrides([a for a in rest if "=" in a])
-            from vibethinker.plan import cmd_plan  # imports torch: after threads.configure()
-
-            return cmd_plan([a for a in rest if "=" not in a], values, "--help" in flags)
-        if args[0] == "stages":
-            for n, s in sorted(stage_registry.load_all().items()):
-                print(f"{n:14s} {s.help}")
-            return 0
-        return cmd_stage(args[0], args[1:], flags)
+        return _dispatch(args, flags)
     except (ConfigError, DataError, FileNotFoundError, ValueError) as e:
         # Bad input, not a bug: the message is the whole story (the traceback goes to the log).
         log.debug("error", exc_info=True)

@@ -18,6 +18,7 @@ import torch
 import torch.distributed as tdist
 
 from vibethinker.log import get_logger
+from vibethinker.log import progress_bar as log_progress_bar
 
 log = get_logger("dist")
 T = TypeVar("T")
@@ -204,6 +205,4 @@ def progress_bar(total: int, initial: int = 0, desc: str = "") -> Any:
     """log.progress_bar on rank 0; a silent bar on the other processes."""
     from tqdm import tqdm
 
-    from vibethinker.log import progress_bar as bar
-
-    return bar(total, initial, desc) if is_main() else tqdm(total=total, disable=True)
+    return log_progress_bar(total, initial, desc) if is_main() else tqdm(total=total, disable=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.log import get_logger
+from vibethinker.reports.headline import headline_markdown
 from vibethinker.rundir import stage_dir
 
 log = get_logger("report")
@@ -139,8 +140,6 @@ def headline_section(run_dir: str) -> tuple[str, str | None]:
     """The markdown of the run's last finished `headline` stage (table, plot, stage lines, where
     the story does not hold) with links relative to the report, and that stage's name; ("", None)
     when the run has none."""
-    from vibethinker.reports.headline import headline_markdown
-
     manifest, order = _load(run_dir)
     for name in reversed(order):
         rec = manifest.get("stages", {}).get(name, {})

@@ -7,7 +7,8 @@ import torch
 
 from tests.helpers.tiny_qwen2 import LONG_PROMPTS, PROMPTS, _assert_teacher_forced, tiny_qwen2
 from vibethinker.engines import SamplingParams, make_sampler, truncate_at_stop
-from vibethinker.engines.hf import HFSampler, nucleus, plan_batches, sample_next
+from vibethinker.engines.hf import HFSampler
+from vibethinker.engines.hf_sampling import nucleus, plan_batches, sample_next
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +160,7 @@ def test_temperature_shapes_the_sampling_distribution():
 def test_inverse_cdf_edges(monkeypatch):
     """One float64 uniform per row; u = 0 never picks a zero-probability id (right-sided search),
     u -> 1 picks the last id with mass."""
-    from vibethinker.engines.hf import inverse_cdf
+    from vibethinker.engines.hf_sampling import inverse_cdf
 
     draws = []
 

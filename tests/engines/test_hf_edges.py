@@ -3,7 +3,7 @@
 import torch
 
 from vibethinker.engines import SamplingParams
-from vibethinker.engines.hf import nucleus, sample_next
+from vibethinker.engines.hf_sampling import nucleus, sample_next
 
 LOGITS = torch.tensor([[0.0, 0.5, 1.0, 1.5, -0.5]]).expand(300, -1)
 

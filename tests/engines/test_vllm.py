@@ -41,7 +41,7 @@ from vibethinker.engines import SamplingParams  # noqa: E402
 from vibethinker.engines.vllm import VLLMServerSampler, rollout_sampler  # noqa: E402
 from vibethinker.models.tiny import build_tiny_model  # noqa: E402
 from vibethinker.train import policy, rl  # noqa: E402
-from vibethinker.train.rl import vllm_spec  # noqa: E402
+from vibethinker.train.rl_engine import vllm_spec  # noqa: E402
 from vibethinker.train.rollout import build_batch, response_logprobs  # noqa: E402
 from vibethinker.types import Problem, Score  # noqa: E402
 

@@ -387,7 +387,7 @@ def test_maj_pool_draws_extra_baseline_samples_in_the_same_call(tmp_path):
 
 
 def test_math_clustering_uses_the_verifier_equivalence():
-    from vibethinker.stages.clr import letters_equivalent, math_equivalent
+    from vibethinker.stages.clr_phases import letters_equivalent, math_equivalent
 
     assert math_equivalent("10", "10.0") and math_equivalent("\\frac{1}{2}", "0.5")
     assert math_equivalent("2", "\\sqrt{4}")  # the math verifier's sympy path
@@ -546,7 +546,8 @@ def test_extraction_parse_rate_and_answer_agreement(tmp_path):
 
 def test_variants_derived_from_a_both_run_equal_direct_runs(tmp_path):
     from vibethinker.data.io import save_problems
-    from vibethinker.stages.clr import ClrConfig, as_variant, run_phases
+    from vibethinker.stages.clr import ClrConfig, run_phases
+    from vibethinker.stages.clr_phases import as_variant
 
     save_problems(tmp_path / "p.jsonl", _problems())
 

@@ -15,7 +15,7 @@ from vibethinker.data.world import generate
 from vibethinker.evaluate import paper_prompt
 from vibethinker.models import load_model_and_tokenizer
 from vibethinker.models.tiny import build_tiny_model
-from vibethinker.stages import distill
+from vibethinker.stages import distill, distill_candidates, distill_select
 from vibethinker.train import lp_score, packing
 from vibethinker.types import Completion
 
@@ -55,7 +55,7 @@ class WorldSampler:
 
 @pytest.fixture
 def fake_teachers(monkeypatch, world):
-    monkeypatch.setattr(distill, "make_teacher_sampler",
+    monkeypatch.setattr(distill_candidates, "make_teacher_sampler",
                         lambda cfg, t: WorldSampler(t["data"]))  # fmt: skip
 
 
@@ -211,15 +211,19 @@ def test_distill_end_to_end(world, fake_teachers, tmp_path):
 def test_sample_seed_shares_the_candidates_across_seeds(world, fake_teachers, tmp_path,
                                                        monkeypatch):  # fmt: skip
     out = tmp_path / "s"
-    cands, _ = distill.load_or_build_candidates(_cfg(world, str(out), max_prompts=3), out)
+    cands, _ = distill_candidates.load_or_build_candidates(
+        _cfg(world, str(out), max_prompts=3), out
+    )
     # seed 1 with sample_seed 0: the same pool, read from the cache (the teachers stay idle)
-    monkeypatch.setattr(distill, "make_teacher_sampler", lambda cfg, t: 1 / 0)
-    again, _ = distill.load_or_build_candidates(
+    monkeypatch.setattr(distill_candidates, "make_teacher_sampler", lambda cfg, t: 1 / 0)
+    again, _ = distill_candidates.load_or_build_candidates(
         _cfg(world, str(out), max_prompts=3, seed=1, sample_seed=0), out)  # fmt: skip
     assert again == cands  # the same records, S_LP and lengths included
     # seed 1 alone: another prompt sample, so the teachers are asked again
     with pytest.raises(ZeroDivisionError):
-        distill.load_or_build_candidates(_cfg(world, str(out), max_prompts=3, seed=1), out)
+        distill_candidates.load_or_build_candidates(
+            _cfg(world, str(out), max_prompts=3, seed=1), out
+        )
 
 
 def test_mix_by_counts_and_max_len(world, fake_teachers, tmp_path):
@@ -262,7 +266,7 @@ def test_missing_teacher_folder_names_teacher_and_domain(world, tmp_path):
 
 def test_data_without_the_teachers_domain(world, tmp_path, monkeypatch):
     called = []
-    monkeypatch.setattr(distill, "make_teacher_sampler", lambda cfg, t: called.append(t))
+    monkeypatch.setattr(distill_candidates, "make_teacher_sampler", lambda cfg, t: called.append(t))
     cfg = _cfg(world, str(tmp_path / "x"))
     cfg.teachers[1]["domain"] = "code"  # the second teacher: checked before the first samples
     with pytest.raises(ValueError, match=r"domain code\).*no prompt of domain 'code'"):
@@ -272,16 +276,16 @@ def test_data_without_the_teachers_domain(world, tmp_path, monkeypatch):
 
 def test_selection_that_keeps_nothing(world, monkeypatch, tmp_path):
     # the stem teacher writes only wrong answers: nothing of stem survives verification
-    monkeypatch.setattr(distill, "make_teacher_sampler",
+    monkeypatch.setattr(distill_candidates, "make_teacher_sampler",
                         lambda cfg, t: WorldSampler(t["data"], wrong_only=t["domain"] == "stem"))  # fmt: skip
     cfg = _cfg(world, str(tmp_path / "x"))
     with pytest.raises(ValueError, match=r"domain stem \(teacher .*\) keeps no trace.*correct 0"):
         distill.run(cfg)
     kept = {"math": [{"x": 1}], "stem": []}
-    msgs = distill.check_nonempty(_cfg(world, cfg.out, on_empty_domain="warn"), kept)
+    msgs = distill_select.check_nonempty(_cfg(world, cfg.out, on_empty_domain="warn"), kept)
     assert len(msgs) == 1 and "domain stem" in msgs[0]
     with pytest.raises(ValueError, match="nothing to train on"):
-        distill.check_nonempty(_cfg(world, cfg.out, on_empty_domain="warn"), {"math": []})
+        distill_select.check_nonempty(_cfg(world, cfg.out, on_empty_domain="warn"), {"math": []})
 
 
 def test_cli_with_the_hf_engine_reports_an_empty_domain(world, tmp_path, capsys):

@@ -29,7 +29,7 @@ import torch
 from tests.helpers.loop_options import rl_options, sft_options
 from vibethinker.engines import encode_prompt
 from vibethinker.models.tiny import build_tiny_model
-from vibethinker.train import dist, packing, policy, rl, sft
+from vibethinker.train import checkpoints, dist, packing, policy, rl, sft
 from vibethinker.train.sft_config import SFTConfig
 from vibethinker.types import Completion, Problem, Score
 
@@ -62,7 +62,7 @@ def run_sft(model_dir: str, out: str | Path, parallel: str = "auto", **kw) -> di
     samples = packing.build_samples(_pairs(24, seed=1), tok, 64)
     opts = _sft_opts(parallel=parallel, save_every=kw.pop("save_every", 0))
     stats = sft.train(model, tok, samples, opts, out, **kw)
-    policy.save_hf(model, tok, Path(out) / "final")
+    checkpoints.save_hf(model, tok, Path(out) / "final")
     return stats
 
 
@@ -110,7 +110,7 @@ def run_rl(model_dir: str, out: str | Path, parallel: str = "auto", **kw) -> dic
                      truncated_reward="verify")  # fmt: skip
     res = rl.train(model, tok, _problems(), opts, out, prompt_fn=lambda p: p.prompt,
                    verify=boxed_verify, sampler=Scripted(tok), **kw)  # fmt: skip
-    policy.save_hf(model, tok, Path(out) / "final")
+    checkpoints.save_hf(model, tok, Path(out) / "final")
     return {"history": res["history"]}
 
 
@@ -218,8 +218,8 @@ def test_rl_two_processes_equal_one(tiny, two, tmp_path, parallel):
 
 def test_sharded_checkpoint_resumes_exactly(tiny, two, tmp_path):
     ckpt = two / "ckpt" / "checkpoints"
-    assert [s for s, _ in policy.list_checkpoints(ckpt)] == [1, 2]
-    assert (ckpt / "step-000001" / policy.SHARDED_DIR).is_dir()
+    assert [s for s, _ in checkpoints.list_checkpoints(ckpt)] == [1, 2]
+    assert (ckpt / "step-000001" / checkpoints.SHARDED_DIR).is_dir()
     assert {p.name for p in (ckpt / "step-000001").glob("rng-*.pt")} == {"rng-0.pt", "rng-1.pt"}
     # stopped at 1 and resumed by 2 processes == the straight 2-process run
     _same_rows(_rows(two / "sft_fsdp"), _rows(two / "ckpt"))

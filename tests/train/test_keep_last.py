@@ -7,7 +7,7 @@ import torch
 
 from tests.helpers.loop_options import sft_options
 from vibethinker.models.tiny import build_tiny_model
-from vibethinker.train import packing, policy, sft
+from vibethinker.train import checkpoints, packing, policy, sft
 
 torch.set_num_threads(1)
 
@@ -21,7 +21,7 @@ def _run(tiny: str, out, keep_last: int) -> list:
     opts = sft_options(epochs=1, global_batch=4, micro_batch=2, lr=1e-3, final_lr=1e-4,
                            max_len=64, save_every=1, keep_last=keep_last, seed=0)  # fmt: skip
     sft.train(model, tok, samples, opts, out)
-    return policy.list_checkpoints(out / "checkpoints")
+    return checkpoints.list_checkpoints(out / "checkpoints")
 
 
 def test_sft_keep_last_keeps_weights_and_drops_old_optimizer_state(tmp_path):
@@ -31,7 +31,7 @@ def test_sft_keep_last_keeps_weights_and_drops_old_optimizer_state(tmp_path):
     assert [s for s, _ in found] == [1, 2, 3, 4]  # every checkpoint still listed (probing)
 
     def opt(d):
-        return torch.load(d / policy.STATE_FILE, weights_only=False)["optimizer"]
+        return torch.load(d / checkpoints.STATE_FILE, weights_only=False)["optimizer"]
 
     assert [opt(d) is None for _, d in found] == [True, True, False, False]
     assert all((d / "config.json").exists() for _, d in found)

@@ -37,7 +37,7 @@ def _check_outputs(start: str, final: str, trained: bool = True) -> None:
 def test_lora_sft_then_one_rl_step(tiny, tmp_path, monkeypatch):  # noqa: F811
     import vibethinker.verifiers as verifiers
     from vibethinker.stages import get
-    from vibethinker.train import policy
+    from vibethinker.train import checkpoints
 
     data = tmp_path / "data"
     data.mkdir()
@@ -49,7 +49,7 @@ def test_lora_sft_then_one_rl_step(tiny, tmp_path, monkeypatch):  # noqa: F811
                          save_every=2, device="cpu", lora_r=4, lora_alpha=8)  # fmt: skip
     outs = sft.fn(cfg)
     _check_outputs(tiny, outs["model"])
-    ckpts = policy.list_checkpoints(tmp_path / "sft" / "checkpoints")
+    ckpts = checkpoints.list_checkpoints(tmp_path / "sft" / "checkpoints")
     assert [s for s, _ in ckpts] == [2, 4] and (ckpts[0][1] / "adapter").is_dir()
 
     # resume: a LoRA checkpoint restores the adapters (a run stopped at step 2 continues to 4)

@@ -11,8 +11,8 @@ import torch
 
 from tests.helpers.loop_options import rl_options
 from vibethinker.train import policy
-from vibethinker.train.rl import frozen_logprobs, token_chunks, update
 from vibethinker.train.rl_config import RLConfig
+from vibethinker.train.rl_update import frozen_logprobs, token_chunks, update
 from vibethinker.train.rollout import build_batch, packed_inputs, response_logprobs
 from vibethinker.types import Completion
 

@@ -10,7 +10,7 @@ import torch
 
 from tests.helpers.loop_options import sft_options
 from vibethinker.models.tiny import build_tiny_model
-from vibethinker.train import packing, policy, sft
+from vibethinker.train import checkpoints, packing, policy, sft
 from vibethinker.train.sft_config import SFTConfig
 
 torch.set_num_threads(1)
@@ -143,7 +143,8 @@ def test_exact_resume(tiny, tmp_path):
     assert s1["steps"] == 4
     _, half = _run(tiny, tmp_path / "resumed", opts, stop_at=2)
     assert (
-        half["steps"] == 4 and len(policy.list_checkpoints(tmp_path / "resumed/checkpoints")) == 1
+        half["steps"] == 4
+        and len(checkpoints.list_checkpoints(tmp_path / "resumed/checkpoints")) == 1
     )
     # A fresh process-like start: new model from the ORIGINAL weights, resumed from step 2.
     resumed, s2 = _run(tiny, tmp_path / "resumed", opts)
@@ -163,16 +164,16 @@ def test_checkpoint_is_plain_hf_folder(tiny, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model, _ = _run(tiny, tmp_path / "r", _opts(save_every=2))
-    found = policy.list_checkpoints(tmp_path / "r/checkpoints")
+    found = checkpoints.list_checkpoints(tmp_path / "r/checkpoints")
     assert [s for s, _ in found] == [2, 4]
     last = found[-1][1]
-    assert (last / policy.STATE_FILE).exists()
+    assert (last / checkpoints.STATE_FILE).exists()
     plain = AutoModelForCausalLM.from_pretrained(last)
     AutoTokenizer.from_pretrained(last)
     ids = torch.tensor([[1, 5, 7, 9]])
     with torch.no_grad():
         assert torch.allclose(plain(ids).logits, model.eval()(ids).logits, atol=1e-5)
-    state = torch.load(last / policy.STATE_FILE, weights_only=False)
+    state = torch.load(last / checkpoints.STATE_FILE, weights_only=False)
     assert state["step"] == 4 and set(state["rng"]) >= {"python", "numpy", "torch"}
 
 

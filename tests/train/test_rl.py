@@ -11,7 +11,7 @@ import torch
 from tests.helpers.loop_options import rl_options
 from tests.helpers.rl_data import _problems, tiny  # noqa: F401 - the tiny-model fixture
 from vibethinker.engines import SamplingParams, make_sampler
-from vibethinker.train import policy
+from vibethinker.train import checkpoints, policy
 from vibethinker.train.rl import train
 from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rollout import (
@@ -176,7 +176,7 @@ def test_rl_stage_end_to_end(tiny, tmp_path):  # noqa: F811
 
     # final/ is a plain HF folder holding the trained weights: those of the last checkpoint
     final = AutoModelForCausalLM.from_pretrained(outs["model"])
-    last = policy.latest_checkpoint(tmp_path / "rl" / "checkpoints")
+    last = checkpoints.latest_checkpoint(tmp_path / "rl" / "checkpoints")
     assert last is not None and last.name == "step-000002"
     ckpt = AutoModelForCausalLM.from_pretrained(last)
     for (k, a), b in zip(final.state_dict().items(), ckpt.state_dict().values()):
@@ -234,7 +234,7 @@ def test_rl_stage_filter_follows_long2short(tmp_path, monkeypatch):
 
 
 def test_compute_advantages_all_correct_std_only_under_long2short():
-    from vibethinker.train.rl import compute_advantages
+    from vibethinker.train.rl_update import compute_advantages
     from vibethinker.train.rollout import Scored
 
     correct = torch.ones(1, 4, dtype=torch.bool)
@@ -252,13 +252,13 @@ def test_keep_last_prunes_rl_checkpoints(tiny, tmp_path):  # noqa: F811
     model, tok = policy.load_policy(tiny, "cpu")
     opts = _opts(steps=4, save_every=1, keep_last=2)
     train(model, tok, _problems(8), opts, tmp_path / "k", verify=has_digit)
-    steps = [s for s, _ in policy.list_checkpoints(tmp_path / "k" / "checkpoints")]
+    steps = [s for s, _ in checkpoints.list_checkpoints(tmp_path / "k" / "checkpoints")]
     assert steps == [3, 4]
     model, tok = policy.load_policy(tiny, "cpu")
     train(
         model, tok, _problems(8), _opts(steps=3, save_every=1), tmp_path / "all", verify=has_digit
     )
-    assert len(policy.list_checkpoints(tmp_path / "all" / "checkpoints")) == 3
+    assert len(checkpoints.list_checkpoints(tmp_path / "all" / "checkpoints")) == 3
 
 
 def test_rubric_line_names_the_back_end():

@@ -16,9 +16,10 @@ from tests.helpers.reference import advantages, long2short_rewards, surrogate_lo
 from tests.helpers.rl_loop import _opts, _problems, has_digit
 from vibethinker.engines import SamplingParams, make_sampler
 from vibethinker.models.tiny import build_tiny_model
-from vibethinker.train import policy
+from vibethinker.train import checkpoints, policy, rl_engine
 from vibethinker.train import rl as rl_loop
-from vibethinker.train.rl import logprob_inputs, train, trained_rows, update_all
+from vibethinker.train.rl import logprob_inputs, train, update_all
+from vibethinker.train.rl_update import trained_rows
 from vibethinker.train.rollout import response_logprobs, rollout
 from vibethinker.types import Score
 
@@ -185,8 +186,8 @@ def test_long2short_through_the_loop(tiny, tmp_path, monkeypatch):
     """Every response correct: without Long2Short no group has signal (no row trained); with it,
     shorter correct responses get larger advantages, as the reference shift gives."""
     seen = _spy_advantages(monkeypatch)
-    orig = rl_loop.make_sampler
-    monkeypatch.setattr(rl_loop, "make_sampler", lambda *a, **kw: _VariedLengths(orig(*a, **kw)))
+    orig = rl_engine.make_sampler
+    monkeypatch.setattr(rl_engine, "make_sampler", lambda *a, **kw: _VariedLengths(orig(*a, **kw)))
     model, tok = policy.load_policy(tiny, "cpu")
     opts = _opts(long2short=True, l2s_lambda=0.2, advantage="grpo", group_size=6)
     res = train(model, tok, _problems(), opts, tmp_path / "l2s", verify=always)
@@ -251,7 +252,7 @@ def test_max_seconds_stops_checkpointed_and_resumes(tiny, tmp_path):
     opts = _opts(steps=3, max_seconds=1e-9)
     res = train(model, tok, _problems(), opts, tmp_path / "cap", verify=has_digit)
     assert res["steps_done"] == 1 and len(res["history"]) == 1
-    assert [s for s, _ in policy.list_checkpoints(tmp_path / "cap" / "checkpoints")] == [1]
+    assert [s for s, _ in checkpoints.list_checkpoints(tmp_path / "cap" / "checkpoints")] == [1]
     model2, _ = policy.load_policy(tiny, "cpu")
     res = train(model2, tok, _problems(), _opts(steps=3), tmp_path / "cap", verify=has_digit)
     assert res["resumed_at"] == 1 and res["steps_done"] == 3

@@ -11,7 +11,7 @@ import torch
 from tests.helpers.loop_options import sft_options
 from tests.helpers.sft_data import _problems, tiny  # noqa: F401 - the tiny-model fixture
 from vibethinker.models.tiny import CHAT_TEMPLATE
-from vibethinker.train import packing, policy, sft
+from vibethinker.train import checkpoints, packing, policy, sft
 from vibethinker.types import Completion, Score
 
 torch.set_num_threads(1)
@@ -297,7 +297,7 @@ def test_sft_stage_outputs_and_filters(tiny, tmp_path):  # noqa: F811
     assert f["traces_in"] == 80 and 0 < f["short_traces_removed"] < 80
     assert stats["samples"] == f["traces_out"] == 80 - f["short_traces_removed"]
     steps = stats["steps"]
-    assert [s for s, _ in policy.list_checkpoints(out / "checkpoints")] == sorted(
+    assert [s for s, _ in checkpoints.list_checkpoints(out / "checkpoints")] == sorted(
         set(range(3, steps + 1, 3)) | {steps}
     )
     md = (out / "summary.md").read_text()

@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from vibethinker import sandbox as sb
 from vibethinker.construct.codetests import agreed_tests
 from vibethinker.construct.decontam import EvalIndex
 from vibethinker.construct.expand import AXES, ParseError, expand_prompt, parse_expansion
@@ -25,6 +26,12 @@ from vibethinker.log import get_logger
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers import verify_batch
 from vibethinker.verifiers.choice import committed_letters
+from vibethinker.verifiers.code import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT,
+    MAX_OUTPUT,
+    run_stdio_case,
+)
 from vibethinker.verifiers.extract import answer_part, last_boxed, last_python_block
 from vibethinker.verifiers.math import check_answer
 
@@ -184,14 +191,6 @@ SAME = {"math": _same_math, "stem": lambda a, b: a == b}
 def run_on_inputs(problem: Problem, response: str) -> Score:
     """verify_batch hook: run the response's program on every test input in the sandbox; the
     outputs (None = timeout / nonzero exit) travel back as JSON in Score.detail."""
-    from vibethinker import sandbox as sb
-    from vibethinker.verifiers.code import (
-        DEFAULT_MEMORY_MB,
-        DEFAULT_TIMEOUT,
-        MAX_OUTPUT,
-        run_stdio_case,
-    )
-
     code = last_python_block(response)
     if code is None:
         return Score(0.0, False, "no_code_block", "[]")

@@ -36,7 +36,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from vibethinker.data.io import _files, _iter_rows
 from vibethinker.types import Problem
+from vibethinker.verifiers.extract import last_boxed
 
 Row = dict[str, Any]
 
@@ -55,7 +57,6 @@ def read_rows(path: str | Path) -> list[Row]:
     if name.endswith(".json"):
         data = json.loads(path.read_text(encoding="utf-8"))
         return data["data"] if isinstance(data, dict) and "data" in data else data
-    from vibethinker.data.io import _files, _iter_rows
 
     return [row for f in _files(path) for _, row in _iter_rows(f)]
 
@@ -74,8 +75,6 @@ def _id(row: Row, source: str, i: int, *keys: str) -> str:
 
 # ---- math -----------------------------------------------------------------------------------
 def from_math(rows: list[Row], source: str = "math", **_: Any) -> Iterator[Problem]:
-    from vibethinker.verifiers.extract import last_boxed
-
     for i, row in enumerate(rows):
         text = _first(row, "problem", "question", "prompt", "Problem", "Question")
         answer = _first(row, "answer", "Answer", "expected_answer", "final_answer", "gold")

@@ -129,6 +129,16 @@ def problem_from_dict(
             )
         kwargs[key] = value
     _check_missing(kwargs, keys, shape, path, line)
+    _check_domain_fields(kwargs, shape, path, line)
+    kwargs["meta"] = meta
+    return Problem(**kwargs)
+
+
+def _check_domain_fields(
+    kwargs: dict[str, Any], shape: RowShape, path: str | os.PathLike, line: int
+) -> None:
+    """The fields a domain needs and their shapes: code's tests (or test_code with its
+    entry_point), stem's answer letter among its choices, instruct's instruction ids."""
     domain = kwargs["domain"]
     gold = shape.need_gold
     if gold and domain == "code" and not kwargs.get("tests") and not kwargs.get("test_code"):
@@ -151,8 +161,6 @@ def problem_from_dict(
     for i, ins in enumerate(kwargs.get("instructions") or []):
         if not isinstance(ins, dict) or not isinstance(ins.get("id"), str):
             raise DataError(path, line, f"instructions[{i}]", "expected {id: str, kwargs: {}}")
-    kwargs["meta"] = meta
-    return Problem(**kwargs)
 
 
 _MISSING_HINT = {

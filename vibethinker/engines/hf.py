@@ -43,8 +43,6 @@ import os
 from typing import Any
 
 import torch
-from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
 
 from vibethinker.engines import (
     Prompt,
@@ -53,265 +51,17 @@ from vibethinker.engines import (
     stop_token_ids,
     truncate_at_stop,
 )
+from vibethinker.engines.hf_cache import StaticDecoder, new_cache
+from vibethinker.engines.hf_sampling import left_pad, plan_batches, sample_next
 from vibethinker.log import get_logger
+from vibethinker.models import ContextLengthError, check_context, load_model_and_tokenizer
 from vibethinker.types import Completion
 
 log = get_logger("engines.hf")
 
 
-def plan_batches(
-    lengths: list[int], n: int, max_new_tokens: int, token_budget: int, max_batch_size: int
-) -> list[list[tuple[int, int]]]:
-    """Group n samples of each prompt into batches of (prompt index, sample count) chunks.
-
-    Prompts go longest first; a batch's row cost is its longest prompt plus max_new_tokens (left
-    padding), and rows x cost stays within token_budget (at least one row per batch). A prompt's
-    samples may span batches when n rows do not fit in one.
-    """
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    batches: list[list[tuple[int, int]]] = []
-    cur: list[tuple[int, int]] = []
-    used = cap = 0
-    for i in order:
-        left = n
-        while left > 0:
-            if not cur:
-                cost = lengths[i] + max_new_tokens
-                cap = max(1, min(max_batch_size, token_budget // max(cost, 1)))
-                used = 0
-            take = min(left, cap - used)
-            cur.append((i, take))
-            used += take
-            left -= take
-            if used >= cap:
-                batches.append(cur)
-                cur = []
-    if cur:
-        batches.append(cur)
-    return batches
-
-
-def sample_next(
-    logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One decoding step: [B, V] logits -> ([B] sampled ids, [B] raw-policy logprobs of them)."""
-    logits = logits.float()
-    logp = torch.log_softmax(logits, dim=-1)
-    if params.temperature <= 0:
-        tok = logits.argmax(dim=-1)
-    else:
-        z = logits / params.temperature
-        if params.top_k and params.top_k > 0:
-            kth = torch.topk(z, min(params.top_k, z.shape[-1]), dim=-1).values[:, -1:]
-            z = z.masked_fill(z < kth, float("-inf"))
-        probs = torch.softmax(z, dim=-1)
-        if params.top_p < 1.0:
-            cand, idx = nucleus(probs, params.top_p)
-            tok = idx.gather(-1, inverse_cdf(cand, generator)[:, None]).squeeze(-1)
-        else:
-            tok = inverse_cdf(probs, generator)
-    return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
-
-
-def nucleus(probs: torch.Tensor, top_p: float, k0: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
-    """Top-p filter: ([B, k] kept probabilities, zero outside the nucleus; [B, k] their ids).
-
-    A token is dropped when the mass of the tokens ranked before it already reaches top_p (the
-    first always stays). Rather than sorting the whole vocabulary each step, try the top k0: a
-    trained model's nucleus is usually a handful of tokens, so a 150K-vocabulary sort becomes a
-    small top-k. A full sort when some row's nucleus may be wider (k0 * max prob < top_p proves
-    it is, without computing the top-k).
-    """
-    k = min(k0, probs.shape[-1])
-    if k < probs.shape[-1] and bool((probs.amax(-1) * k >= top_p).all()):
-        vals, idx = torch.topk(probs, k, dim=-1)  # sorted, descending
-        if not bool((vals.sum(-1) >= top_p).all()):
-            vals, idx = torch.sort(probs, dim=-1, descending=True)
-    else:
-        vals, idx = torch.sort(probs, dim=-1, descending=True)
-    drop = (torch.cumsum(vals, dim=-1) - vals) >= top_p
-    return vals.masked_fill(drop, 0.0), idx
-
-
-def inverse_cdf(probs: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """Sample one index per row of unnormalised [B, V] probabilities with one uniform per row
-    (cheaper than torch.multinomial's per-element randomness; float64 sums stay exact enough
-    for 150K-token vocabularies)."""
-    cdf = torch.cumsum(probs.double(), dim=-1)
-    u = torch.rand(
-        (probs.shape[0], 1), generator=generator, device=probs.device, dtype=torch.float64
-    )
-    # right=True: the first index whose cdf exceeds u, so zero-probability ids are never chosen.
-    pos = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(-1)
-    return pos.clamp_(max=probs.shape[-1] - 1)
-
-
-def left_pad(prompt_ids: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Left-padded token ids and attention mask [P, W] of `prompt_ids` (W = the longest)."""
-    width = max(len(p) for p in prompt_ids)
-    inp = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
-    for r, p in enumerate(prompt_ids):
-        inp[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-        mask[r, width - len(p) :] = 1
-    return inp, mask
-
-
-class _GrowingLayer(DynamicLayer):
-    """A DynamicLayer whose keys/values live in a buffer with room for `reserve` more tokens:
-    a decoding step writes in place instead of copying the whole cache (DynamicLayer's torch.cat
-    costs O(T) per step, O(T^2) per sequence)."""
-
-    def __init__(self, reserve: int = 0):
-        super().__init__()
-        self.reserve, self._len = reserve, 0
-        self._kb: torch.Tensor | None = None
-        self._vb: torch.Tensor | None = None
-
-    def update(self, key_states, value_states, *args, **kwargs):
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-        end = self._len + key_states.shape[-2]
-        if self._kb is None or end > self._kb.shape[-2]:
-            cap = max(end + self.reserve, 2 * end)
-            kb = key_states.new_empty((*key_states.shape[:-2], cap, key_states.shape[-1]))
-            vb = value_states.new_empty((*value_states.shape[:-2], cap, value_states.shape[-1]))
-            if self._kb is not None and self._len:
-                kb[..., : self._len, :] = self._kb[..., : self._len, :]
-                vb[..., : self._len, :] = self._vb[..., : self._len, :]
-            self._kb, self._vb = kb, vb
-        self._kb[..., self._len : end, :] = key_states
-        self._vb[..., self._len : end, :] = value_states
-        self._len = end
-        self.keys, self.values = self._kb[..., :end, :], self._vb[..., :end, :]
-        return self.keys, self.values
-
-    def batch_select_indices(self, indices: torch.Tensor) -> None:
-        if self._kb is not None:
-            self._kb, self._vb = self._kb[indices], self._vb[indices]
-            self.keys = self._kb[..., : self._len, :]
-            self.values = self._vb[..., : self._len, :]
-
-
-class _StaticLayer(DynamicLayer):
-    """Preallocated keys/values [B, H, T, D]. A decode step writes its one token at `write_pos`
-    (a one-element device tensor: fixed shapes, no host sync, so the step can be a CUDA graph)
-    and attention reads the whole buffer under a mask of the filled positions."""
-
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, write_pos: torch.Tensor):
-        super().__init__()
-        self.keys, self.values, self.write_pos = keys, values, write_pos
-        self.device, self.dtype = keys.device, keys.dtype
-        self.is_initialized = True
-
-    def update(self, key_states, value_states, *args, **kwargs):
-        self.keys.index_copy_(2, self.write_pos, key_states.to(self.keys.dtype))
-        self.values.index_copy_(2, self.write_pos, value_states.to(self.values.dtype))
-        return self.keys, self.values
-
-    def get_seq_length(self) -> int:
-        return self.keys.shape[-2]
-
-
-class _StaticDecoder:
-    """Fixed-shape decode state of one batch shape (rows, cache length): KV buffers, input
-    buffers, the additive mask and, on CUDA, the captured graph of one decode step."""
-
-    def __init__(self, model: Any, cache_kw: str, rows: int, cap: int, graphs: bool):
-        self.model, self.cache_kw, self.rows, self.cap = model, cache_kw, rows, cap
-        self.graphs, self.graph, self.logits = graphs, None, None
-        self.cache: Any = None
-        self.mask: torch.Tensor | None = None
-        self.layer_types = sorted(
-            set(getattr(model.config, "layer_types", None) or ["full_attention"])
-        )
-
-    def load(self, prefill: Any, rep: torch.Tensor, prompt_mask: torch.Tensor) -> None:
-        """Copy the prefill's KV (one row per distinct prompt) to the rows (`rep`: row ->
-        prompt) and set the mask to the rows' prompt tokens."""
-        width = prompt_mask.shape[1]
-        src = prefill.layers
-        if self.cache is None:
-            k0 = src[0].keys
-            dev, dt = k0.device, k0.dtype
-            self.tok = torch.zeros((self.rows, 1), dtype=torch.long, device=dev)
-            self.pos = torch.zeros((self.rows, 1), dtype=torch.long, device=dev)
-            self.wpos = torch.zeros((1,), dtype=torch.long, device=dev)
-            self.neg = torch.finfo(dt).min
-            self.mask = torch.full((self.rows, 1, 1, self.cap), self.neg, dtype=dt, device=dev)
-            layers = []
-            for layer in src:
-                k, v = layer.keys, layer.values
-                kb = k.new_zeros((self.rows, k.shape[1], self.cap, k.shape[3]))
-                vb = v.new_zeros((self.rows, v.shape[1], self.cap, v.shape[3]))
-                layers.append(_StaticLayer(kb, vb, self.wpos))
-            self.cache = _new_cache(self.model, 0)
-            self.cache.layers = layers
-        for dst, layer in zip(self.cache.layers, src):
-            dst.keys[:, :, :width].copy_(layer.keys[rep][:, :, :width])
-            dst.values[:, :, :width].copy_(layer.values[rep][:, :, :width])
-        self.mask.fill_(self.neg)
-        self.mask[:, 0, 0, :width].masked_fill_(prompt_mask.bool(), 0.0)
-
-    def _run(self) -> torch.Tensor:
-        masks = {t: self.mask for t in self.layer_types}
-        kw = {self.cache_kw: self.cache, "use_cache": True}
-        out = self.model(input_ids=self.tok, attention_mask=masks, position_ids=self.pos, **kw)
-        return out.logits[:, -1, :]
-
-    def step(self, tok: torch.Tensor, pos: torch.Tensor, at: int) -> torch.Tensor:
-        """Logits after feeding `tok` [B] at positions `pos` [B, 1], written to cache slot `at`."""
-        self.tok.copy_(tok[:, None])
-        self.pos.copy_(pos)
-        self.wpos.fill_(at)
-        self.mask[:, 0, 0, at] = 0.0
-        if not self.graphs:
-            return self._run()
-        if self.graph is None:
-            self._capture()
-        else:
-            self.graph.replay()
-        return self.logits
-
-    def _capture(self) -> None:
-        """Warm up on a side stream, capture one step, and run it (warm-up and the captured run
-        write the same KV slot with the same values, so the capture is idempotent)."""
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(2):
-                self._run()
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(graph):
-                self.logits = self._run()
-        except Exception as e:  # noqa: BLE001 - any capture failure: decode eagerly instead
-            log.warning(f"CUDA graph capture failed ({type(e).__name__}: {e}); decoding eagerly")
-            self.graphs = False
-            self.logits = self._run()
-            return
-        self.graph = graph
-        graph.replay()
-
-
-def _new_cache(model: Any, reserve: int) -> Any:
-    """A DynamicCache whose full-attention layers grow in place (sliding-window and other layer
-    kinds keep transformers' own classes)."""
-    try:
-        cache = DynamicCache(config=model.config)
-    except TypeError:  # older transformers
-        return DynamicCache()
-    layers = getattr(cache, "layers", None)
-    if layers and all(type(x) is DynamicLayer for x in layers):
-        cache.layers = [_GrowingLayer(reserve) for _ in layers]
-    return cache
-
-
 def _load(path: str, device: str, dtype: str, **load_kw: Any) -> tuple[Any, Any]:
     """The project's loader (tokenizer fixes; dtype "auto" keeps the saved dtype)."""
-    from vibethinker.models import load_model_and_tokenizer
-
     return load_model_and_tokenizer(path, device=device, dtype=dtype, **load_kw)
 
 
@@ -357,8 +107,6 @@ class HFSampler:
         self.eos_ids = stop_token_ids(model, tokenizer, bool(self.use_chat_template))
         positions = getattr(model.config, "max_position_embeddings", None) or 0
         if context_len and positions and context_len > positions:
-            from vibethinker.models import check_context
-
             check_context(model.config, context_len, f"context_len={context_len}")
         self.context_len = int(context_len or positions or 0)  # 0: unknown, no bound
         pad = tokenizer.pad_token_id
@@ -372,7 +120,7 @@ class HFSampler:
         self.static_cache = bool(static_cache) and self._static_ok()
         self.cuda_graphs = cuda_graphs and self.device.type == "cuda"
         self.sync_every = max(1, sync_every)
-        self._decoder: _StaticDecoder | None = None
+        self._decoder: StaticDecoder | None = None
 
     def _static_ok(self) -> bool:
         """Whether the static path can run this model (else the plain path, with a warning)."""
@@ -443,8 +191,6 @@ class HFSampler:
                 )
             return left
         if self.context_len and longest_prompt + params.max_new_tokens > self.context_len:
-            from vibethinker.models import ContextLengthError, check_context
-
             need = longest_prompt + params.max_new_tokens
             check_context(self.model.config, need, f"max_new_tokens={params.max_new_tokens}")
             raise ContextLengthError(
@@ -471,7 +217,7 @@ class HFSampler:
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         # per-row response cap: max_new_tokens, or (0) the context left after the row's prompt
         caps_p = [params.max_new_tokens or self.context_len - len(p) for p in prompt_ids]
-        cache = _new_cache(self.model, max(caps_p))
+        cache = new_cache(self.model, max(caps_p))
         logits = self._forward(inp, mask, pos, cache, last_only=True)
         # Prefill once per distinct prompt, then copy its cache to its samples.
         rep = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts)).to(dev)
@@ -521,7 +267,7 @@ class HFSampler:
         inp, mask = left_pad(prompt_ids, self.pad_id)
         inp, mask = inp.to(self.device), mask.to(self.device)
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        cache = _new_cache(self.model, reserve)
+        cache = new_cache(self.model, reserve)
         return self._forward(inp, mask, pos, cache, last_only=True), cache, mask
 
     def _sample_batch_static(
@@ -538,7 +284,7 @@ class HFSampler:
         d = self._decoder
         if d is None or (d.rows, d.cap) != (rows, cap):
             self._decoder = d = None  # free the old buffers first
-            d = _StaticDecoder(self.model, self._cache_kw, rows, cap, self.cuda_graphs)
+            d = StaticDecoder(self.model, self._cache_kw, rows, cap, self.cuda_graphs)
             self._decoder = d
         d.load(prefill, rep, pmask[rep])
         del prefill

@@ -43,6 +43,8 @@ from vibethinker.engines import (
     chat_end_token,
     encode_prompt,
 )
+from vibethinker.engines.openai import OpenAISampler
+from vibethinker.models import apply_yarn, rope_params
 from vibethinker.types import Completion
 
 
@@ -85,8 +87,6 @@ class VLLMSampler:
             kw["max_model_len"] = max_model_len
         if rope_yarn_factor and rope_yarn_factor > 1.0:
             from transformers import AutoConfig
-
-            from vibethinker.models import apply_yarn, rope_params
 
             cfg = apply_yarn(
                 AutoConfig.from_pretrained(str(model)), rope_yarn_factor, rope_original_len
@@ -179,8 +179,6 @@ class VLLMServerSampler:
     API with the sampled token ids and logprobs, weights pushed through a shared file."""
 
     def __init__(self, base_url: str, tokenizer: Any, sync_dir: str, model: str = "default"):
-        from vibethinker.engines.openai import OpenAISampler
-
         extra = {"return_tokens_as_token_ids": True, "skip_special_tokens": False}
         self.client = OpenAISampler(
             base_url=base_url, model=model, endpoint="chat", extra_body=extra, tokenizer=tokenizer

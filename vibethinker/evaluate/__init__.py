@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from vibethinker import verifiers
 from vibethinker.engines import Sampler, SamplingParams
 from vibethinker.evaluate.metrics import aggregate, answer_key, group_stats, n_tokens, passk_curve
 from vibethinker.log import get_logger, progress
@@ -114,8 +115,6 @@ def evaluate(
     maj@k beyond normalised-string equality (metrics.py). `verify_fn` replaces `verify_batch`
     (same signature), e.g. with the math judge as a second opinion (verifiers/math_judge.py).
     """
-    from vibethinker.verifiers import verify_batch
-
     params = params or SamplingParams()
     ns = samples_per_problem(problems, n)
     n_max = max(ns, default=n if isinstance(n, int) else 0)
@@ -141,7 +140,7 @@ def evaluate(
             completions[i] = list(cs)
     flat_p = [p for p, cs in zip(problems, completions) for _ in cs]
     flat_r = [c.text for cs in completions for c in cs]
-    scores = (verify_fn or verify_batch)(flat_p, flat_r, workers=workers)
+    scores = (verify_fn or verifiers.verify_batch)(flat_p, flat_r, workers=workers)
     groups, k = [], 0
     for p, cs in zip(problems, completions):
         groups.append(Group(p, list(cs), list(scores[k : k + len(cs)])))

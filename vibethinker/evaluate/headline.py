@@ -19,7 +19,7 @@ hold", with the figures, whichever way it fails (worse beyond noise, or no diffe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -199,6 +199,44 @@ def _row_ref(rows: Sequence[Row], i: int) -> Row:
     return by_name[rows[i].start] if rows[i].start else rows[i - 1]
 
 
+def _claim(kind: str, row: str, vs: str, col: str, diff: dict, same: bool) -> dict[str, Any]:
+    """One story check (`check_claim`) as a record: kind, rows, column, whether it holds."""
+    ok, text = check_claim(row, vs, col, diff, same)
+    return {"kind": kind, "row": row, "vs": vs, "column": col, "holds": ok, "text": text}
+
+
+def _specialist_checks(
+    rows: Sequence[Row], domains: Sequence[str], compare: Callable[[Row, Row], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The checks of the rows that name a domain: each against its reference row, on its
+    domain's column (every domain column for `all`)."""
+    out = []
+    for i in range(1, len(rows)):
+        r = rows[i]
+        if not r.domain:
+            continue
+        ref = _row_ref(rows, i)
+        cmp = compare(ref, r)
+        cols = columns_of(domains)[:-1] if r.domain == "all" else [r.domain]
+        for col in cols:
+            if col in cmp["diffs"]:
+                out.append(
+                    _claim("specialist", r.name, ref.name, col, cmp["diffs"][col], cmp["same"])
+                )
+    return out
+
+
+def _check_lengths(
+    rows: Sequence[Row], scores: Mapping[str, Sequence[float]], domains: Sequence[str]
+) -> None:
+    """Every row has one score per problem."""
+    for r in rows:
+        if len(scores[r.name]) != len(domains):
+            raise ValueError(
+                f"headline: {r.name} has {len(scores[r.name])} scores for {len(domains)} problems"
+            )
+
+
 def build_headline(
     rows: Sequence[Row],
     scores: Mapping[str, Sequence[float]],
@@ -214,11 +252,7 @@ def build_headline(
     `scores[row name]` holds one score per problem (aligned with `domains`); `same_as[name]`
     names the earlier row a row shares its checkpoint with (evaluated once)."""
     same_as = dict(same_as or {})
-    for r in rows:
-        if len(scores[r.name]) != len(domains):
-            raise ValueError(
-                f"headline: {r.name} has {len(scores[r.name])} scores for {len(domains)} problems"
-            )
+    _check_lengths(rows, scores, domains)
     kw = {"conf": conf, "n_boot": n_boot, "seed": seed}
 
     def same(a: Row, b: Row) -> bool:
@@ -242,40 +276,9 @@ def build_headline(
     if len(rows) > 1:
         final = lines[-1]
         for col in columns_of(domains)[:-1]:
-            ok, text = check_claim(
-                rows[-1].name, rows[0].name, col, final["diffs"][col], final["same"]
-            )
-            checks.append(
-                {
-                    "kind": "final",
-                    "row": rows[-1].name,
-                    "vs": rows[0].name,
-                    "column": col,
-                    "holds": ok,
-                    "text": text,
-                }
-            )
-    for i in range(1, len(rows)):
-        r = rows[i]
-        if not r.domain:
-            continue
-        ref = _row_ref(rows, i)
-        cmp = compare(ref, r)
-        cols = columns_of(domains)[:-1] if r.domain == "all" else [r.domain]
-        for col in cols:
-            if col not in cmp["diffs"]:
-                continue
-            ok, text = check_claim(r.name, ref.name, col, cmp["diffs"][col], cmp["same"])
-            checks.append(
-                {
-                    "kind": "specialist",
-                    "row": r.name,
-                    "vs": ref.name,
-                    "column": col,
-                    "holds": ok,
-                    "text": text,
-                }
-            )
+            diff = final["diffs"][col]
+            checks.append(_claim("final", rows[-1].name, rows[0].name, col, diff, final["same"]))
+    checks += _specialist_checks(rows, domains, compare)
     return {
         "columns": columns_of(domains),
         "conf": conf,

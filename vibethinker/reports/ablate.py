@@ -1,6 +1,6 @@
 """An ablation study's ablation.md (the table, the budget check, every seed) and ablation.png.
 
-`study` is an ablate.Study (vibethinker/ablate.py, a layer above; read by attribute here) and
+`study` is an ablate.Study (vibethinker/ablate/study.py, a layer above; read by attribute here) and
 `res` the collected results with `summary` (per arm: means, CIs, paired differences, budget).
 """
 

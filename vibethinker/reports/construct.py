@@ -43,6 +43,66 @@ def _mean(c: Counter) -> float:
     return sum(float(k) * v for k, v in c.items()) / n if n else 0.0
 
 
+def _decontam_lines(cfg: Any, ctx: Any) -> list[str]:
+    """The decontamination section: the eval index, its hits and the planted-item check."""
+    hits = ctx.eval_hits
+    lines = [
+        "## Decontamination",
+        "",
+        f"{ctx.index.n_items} eval items, {len(ctx.index)} {cfg.decontam_n}-grams "
+        f"({ctx.index.template_grams} template n-grams left out); "
+        f"{len(hits)} eval items hit by {sum(hits.values())} drops.",
+    ]
+    if hits:
+        lines += ["Most hit: " + ", ".join(f"`{k}` {v}" for k, v in hits.most_common(10))]
+    pl = ctx.planted
+    if getattr(ctx.sampler, "planted", None) is not None or pl.get("reached"):
+        rec = pl["caught"] / pl["reached"] if pl["reached"] else float("nan")
+        prec = pl["caught"] / pl["flagged"] if pl["flagged"] else float("nan")
+        lines += [
+            "",
+            f"Planted eval items (simulated teacher): {pl['reached']} reached the filter, "
+            f"{pl['caught']} caught: recall {rec:.2f}; precision {prec:.2f} ({pl['flagged']} "
+            "queries flagged at the query step).",
+        ]
+    lines.append("")
+    return lines
+
+
+def _curriculum_lines(out: Path, hist: dict[str, dict]) -> list[str]:
+    """The curriculum section (trace lengths and difficulty per domain) and its two plots."""
+    lens, diffs = hist["lengths"], hist["difficulty"]
+    if not lens:
+        return []
+    lines = [
+        "## Curriculum tags",
+        "",
+        "| domain | problems | traces | mean trace chars | "
+        "mean difficulty (1 - teacher pass rate) |",
+        "|---|---|---|---|---|",
+    ]
+    for d in sorted(lens):
+        lc, dc = Counter(lens[d]), Counter(diffs.get(d, {}))
+        lines.append(
+            f"| {d} | {sum(dc.values())} | {sum(lc.values())} | {_mean(lc) + 10:.0f} "
+            f"| {_mean(dc):.3f} |"
+        )
+    _plot(
+        out / "lengths.png",
+        {d: Counter(c) for d, c in lens.items()},
+        "trace chars (bins of 20)",
+        "trace length",
+    )
+    _plot(
+        out / "difficulty.png",
+        {d: Counter(c) for d, c in diffs.items()},
+        "difficulty = 1 - teacher pass rate",
+        "difficulty",
+    )
+    lines += ["", "![lengths](lengths.png) ![difficulty](difficulty.png)", ""]
+    return lines
+
+
 def write_summary(out: Path, cfg: Any, ctx: Any, state: Progress, hist: dict[str, dict]) -> None:
     lines = [
         "# construct",
@@ -63,53 +123,6 @@ def write_summary(out: Path, cfg: Any, ctx: Any, state: Progress, hist: dict[str
     if state.bad_seeds:
         lines += [f"Seeds without supervision dropped: {state.bad_seeds}", ""]
     if ctx.index is not None:
-        hits = ctx.eval_hits
-        lines += [
-            "## Decontamination",
-            "",
-            f"{ctx.index.n_items} eval items, {len(ctx.index)} {cfg.decontam_n}-grams "
-            f"({ctx.index.template_grams} template n-grams left out); "
-            f"{len(hits)} eval items hit by {sum(hits.values())} drops.",
-        ]
-        if hits:
-            lines += ["Most hit: " + ", ".join(f"`{k}` {v}" for k, v in hits.most_common(10))]
-        pl = ctx.planted
-        if getattr(ctx.sampler, "planted", None) is not None or pl.get("reached"):
-            rec = pl["caught"] / pl["reached"] if pl["reached"] else float("nan")
-            prec = pl["caught"] / pl["flagged"] if pl["flagged"] else float("nan")
-            lines += [
-                "",
-                f"Planted eval items (simulated teacher): {pl['reached']} reached the filter, "
-                f"{pl['caught']} caught: recall {rec:.2f}; precision {prec:.2f} ({pl['flagged']} "
-                "queries flagged at the query step).",
-            ]
-        lines.append("")
-    lens, diffs = hist["lengths"], hist["difficulty"]
-    if lens:
-        lines += [
-            "## Curriculum tags",
-            "",
-            "| domain | problems | traces | mean trace chars | "
-            "mean difficulty (1 - teacher pass rate) |",
-            "|---|---|---|---|---|",
-        ]
-        for d in sorted(lens):
-            lc, dc = Counter(lens[d]), Counter(diffs.get(d, {}))
-            lines.append(
-                f"| {d} | {sum(dc.values())} | {sum(lc.values())} | {_mean(lc) + 10:.0f} "
-                f"| {_mean(dc):.3f} |"
-            )
-        _plot(
-            out / "lengths.png",
-            {d: Counter(c) for d, c in lens.items()},
-            "trace chars (bins of 20)",
-            "trace length",
-        )
-        _plot(
-            out / "difficulty.png",
-            {d: Counter(c) for d, c in diffs.items()},
-            "difficulty = 1 - teacher pass rate",
-            "difficulty",
-        )
-        lines += ["", "![lengths](lengths.png) ![difficulty](difficulty.png)", ""]
+        lines += _decontam_lines(cfg, ctx)
+    lines += _curriculum_lines(out, hist)
     (out / "summary.md").write_text("\n".join(lines), encoding="utf-8")

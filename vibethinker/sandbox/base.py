@@ -64,7 +64,7 @@ class Limits:
 
 
 # The in-sandbox set-up shared by a one-shot sandbox (runner.BOOT) and a zygote's checks
-# (zygote.ZYGOTE): place the passed fds, apply the rlimits, remember the uids. `lim` is
+# (zygote_program.ZYGOTE): place the passed fds, apply the rlimits, remember the uids. `lim` is
 # (AS bytes, CPU s, NPROC, FSIZE bytes, NOFILE); `fdmap` pairs (fd now, fd wanted), every other
 # fd above the highest wanted one is closed. `_drop(i)` switches to the i-th of the random uids
 # (only when we are uid 0; a no-op otherwise), so a script can fork first and give its halves

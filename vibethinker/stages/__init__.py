@@ -1,4 +1,5 @@
-"""The pipeline stages: one file per stage, each a flat config dataclass plus `run(config)`.
+"""The pipeline stages: one file per stage, each a flat config dataclass plus `run(config)`; a
+large stage keeps its parts beside it (`distill_candidates.py`: `<stage>_<part>.py`).
 
 A stage registers itself with `@register("name", ConfigClass)`. `run(config) -> dict[str, str]`
 returns its outputs (name -> path), which the recipe runner records in the manifest. Every config
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vibethinker.config import ConfigError
+from vibethinker.config import ConfigError, close_matches
 
 
 @dataclass
@@ -89,8 +90,6 @@ def get(name: str) -> StageSpec:
         for mod in _user_modules():
             importlib.import_module(mod)
     if name not in STAGES:
-        from vibethinker.config import close_matches
-
         known = sorted(STAGES)
         raise ConfigError(
             f"unknown stage {name!r}{close_matches(name, known)}; known stages: {', '.join(known)}"

@@ -168,8 +168,6 @@ def iter_seeds(
     False) (drop), or as (index, Problem, line, True) (pass: copied, not constructed; a record
     that does not parse is dropped). Records of `pass_domains` come with copy=True (no
     supervision check); those of other domains (e.g. the world's `clr` examples) are passed over."""
-    from vibethinker.data.io import split_file
-
     i = 0
     for f in _files(split_file(path, "train.jsonl")):
         for line, row in _iter_rows(f):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from vibethinker.data.io import save_problems
 from vibethinker.data.world import generate, stats
+from vibethinker.data.world.instruct_open import open_problems
 from vibethinker.log import get_logger
 from vibethinker.stages import register
 from vibethinker.types import DOMAINS
@@ -58,8 +59,6 @@ def run(cfg: DataConfig) -> dict[str, str]:
         cfg.seed, cfg.n_train, cfg.n_probe, cfg.n_eval, list(cfg.domains), cfg.math_share
     )
     if cfg.n_open and "instruct" in cfg.domains:
-        from vibethinker.data.world.instruct_open import open_problems
-
         splits["train"] += open_problems(cfg.seed, cfg.n_open)
     os.makedirs(cfg.out, exist_ok=True)
     outputs = {}

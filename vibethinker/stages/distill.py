@@ -21,16 +21,17 @@ final/ is the student model), summary.md.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
-import math
-import random
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vibethinker.algo import potential
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, ConfigError
+from vibethinker.data.io import load_problems, save_problems
+from vibethinker.engines import make_sampler
 from vibethinker.engines.settings import (
     DeviceFields,
     EngineChoice,
@@ -38,10 +39,21 @@ from vibethinker.engines.settings import (
     RopeFields,
     ServerFields,
 )
+from vibethinker.evaluate import PROMPT_STYLES, evaluate
 from vibethinker.log import get_logger
-from vibethinker.reports.distill import FUNNEL_COLS, plot_s_lp, summary_md
+from vibethinker.reports.distill import plot_s_lp, summary_md
+from vibethinker.stages import distill_candidates as candidates
 from vibethinker.stages import register
-from vibethinker.types import Candidate, Problem
+from vibethinker.stages import sft as sft_stage
+from vibethinker.stages.distill_candidates import load_or_build_candidates
+from vibethinker.stages.distill_select import (
+    check_nonempty,
+    funnel_table,
+    mean_or_none,
+    select,
+    to_problems,
+)
+from vibethinker.types import DOMAINS, Problem
 
 log = get_logger("stages.distill")
 TEACHER_KEYS = ("model", "data", "domain")
@@ -232,8 +244,6 @@ def _looks_local(name: str) -> bool:
 
 def check_config(cfg: DistillConfig) -> None:
     """Refuse a bad config before anything is sampled, naming the teacher and domain."""
-    from vibethinker.types import DOMAINS
-
     if not cfg.teachers:
         raise ConfigError("distill: `teachers` is empty (a list of {model, data, domain})")
     if not cfg.student:
@@ -268,277 +278,11 @@ def check_config(cfg: DistillConfig) -> None:
         raise FileNotFoundError(f"distill: student {cfg.student} not found")
 
 
-def sample_seed(cfg: DistillConfig) -> int:
-    """The seed of prompt and teacher sampling: `sample_seed`, or `seed` when it is -1."""
-    return cfg.seed if cfg.sample_seed == -1 else cfg.sample_seed
-
-
-def teacher_prompts(cfg: DistillConfig, teacher: dict[str, str]) -> list[Problem]:
-    """The teacher's prompts: its domain's problems of its data (a seeded `max_prompts` sample)."""
-    from vibethinker.data.io import load_problems
-
-    path = Path(teacher["data"])
-    if path.is_dir():
-        path = path / "train.jsonl"
-    problems = load_problems(path)
-    mine = [p for p in problems if p.domain == teacher["domain"]]
-    if not mine:
-        have = sorted({p.domain for p in problems})
-        raise ValueError(
-            f"distill: teacher {teacher['model']} (domain {teacher['domain']}): "
-            f"{path} has no prompt of domain {teacher['domain']!r} (it has "
-            f"{have or 'no problems'})"
-        )
-    if cfg.max_prompts and len(mine) > cfg.max_prompts:
-        mine = random.Random(sample_seed(cfg)).sample(mine, cfg.max_prompts)
-    return mine
-
-
-# ----------------------------------------------------------------------------- sample, verify
-
-
-def make_teacher_sampler(cfg: DistillConfig, teacher: dict[str, str]) -> Any:
-    """The teacher's Sampler (a function of its own so tests can put a stand-in here)."""
-    from vibethinker.engines import make_sampler
-
-    kw: dict[str, Any] = {"model": teacher["model"]}
-    if cfg.engine == "openai":
-        kw["base_url"] = teacher.get("base_url") or cfg.base_url
-    elif cfg.engine == "hf":
-        from vibethinker.train.policy import resolve_device
-
-        kw["device"] = resolve_device(cfg.device)
-    return make_sampler(cfg.engine, **kw)
-
-
-def sample_teacher(
-    cfg: DistillConfig, teacher: dict[str, str], problems: list[Problem]
-) -> tuple[list[Candidate], dict]:
-    """Sample, verify, keep correct untruncated responses: (candidates, counts)."""
-    import gc
-
-    import torch
-
-    from vibethinker.evaluate import PROMPT_STYLES
-    from vibethinker.verifiers import verify_batch
-
-    prompt_fn = PROMPT_STYLES[cfg.prompt_style]
-    params = cfg.sampling_params(seed=sample_seed(cfg))
-    sampler = make_teacher_sampler(cfg, teacher)
-    outs = sampler.generate([prompt_fn(p) for p in problems], cfg.n_samples, params)
-    del sampler  # free the teacher before the next one (or the student) loads
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-    flat = [(p, c) for p, cs in zip(problems, outs) for c in cs]
-    scores = verify_batch([p for p, _ in flat], [c.text for _, c in flat])
-    cands = [
-        Candidate(p, c.text, teacher["model"])
-        for (p, c), s in zip(flat, scores)
-        if s.correct and not c.truncated
-    ]
-    counts = {
-        "prompts": len(problems),
-        "sampled": len(flat),
-        "truncated": sum(c.truncated for _, c in flat),
-        "correct": len(cands),
-    }
-    log.info(
-        "distill: teacher %s (%s): %d prompts, %d sampled, %d correct",
-        teacher["model"],
-        teacher["domain"],
-        len(problems),
-        len(flat),
-        len(cands),
-    )
-    return cands, counts
-
-
-def dedupe(cands: list[Candidate]) -> list[Candidate]:
-    """Drop exact duplicates (same problem, same response text), keeping the first."""
-    seen: set[tuple[str, str]] = set()
-    out = []
-    for c in cands:
-        key = (c.problem.id, c.text)
-        if key not in seen:
-            seen.add(key)
-            out.append(c)
-    return out
-
-
-# ----------------------------------------------------------------------------- S_LP scoring
-
-
-def score_candidates(cfg: DistillConfig, cands: list[Candidate]) -> None:
-    """Fill `s_lp`, `tokens` (|y|) and `length` (prompt + trace) of each candidate; traces over
-    max_len (which SFT would drop) are not scored (s_lp None)."""
-    from vibethinker.evaluate import PROMPT_STYLES
-    from vibethinker.models import check_context, load_model_and_tokenizer
-    from vibethinker.train import packing, policy
-    from vibethinker.train.lp_score import score_samples
-
-    device = policy.resolve_device(cfg.device)
-    model, tok = load_model_and_tokenizer(
-        cfg.student,
-        device=device,
-        dtype="float32",
-        rope_yarn_factor=cfg.rope_yarn_factor,
-        rope_original_len=cfg.rope_original_len,
-        attn_implementation="sdpa",
-    )
-    check_context(model.config, cfg.max_len, f"distill max_len={cfg.max_len}")
-    model.eval()
-    prompt_fn = PROMPT_STYLES[cfg.prompt_style]
-    samples = []
-    for c in cands:
-        ids, mask = packing.encode_chat(tok, prompt_fn(c.problem), c.text)
-        samples.append(packing.Sample(ids, mask))
-        c.s_lp, c.tokens, c.length = None, sum(mask), len(ids)
-    fit = [i for i, s in enumerate(samples) if len(s.ids) <= cfg.max_len]
-    t0 = time.time()
-    scored = score_samples(
-        model, [samples[i] for i in fit], tok.pad_token_id, device, cfg.score_tokens
-    )
-    for i, (v, _) in zip(fit, scored):
-        cands[i].s_lp = v
-    log.info(
-        "distill: scored %d traces under the student in %.1f s (%d over max_len=%d)",
-        len(fit),
-        time.time() - t0,
-        len(cands) - len(fit),
-        cfg.max_len,
-    )
-
-
-def candidates_key(cfg: DistillConfig) -> dict[str, Any]:
-    """The settings that shape the candidate pool (its cache key in candidates.json)."""
-    keys = (
-        "teachers",
-        "student",
-        "engine",
-        "n_samples",
-        "max_prompts",
-        "max_new_tokens",
-        "temperature",
-        "top_p",
-        "prompt_style",
-        "rope_yarn_factor",
-        "rope_original_len",
-        "max_len",
-    )
-    return {**{k: getattr(cfg, k) for k in keys}, "seed": sample_seed(cfg)}
-
-
-def load_or_build_candidates(cfg: DistillConfig, out: Path) -> tuple[list[Candidate], dict]:
-    """Sample + verify + dedupe + score, cached in out/candidates.jsonl under a key of the
-    settings that shape it (a resumed run does not re-sample the teachers)."""
-    from vibethinker.data.io import problem_from_dict, problem_to_dict
-
-    key = candidates_key(cfg)
-    cache, meta = out / "candidates.jsonl", out / "candidates.json"
-    if cache.exists() and meta.exists() and json.loads(meta.read_text())["key"] == key:
-        log.info("distill: reusing the scored candidates %s", cache)
-        rows = [json.loads(x) for x in cache.read_text().splitlines() if x.strip()]
-        got = [
-            Candidate(**{**r, "problem": problem_from_dict(r["problem"], cache, i + 1)})
-            for i, r in enumerate(rows)
-        ]
-        return got, json.loads(meta.read_text())["sampling"]
-    cands: list[Candidate] = []
-    sampling: dict[str, dict[str, int]] = {}
-    prompts = [teacher_prompts(cfg, t) for t in cfg.teachers]  # every data check first
-    for t, problems in zip(cfg.teachers, prompts):
-        got, counts = sample_teacher(cfg, t, problems)
-        cands += got
-        agg = sampling.setdefault(t["domain"], {})
-        for k, v in counts.items():
-            agg[k] = agg.get(k, 0) + v
-    for d in sampling:
-        sampling[d]["deduplicated"] = 0
-    before = {d: sum(c.problem.domain == d for c in cands) for d in sampling}
-    cands = dedupe(cands)
-    for d in sampling:
-        sampling[d]["deduplicated"] = before[d] - sum(c.problem.domain == d for c in cands)
-    if cands:
-        score_candidates(cfg, cands)
-    out.mkdir(parents=True, exist_ok=True)
-    with open(cache, "w", encoding="utf-8") as f:
-        for c in cands:
-            row = {**dataclasses.asdict(c), "problem": problem_to_dict(c.problem)}
-            f.write(json.dumps(row) + "\n")
-    meta.write_text(json.dumps({"key": key, "sampling": sampling}, indent=1) + "\n")
-    return cands, sampling
-
-
-# ----------------------------------------------------------------------------- selection
-
-
-def select(cfg: DistillConfig, cands: list[Candidate]) -> tuple[dict[str, list[Candidate]], dict]:
-    """Per domain: drop traces over max_len (SFT would drop them), LP selection, the mix quota,
-    then (select=random) the random draw with the same count per bucket. Returns (the pool of
-    each domain, its Selection, whose indices point into the pool)."""
-    domains = sorted({c.problem.domain for c in cands})
-    pools = {
-        d: [c for c in cands if c.problem.domain == d and c.length <= cfg.max_len] for d in domains
-    }
-
-    def lp(d: str, quota: int | None) -> potential.Selection:
-        return potential.select_lp(
-            [c.tokens for c in pools[d]],
-            [c.s_lp for c in pools[d]],
-            cfg.n_buckets,
-            cfg.min_tokens,
-            cfg.outlier_pct,
-            cfg.band_lo_pct,
-            cfg.band_hi_pct,
-            quota,
-        )
-
-    first = {d: lp(d, None) for d in domains}
-    quotas = potential.domain_quotas(
-        {d: len(first[d].kept) for d in domains}, dict(cfg.shares), dict(cfg.counts)
-    )
-    sels = {d: first[d] if quotas[d] is None else lp(d, quotas[d]) for d in domains}
-    if cfg.select == "random":
-        rng = random.Random(cfg.seed)
-        sels = {d: potential.select_random(sels[d], cfg.n_buckets, rng) for d in domains}
-    return pools, sels
-
-
-def check_nonempty(
-    cfg: DistillConfig, kept: dict[str, list[Candidate]], funnel: dict | None = None
-) -> list[str]:
-    """Warnings (or an error, on_empty_domain=error) for domains whose teachers keep nothing,
-    with that domain's funnel (where the traces went)."""
-    msgs = []
-    for d in sorted({t["domain"] for t in cfg.teachers}):
-        if not kept.get(d):
-            names = ", ".join(t["model"] for t in cfg.teachers if t["domain"] == d)
-            row = (funnel or {}).get(d, {})
-            where = ", ".join(f"{k.replace('_', ' ')} {row[k]}" for k in FUNNEL_COLS if k in row)
-            msgs.append(
-                f"distill: domain {d} (teacher {names}) keeps no trace: no correct "
-                f"response survived sampling, verification and selection "
-                f"({where or 'see funnel.json'})"
-            )
-    if msgs and (cfg.on_empty_domain == "error" or not any(kept.values())):
-        raise ValueError(
-            "; ".join(msgs)
-            + ("" if any(kept.values()) else "; nothing to train on")
-            + " (on_empty_domain=warn trains on the other domains)"
-        )
-    for m in msgs:
-        log.warning(m)
-    return msgs
-
-
 # ----------------------------------------------------------------------------- held-out eval
 
 
 def eval_problems(cfg: DistillConfig) -> dict[str, list[Problem]]:
     """The first `eval_limit` problems of each domain of `eval_data` (all when 0)."""
-    from vibethinker.data.io import load_problems
-
     by: dict[str, list[Problem]] = {}
     for p in load_problems(cfg.eval_data):
         by.setdefault(p.domain, []).append(p)
@@ -548,8 +292,6 @@ def eval_problems(cfg: DistillConfig) -> dict[str, list[Problem]]:
 def pass1(cfg: DistillConfig, sampler: Any, problems: list[Problem]) -> dict[str, float]:
     """avg@n (the paper's Pass@1) per domain and "all" of `sampler` on `problems`, sampled with
     the paper's protocol (the teachers' temperature and top-p)."""
-    from vibethinker.evaluate import PROMPT_STYLES, evaluate
-
     params = cfg.sampling_params(seed=cfg.seed, max_new_tokens=cfg.eval_max_new_tokens)
     res = evaluate(
         sampler, problems, cfg.eval_n, [1], params, prompt_fn=PROMPT_STYLES[cfg.prompt_style]
@@ -561,7 +303,6 @@ def held_out(cfg: DistillConfig, student: str) -> dict[str, dict[str, float]]:
     """Pass@1 per domain of the distilled student (row "student") and, with `eval_baselines`,
     of its starting checkpoint ("start") on every domain and of each teacher on its own domain
     ("teacher <domain>: <model>")."""
-    from vibethinker.engines import make_sampler
     from vibethinker.train.policy import resolve_device
 
     probs = eval_problems(cfg)
@@ -573,7 +314,7 @@ def held_out(cfg: DistillConfig, student: str) -> dict[str, dict[str, float]]:
         for t in cfg.teachers:
             if probs.get(t["domain"]):
                 rows[f"teacher {t['domain']}: {t['model']}"] = pass1(
-                    cfg, make_teacher_sampler(cfg, t), probs[t["domain"]]
+                    cfg, candidates.make_teacher_sampler(cfg, t), probs[t["domain"]]
                 )
     rows["student"] = pass1(cfg, make_sampler("hf", model=student, device=device), every)
     log.info("distill: held-out Pass@1 of the student: %s", rows["student"])
@@ -583,60 +324,9 @@ def held_out(cfg: DistillConfig, student: str) -> dict[str, dict[str, float]]:
 # ----------------------------------------------------------------------------- outputs
 
 
-def funnel_table(sampling: dict, sels: dict, overlong: dict) -> dict[str, dict[str, Any]]:
-    """Per domain: prompts, sampled, truncated, correct, duplicates, over max_len, then the
-    selection's funnel (dropped short, dropped outlier, out of band, over quota, kept), with the
-    bucket edges and the kept S_LP band of each bucket."""
-    table = {}
-    for d in sorted(set(sampling) | set(sels)):
-        row = dict(sampling.get(d, {}))
-        row["over_max_len"] = overlong.get(d, 0)
-        if d in sels:
-            sel = sels[d]
-            row.update({k: v for k, v in sel.counts.items() if k != "candidates"})
-            row["bucket_edges"] = [round(e, 2) for e in sel.edges]
-            row["outlier_cut"] = None if math.isinf(sel.outlier_cut) else round(sel.outlier_cut, 4)
-            row["bands"] = [
-                None if math.isnan(lo) else [round(lo, 4), round(hi, 4)] for lo, hi in sel.bands
-            ]
-        else:
-            row.update({k: 0 for k in potential.FUNNEL if k != "candidates"})
-        table[d] = row
-    return table
-
-
-def _mean(xs: list[float]) -> float | None:
-    return round(sum(xs) / len(xs), 4) if xs else None
-
-
-def to_problems(kept: dict[str, list[Candidate]]) -> list[Problem]:
-    """One Problem per kept trace: the source problem with traces=[trace], id `<id>/t<k>`."""
-    out = []
-    for d in sorted(kept):
-        for k, c in enumerate(kept[d]):
-            p = c.problem
-            meta = {
-                **p.meta,
-                "problem_id": p.id,
-                "teacher": c.teacher,
-                "s_lp": c.s_lp,
-                "bucket": c.bucket,
-                "tokens": c.tokens,
-            }
-            out.append(
-                dataclasses.replace(
-                    p, id=f"{p.id}/t{k}", traces=[c.text], wrong_traces=None, claims=None, meta=meta
-                )
-            )
-    return out
-
-
 def fresh_sft(out: Path, selection: bytes) -> None:
     """The SFT in out/sft resumes from its checkpoints; when the selection differs from the one
     it was started on (new selection settings), its checkpoints are stale: remove them."""
-    import hashlib
-    import shutil
-
     digest = hashlib.sha256(selection).hexdigest()
     mark = out / "selection.sha256"
     if (out / "sft").exists() and (not mark.exists() or mark.read_text().strip() != digest):
@@ -648,8 +338,6 @@ def fresh_sft(out: Path, selection: bytes) -> None:
 def prepare(cfg: DistillConfig, out: Path) -> tuple[Path, dict, list[str]]:
     """Sample, verify, score and select; write selected.jsonl, funnel.json and the S_LP plot.
     Returns (selected path, funnel, warnings)."""
-    from vibethinker.data.io import save_problems
-
     cands, sampling = load_or_build_candidates(cfg, out)
     pools, sels = select(cfg, cands)
     kept = {
@@ -659,8 +347,8 @@ def prepare(cfg: DistillConfig, out: Path) -> tuple[Path, dict, list[str]]:
     overlong = {d: sum(c.problem.domain == d for c in cands) - len(pools[d]) for d in pools}
     funnel = funnel_table(sampling, sels, overlong)
     for d in pools:  # how far the selection moved S_LP (kept vs every scored candidate)
-        funnel[d]["s_lp_mean"] = _mean([c.s_lp for c in pools[d]])
-        funnel[d]["s_lp_mean_kept"] = _mean([c.s_lp for c in kept[d]])
+        funnel[d]["s_lp_mean"] = mean_or_none([c.s_lp for c in pools[d]])
+        funnel[d]["s_lp_mean_kept"] = mean_or_none([c.s_lp for c in kept[d]])
     (out / "funnel.json").write_text(json.dumps(funnel, indent=1) + "\n")
     warnings = check_nonempty(cfg, kept, funnel)
     selected = out / "selected.jsonl"
@@ -676,7 +364,6 @@ def run(cfg: DistillConfig) -> dict[str, str]:
 
     Under torchrun, rank 0 samples, scores and selects (the teachers' sampling is not sharded)
     and every process then trains the student together through the SFT stage."""
-    from vibethinker.stages import sft as sft_stage
     from vibethinker.train import dist
     from vibethinker.train.policy import resolve_device
 

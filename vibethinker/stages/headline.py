@@ -229,6 +229,51 @@ def score_model(cfg: HeadlineConfig, row: Row, problems: list) -> dict[str, Any]
     }
 
 
+def check_config(cfg: HeadlineConfig) -> None:
+    """Refuse missing data, an engine other than hf or vllm, and n < 1."""
+    if not cfg.data or not Path(cfg.data).exists():
+        raise FileNotFoundError(f"headline: data {cfg.data!r} not found (held-out problems)")
+    if cfg.engine not in ("hf", "vllm"):
+        raise ValueError(f"headline: engine must be hf or vllm, got {cfg.engine!r}")
+    if cfg.n < 1:
+        raise ValueError(f"headline: n must be >= 1, got {cfg.n}")
+
+
+def score_or_reuse(
+    cfg: HeadlineConfig, r: Row, problems: list, proto: dict[str, Any]
+) -> dict[str, Any]:
+    """One row's scores: from its cache when the protocol, data and model files are unchanged,
+    else sampled and verified (`score_model`) and cached."""
+    key = {
+        **proto,
+        "data": os.path.realpath(cfg.data),
+        "model": os.path.realpath(r.model),
+        "files": fingerprint(r.model),
+    }
+    cached = load_cached(_cache_path(cfg, r.name), key)
+    if cached is None:
+        rec = {"key": key, **score_model(cfg, r, problems), "cached": False}
+        _write_json(_cache_path(cfg, r.name), rec)
+        log.info("headline: %s all %.3f (%.0f s)", r.name, rec["accuracy"], rec["seconds"])
+    else:
+        rec = {**cached, "cached": True}
+        log.info("headline: %s from the cache (%s)", r.name, _cache_path(cfg, r.name))
+    return rec
+
+
+def write_outputs(out: Path, h: dict[str, Any]) -> dict[str, str]:
+    """headline.json, headline.png, headline.md and summary.md; their paths."""
+    outputs = {
+        "headline": _write_json(out / "headline.json", h),
+        "plot": plot_headline(out / "headline.png", h),
+    }
+    (out / "headline.md").write_text(headline_markdown(h))
+    (out / "summary.md").write_text(summary_markdown(h))
+    outputs.update(table=str(out / "headline.md"), summary=str(out / "summary.md"))
+    log.info("headline:\n%s", headline_markdown(h))
+    return outputs
+
+
 @register("headline", HeadlineConfig, resumable=True)
 def run(cfg: HeadlineConfig) -> dict[str, str]:
     """The report's headline: held-out accuracy per domain after each stage, with intervals."""
@@ -237,12 +282,7 @@ def run(cfg: HeadlineConfig) -> dict[str, str]:
     from vibethinker.verifiers import check_available
 
     rows = parse_rows(cfg.models)
-    if not cfg.data or not Path(cfg.data).exists():
-        raise FileNotFoundError(f"headline: data {cfg.data!r} not found (held-out problems)")
-    if cfg.engine not in ("hf", "vllm"):
-        raise ValueError(f"headline: engine must be hf or vllm, got {cfg.engine!r}")
-    if cfg.n < 1:
-        raise ValueError(f"headline: n must be >= 1, got {cfg.n}")
+    check_config(cfg)
     check_models(rows)
     problems = pick_problems(load_problems(cfg.data), cfg.limit_per_domain)
     if not problems:
@@ -263,21 +303,7 @@ def run(cfg: HeadlineConfig) -> dict[str, str]:
     t0 = time.perf_counter()
     for r in todo:
         bar.set_postfix(model=r.name)
-        key = {
-            **proto,
-            "data": os.path.realpath(cfg.data),
-            "model": os.path.realpath(r.model),
-            "files": fingerprint(r.model),
-        }
-        cached = load_cached(_cache_path(cfg, r.name), key)
-        if cached is None:
-            rec = {"key": key, **score_model(cfg, r, problems), "cached": False}
-            _write_json(_cache_path(cfg, r.name), rec)
-            log.info("headline: %s all %.3f (%.0f s)", r.name, rec["accuracy"], rec["seconds"])
-        else:
-            rec = {**cached, "cached": True}
-            log.info("headline: %s from the cache (%s)", r.name, _cache_path(cfg, r.name))
-        results[r.name] = rec
+        results[r.name] = score_or_reuse(cfg, r, problems, proto)
         bar.update(1)
     bar.close()
     for name, first in same_as.items():
@@ -304,13 +330,4 @@ def run(cfg: HeadlineConfig) -> dict[str, str]:
             steps=training_steps(row["model"]),
         )
     h["seconds"] = time.perf_counter() - t0
-    out = Path(cfg.out)
-    outputs = {
-        "headline": _write_json(out / "headline.json", h),
-        "plot": plot_headline(out / "headline.png", h),
-    }
-    (out / "headline.md").write_text(headline_markdown(h))
-    (out / "summary.md").write_text(summary_markdown(h))
-    outputs.update(table=str(out / "headline.md"), summary=str(out / "summary.md"))
-    log.info("headline:\n%s", headline_markdown(h))
-    return outputs
+    return write_outputs(Path(cfg.out), h)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from vibethinker.data.io import load_problems
 from vibethinker.stages import register
 
 KINDS = ("tiny",)
@@ -41,8 +42,6 @@ class ModelConfig:
 
 def corpus_texts(data: str) -> list[str]:
     """The text the tokenizer learns from: every prompt, trace, wrong trace and claim."""
-    from vibethinker.data.io import load_problems
-
     if not data:
         raise ValueError(
             "model: `data` is required (a Problem JSONL file or a data folder, e.g. "

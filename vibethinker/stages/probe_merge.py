@@ -126,7 +126,7 @@ def merge_plan(
 
 def find_checkpoints(cfg: ProbeMergeConfig) -> list[tuple[str, str]]:
     """(label, folder) of every checkpoint to probe, in training order."""
-    from vibethinker.train.policy import list_checkpoints
+    from vibethinker.train.checkpoints import list_checkpoints
 
     found = []
     for sft in cfg.sft:
@@ -190,20 +190,10 @@ def probe_model(
 # ----------------------------------------------------------------------------- stage
 
 
-@register("probe_merge", ProbeMergeConfig, positional=("sft",))
-def run(cfg: ProbeMergeConfig) -> dict[str, str]:
-    """Probe SFT checkpoints by Pass@K per (sub)domain, merge the specialists, probe the merge."""
-    from vibethinker.train.merge import merge_checkpoints
-    from vibethinker.train.policy import resolve_device
-
-    if cfg.by not in BY:
-        raise ValueError(f"probe_merge: by={cfg.by!r}; expected one of {', '.join(BY)}")
-    if cfg.k > cfg.n:
-        raise ValueError(f"probe_merge: k={cfg.k} needs n >= k (n={cfg.n})")
-    t0 = time.time()
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    device = resolve_device(cfg.device)
+def probe_checkpoints(
+    cfg: ProbeMergeConfig, device: str
+) -> tuple[list[tuple[str, str]], dict[str, list], dict[str, dict[str, float]]]:
+    """(checkpoints, probe problems by group, Pass@K of every checkpoint by group)."""
     ckpts = find_checkpoints(cfg)
     groups = load_probe(cfg)
     names = list(groups)
@@ -218,6 +208,25 @@ def run(cfg: ProbeMergeConfig) -> dict[str, str]:
     for label, folder in ckpts:
         table[label] = probe_model(folder, groups, cfg, device)
         log.info("probe %s: %s", label, table[label])
+    return ckpts, groups, table
+
+
+@register("probe_merge", ProbeMergeConfig, positional=("sft",))
+def run(cfg: ProbeMergeConfig) -> dict[str, str]:
+    """Probe SFT checkpoints by Pass@K per (sub)domain, merge the specialists, probe the merge."""
+    from vibethinker.train.merge import merge_checkpoints
+    from vibethinker.train.policy import resolve_device
+
+    if cfg.by not in BY:
+        raise ValueError(f"probe_merge: by={cfg.by!r}; expected one of {', '.join(BY)}")
+    if cfg.k > cfg.n:
+        raise ValueError(f"probe_merge: k={cfg.k} needs n >= k (n={cfg.n})")
+    t0 = time.time()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    device = resolve_device(cfg.device)
+    ckpts, groups, table = probe_checkpoints(cfg, device)
+    names = list(groups)
     folders = dict(ckpts)
     specialists = pick_specialists(table, names)
     plan = merge_plan(specialists, cfg.weights)

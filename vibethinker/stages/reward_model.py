@@ -171,15 +171,11 @@ def load_start(path: str, device: str, gradient_checkpointing: bool = False) -> 
     return model.to(device), tok
 
 
-@register("reward_model", RewardModelConfig, positional=("model", "data"))
-def run(cfg: RewardModelConfig) -> dict[str, str]:
-    """Train a Bradley-Terry reward model on the world's preference pairs (rubric reward)."""
+def preference_data(cfg: RewardModelConfig) -> tuple[list[dict], list[dict]]:
+    """(training pairs, held-out pairs) from the instruct problems with traces of `data` (a
+    seeded `max_problems` sample), split by problem; an error when either side is empty."""
     from vibethinker.data.io import load_problems
-    from vibethinker.train import policy
-    from vibethinker.train.reward_model import encode_pairs, evaluate_pairs, train_bt
 
-    check_config(cfg)
-    t0 = time.time()
     data = Path(cfg.data)
     path = data / "train.jsonl" if data.is_dir() else data
     if not path.is_file():
@@ -203,6 +199,18 @@ def run(cfg: RewardModelConfig) -> dict[str, str]:
         n_open,
         len(held_rows),
     )
+    return train_rows, held_rows
+
+
+@register("reward_model", RewardModelConfig, positional=("model", "data"))
+def run(cfg: RewardModelConfig) -> dict[str, str]:
+    """Train a Bradley-Terry reward model on the world's preference pairs (rubric reward)."""
+    from vibethinker.train import policy
+    from vibethinker.train.reward_model import encode_pairs, evaluate_pairs, train_bt
+
+    check_config(cfg)
+    t0 = time.time()
+    train_rows, held_rows = preference_data(cfg)
     device = policy.resolve_device(cfg.device)
     model, tok = load_start(cfg.model, str(device), cfg.gradient_checkpointing)
     held_enc = encode_pairs(tok, held_rows, cfg.max_len)

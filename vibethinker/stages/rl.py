@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -234,10 +235,10 @@ def write_steps(out: Path, cfg: RLConfig, done: int) -> None:
 
 def _pass_through(cfg: RLConfig, model: Any, tok: Any, counts: dict) -> dict[str, str]:
     """No prompt to train on: final/ is the start model, and the stage says so loudly."""
-    from vibethinker.train import dist, policy
+    from vibethinker.train import checkpoints, dist
 
     out = Path(cfg.out)
-    final = policy.save_hf(model, tok, out / "final")
+    final = checkpoints.save_hf(model, tok, out / "final")
     if not dist.is_main():
         return {"model": str(final)}
     warns = [
@@ -263,35 +264,33 @@ def _pass_through(cfg: RLConfig, model: Any, tok: Any, counts: dict) -> dict[str
     }
 
 
-@register("rl", RLConfig, resumable=True, positional=("model", "data"))
-def run(cfg: RLConfig) -> dict[str, str]:
-    """On-policy RL with MGPO on one domain (optionally Long2Short), resumable."""
-    from vibethinker.engines import make_sampler
-    from vibethinker.evaluate import PROMPT_STYLES
-    from vibethinker.prompts.paper import prompt_examples, sampler_render, write_prompt_examples
-    from vibethinker.train import dist, policy, rl
-    from vibethinker.verifiers import check_available, verify_batch
-
-    if not cfg.model or not cfg.data:
-        raise ValueError("rl: `model` and `data` are required")
-    check_available(cfg.domain.split(","))
-    if "," in cfg.domain and "instruct" in cfg.domain.split(","):
-        raise ValueError(f"rl: domain={cfg.domain}: instruct cannot be mixed (its rewards differ)")
-    t0 = time.time()
-    out = Path(cfg.out)
-    all_probs = load_domain(
+def training_data(cfg: RLConfig) -> list[Problem]:
+    """The domain's training prompts of `data` (a `max_prompts` sample, mixed by `data_probs`);
+    an error when there is none."""
+    problems = load_domain(
         _split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed, list(cfg.data_probs)
-    )  # checked before the model loads
-    if not all_probs:
+    )
+    if not problems:
         raise ValueError(
             f"rl: no {cfg.domain} prompts in {cfg.data} (set `domain`, or give the "
             "rows a `domain` column)"
         )
-    device = policy.resolve_device(cfg.device)
+    return problems
+
+
+def reference_model(cfg: RLConfig, device: str) -> Any:
+    """The frozen reference policy of the KL term (or of `log_ref_kl`): the start model."""
+    from vibethinker.train import policy
+
     rope = {"rope_yarn_factor": cfg.rope_yarn_factor, "rope_original_len": cfg.rope_original_len}
-    model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing, **rope)
-    model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
-    prompt_fn = PROMPT_STYLES[cfg.prompt_style]
+    ref, _ = policy.load_policy(cfg.model, device, **rope)
+    return ref.eval().requires_grad_(False)
+
+
+def reward_fn(cfg: RLConfig, problems: list[Problem], device: str) -> Callable:
+    """The step's verifier: the domain verifiers (the math judge as a second opinion with
+    `math_judge`; rule + rubric rewards for instruct), with `metrics` when the rewards keep any."""
+    from vibethinker.verifiers import verify_batch
 
     verify_fn = verify_batch
     if cfg.math_judge:
@@ -301,12 +300,75 @@ def run(cfg: RLConfig) -> dict[str, str]:
     if cfg.domain == "instruct":  # stage 5: rule + rubric rewards, checked here (train/rewards.py)
         from vibethinker.train.rewards import instruct_reward
 
-        verify_fn = instruct_reward(cfg, verify_fn, all_probs, device)
+        verify_fn = instruct_reward(cfg, verify_fn, problems, device)
 
     def verify(ps, rs):
         return verify_fn(ps, rs, workers=cfg.verify_workers)
 
     verify.metrics = getattr(verify_fn, "metrics", None)  # per-step reward metrics, if any
+    return verify
+
+
+def held_out_problems(cfg: RLConfig) -> list[Problem]:
+    """The held-out prompts of the loop's evaluations: `eval_data`, or data/eval.jsonl (none
+    when `eval_every` is 0 or the file is missing)."""
+    eval_path = cfg.eval_data or (
+        str(Path(cfg.data) / "eval.jsonl") if Path(cfg.data).is_dir() else ""
+    )
+    return (
+        load_domain(Path(eval_path), cfg.domain, cfg.eval_limit)
+        if eval_path and cfg.eval_every and Path(eval_path).exists()
+        else []
+    )
+
+
+def write_reports(
+    cfg: RLConfig, res: dict[str, Any], counts: dict[str, Any], seconds: float
+) -> tuple[str, str]:
+    """curves.png, summary.md, steps and warnings.json (warnings also logged); returns the
+    plot's and the summary's paths."""
+    out = Path(cfg.out)
+    plot = plot_curves(
+        res["history"],
+        res["evals"],
+        out / "curves.png",
+        f"RL {cfg.domain}" + (" (Long2Short)" if cfg.long2short else ""),
+    )
+    summary = write_summary(out / "summary.md", cfg, res, counts, seconds)
+    warns = learning_warnings(cfg, counts, res["history"])
+    if res["steps_done"] < cfg.steps:  # the cap is a safety net: say so loudly
+        warns.insert(0, cap_warning(cfg, res["steps_done"]))
+    write_steps(out, cfg, res["steps_done"])
+    for w in warns:  # also in summary.md; warnings.json puts them at the top of the run report
+        log.warning("rl %s: %s", cfg.domain, w)
+    (out / "warnings.json").write_text(json.dumps(warns, indent=1) + "\n")
+    return plot, summary
+
+
+@register("rl", RLConfig, resumable=True, positional=("model", "data"))
+def run(cfg: RLConfig) -> dict[str, str]:
+    """On-policy RL with MGPO on one domain (optionally Long2Short), resumable."""
+    from vibethinker.engines import make_sampler
+    from vibethinker.evaluate import PROMPT_STYLES
+    from vibethinker.prompts.paper import prompt_examples, sampler_render, write_prompt_examples
+    from vibethinker.train import checkpoints, dist, policy, rl
+    from vibethinker.verifiers import check_available
+
+    if not cfg.model or not cfg.data:
+        raise ValueError("rl: `model` and `data` are required")
+    check_available(cfg.domain.split(","))
+    if "," in cfg.domain and "instruct" in cfg.domain.split(","):
+        raise ValueError(f"rl: domain={cfg.domain}: instruct cannot be mixed (its rewards differ)")
+    t0 = time.time()
+    out = Path(cfg.out)
+    all_probs = training_data(cfg)  # checked before the model loads
+    device = policy.resolve_device(cfg.device)
+    rope = {"rope_yarn_factor": cfg.rope_yarn_factor, "rope_original_len": cfg.rope_original_len}
+    model, tok = policy.load_policy(cfg.model, device, cfg.gradient_checkpointing, **rope)
+    model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
+    prompt_fn = PROMPT_STYLES[cfg.prompt_style]
+
+    verify = reward_fn(cfg, all_probs, device)
 
     sampler = make_sampler("hf", model=model, tokenizer=tok)
     if dist.is_main():  # the first prompts as the policy sees them (prompt_style, template)
@@ -316,18 +378,8 @@ def run(cfg: RLConfig) -> dict[str, str]:
     del sampler
     if not problems:  # on_empty_filter=skip (training_prompts raises otherwise)
         return _pass_through(cfg, model, tok, counts)
-    eval_path = cfg.eval_data or (
-        str(Path(cfg.data) / "eval.jsonl") if Path(cfg.data).is_dir() else ""
-    )
-    eval_problems = (
-        load_domain(Path(eval_path), cfg.domain, cfg.eval_limit)
-        if eval_path and cfg.eval_every and Path(eval_path).exists()
-        else []
-    )
-    ref = None
-    if cfg.kl_coef > 0 or cfg.log_ref_kl:
-        ref, _ = policy.load_policy(cfg.model, device, **rope)
-        ref.eval().requires_grad_(False)
+    eval_problems = held_out_problems(cfg)
+    ref = reference_model(cfg, device) if cfg.kl_coef > 0 or cfg.log_ref_kl else None
     res = rl.train(
         model,
         tok,
@@ -339,23 +391,10 @@ def run(cfg: RLConfig) -> dict[str, str]:
         prompt_fn=prompt_fn,
         verify=verify,
     )
-    final = policy.save_hf(model, tok, out / "final")
+    final = checkpoints.save_hf(model, tok, out / "final")
     if not dist.is_main():  # under torchrun rank 0 writes the reports
         return {"model": str(final)}
-    plot = plot_curves(
-        res["history"],
-        res["evals"],
-        out / "curves.png",
-        f"RL {cfg.domain}" + (" (Long2Short)" if cfg.long2short else ""),
-    )
-    summary = write_summary(out / "summary.md", cfg, res, counts, time.time() - t0)
-    warns = learning_warnings(cfg, counts, res["history"])
-    if res["steps_done"] < cfg.steps:  # the cap is a safety net: say so loudly
-        warns.insert(0, cap_warning(cfg, res["steps_done"]))
-    write_steps(out, cfg, res["steps_done"])
-    for w in warns:  # also in summary.md; warnings.json puts them at the top of the run report
-        log.warning("rl %s: %s", cfg.domain, w)
-    (out / "warnings.json").write_text(json.dumps(warns, indent=1) + "\n")
+    plot, summary = write_reports(cfg, res, counts, time.time() - t0)
     return {
         "model": str(final),
         "metrics": str(out / "metrics.jsonl"),

@@ -20,8 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vibethinker import verifiers
+from vibethinker.data.io import load_mixture, load_problems, save_problems
 from vibethinker.data.shapes import RowShape
+from vibethinker.engines import SamplingParams, make_sampler
+from vibethinker.evaluate import PROMPT_STYLES, evaluate
+from vibethinker.evaluate.metrics import truncation_verdicts
 from vibethinker.log import get_logger
+from vibethinker.models import check_context
+from vibethinker.prompts.paper import prompt_examples, write_prompt_examples
 from vibethinker.reports.sft import plot_loss, summary_md
 from vibethinker.stages import register
 from vibethinker.train.sft_config import SFTConfig
@@ -47,8 +54,6 @@ def row_shape(cfg: SFTConfig) -> RowShape:
 def read_training_data(cfg: SFTConfig) -> list[Problem]:
     """The `data` records, checked: run before any model loads, so a data problem costs no load.
     Raises when no record has a trace (nothing to train on)."""
-    from vibethinker.data.io import load_mixture, load_problems
-
     shape = row_shape(cfg)
     raw = (
         load_mixture(
@@ -108,11 +113,8 @@ def filter_easy_prompts(
     `max_new_tokens` is judged by `truncated_reward` ("zero": an error; "verify": its text is
     scored), the rl stage's rule; the counts say how many rollouts were cut and how many
     keep/drop decisions the rule decided (`truncation_decisions`)."""
-    from vibethinker.engines import SamplingParams
-    from vibethinker.evaluate.metrics import truncation_verdicts
-
     if verify is None:
-        from vibethinker.verifiers import verify_batch as verify
+        verify = verifiers.verify_batch
     params = SamplingParams(max_new_tokens=max_new_tokens, seed=seed)
     prompt_fn = prompt_fn or (lambda p: p.prompt)
     outs = sampler.generate([prompt_fn(p) for p in problems], rollouts, params)
@@ -175,9 +177,6 @@ def apply_filters(cfg: SFTConfig, problems: list[Problem], tokenizer: Any) -> tu
             cfg.min_trace_tokens,
         )
     if cfg.filter_ref_model and problems:
-        from vibethinker.engines import make_sampler
-        from vibethinker.evaluate import PROMPT_STYLES
-
         kw: dict[str, Any] = {"model": cfg.filter_ref_model}
         if cfg.filter_engine == "hf":
             from vibethinker.train.policy import resolve_device
@@ -228,8 +227,6 @@ def _filter_key(cfg: SFTConfig) -> dict[str, Any]:
 def load_training_set(cfg: SFTConfig, tokenizer: Any) -> tuple[list[Problem], dict[str, Any]]:
     """The filtered problems; cached in out/data.jsonl + filters.json so a resumed run does not
     re-sample the reference model (and trains on exactly the same set)."""
-    from vibethinker.data.io import load_problems, save_problems
-
     out = Path(cfg.out)
     cache, meta = out / "data.jsonl", out / "filters.json"
     if cache.exists() and meta.exists():
@@ -272,10 +269,6 @@ def sampled_pass1(
 ) -> dict[str, float]:
     """avg@n (the paper's Pass@1) per slice (all, domains, subdomains) on the first `limit`
     problems of `path`, through the evaluation harness."""
-    from vibethinker.data.io import load_problems
-    from vibethinker.engines import SamplingParams, make_sampler
-    from vibethinker.evaluate import PROMPT_STYLES, evaluate
-
     problems = load_problems(path)[:limit]
     sampler = make_sampler("hf", model=model_dir, device=device)
     res = evaluate(
@@ -292,32 +285,14 @@ def sampled_pass1(
 # ----------------------------------------------------------------------------- stage
 
 
-@register("sft", SFTConfig, resumable=True, positional=("model", "data"))
-def run(cfg: SFTConfig) -> dict[str, str]:
-    """Supervised fine-tuning on multi-path traces (curriculum stage 1 or 2), checkpointing."""
-    from vibethinker.train import dist, packing, policy, sft
+def training_samples(
+    cfg: SFTConfig, tok: Any, problems: list[Problem], counts: dict[str, Any]
+) -> tuple[list[Any], int, int]:
+    """(packed samples, how many were cut, how many dropped) of every trace of `problems`, in
+    the prompt style; the first prompts as trained on are written out (rank 0)."""
+    from vibethinker.train import dist, packing
 
-    if not cfg.model:
-        raise ValueError("sft: `model` is required (a HF folder or hub id)")
-    t0 = time.time()
     out = Path(cfg.out)
-    read_training_data(cfg)  # a data problem is reported before the model loads
-    device = policy.resolve_device(cfg.device)
-    model, tok = policy.load_policy(
-        cfg.model,
-        device,
-        cfg.gradient_checkpointing,
-        rope_yarn_factor=cfg.rope_yarn_factor,
-        rope_original_len=cfg.rope_original_len,
-    )
-    from vibethinker.models import check_context
-
-    check_context(model.config, cfg.max_len, f"sft max_len={cfg.max_len}")
-    model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
-    problems, counts = dist.main_first(load_training_set, cfg, tok)  # rank 0 filters
-    from vibethinker.evaluate import PROMPT_STYLES
-    from vibethinker.prompts.paper import prompt_examples, write_prompt_examples
-
     prompt_fn = PROMPT_STYLES[cfg.prompt_style]
     if dist.is_main():  # the first prompts as trained on: prompt_style and chat template applied
         write_prompt_examples(out, prompt_examples(problems, prompt_fn, train_render(tok)))
@@ -340,11 +315,22 @@ def run(cfg: SFTConfig) -> dict[str, str]:
             f"sft: every sample is longer than max_len={cfg.max_len} (overlong="
             f"{cfg.overlong}); raise max_len or set overlong=cut"
         )
-    stats = sft.train(model, tok, samples, cfg, out)
-    final = policy.save_hf(model, tok, out / "final")
-    del model
-    if not dist.is_main():  # under torchrun rank 0 writes the reports
-        return {"model": final}
+    return samples, n_cut, n_dropped
+
+
+def write_reports(
+    cfg: SFTConfig,
+    final: str,
+    stats: dict[str, Any],
+    counts: dict[str, Any],
+    sizes: tuple[int, int, int],
+    device: str,
+    t0: float,
+) -> None:
+    """The loss plot, the held-out pass@1 (with `eval_data`), stats.json and summary.md;
+    `sizes`: (samples, cut, dropped)."""
+    out = Path(cfg.out)
+    n_samples, n_cut, n_dropped = sizes
     plot_loss(out / "metrics.jsonl", out / "loss.png", f"SFT: {out.name}")
     pass1 = None
     if cfg.eval_data:
@@ -359,7 +345,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
             cfg.prompt_style,
         )
     stats.update(
-        samples=len(samples),
+        samples=n_samples,
         samples_cut=n_cut,
         samples_dropped_overlong=n_dropped,
         filters=counts,
@@ -368,7 +354,7 @@ def run(cfg: SFTConfig) -> dict[str, str]:
     )
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     (out / "summary.md").write_text(
-        summary_md(cfg, stats, counts, len(samples), n_cut, pass1, n_dropped)
+        summary_md(cfg, stats, counts, n_samples, n_cut, pass1, n_dropped)
     )
     log.info(
         "sft done: %d steps, final loss %.4f, %s tokens/s",
@@ -376,6 +362,38 @@ def run(cfg: SFTConfig) -> dict[str, str]:
         stats["final_loss"],
         stats["tokens_per_s"],
     )
+
+
+@register("sft", SFTConfig, resumable=True, positional=("model", "data"))
+def run(cfg: SFTConfig) -> dict[str, str]:
+    """Supervised fine-tuning on multi-path traces (curriculum stage 1 or 2), checkpointing."""
+    from vibethinker.train import checkpoints, dist, policy, sft
+
+    if not cfg.model:
+        raise ValueError("sft: `model` is required (a HF folder or hub id)")
+    t0 = time.time()
+    out = Path(cfg.out)
+    read_training_data(cfg)  # a data problem is reported before the model loads
+    device = policy.resolve_device(cfg.device)
+    model, tok = policy.load_policy(
+        cfg.model,
+        device,
+        cfg.gradient_checkpointing,
+        rope_yarn_factor=cfg.rope_yarn_factor,
+        rope_original_len=cfg.rope_original_len,
+    )
+
+    check_context(model.config, cfg.max_len, f"sft max_len={cfg.max_len}")
+    model = policy.apply_lora(model, cfg.lora_r, cfg.lora_alpha, cfg.lora_targets)
+    problems, counts = dist.main_first(load_training_set, cfg, tok)  # rank 0 filters
+
+    samples, n_cut, n_dropped = training_samples(cfg, tok, problems, counts)
+    stats = sft.train(model, tok, samples, cfg, out)
+    final = checkpoints.save_hf(model, tok, out / "final")
+    del model
+    if not dist.is_main():  # under torchrun rank 0 writes the reports
+        return {"model": final}
+    write_reports(cfg, final, stats, counts, (len(samples), n_cut, n_dropped), device, t0)
     return {
         "model": final,
         "checkpoints": str(out / "checkpoints"),

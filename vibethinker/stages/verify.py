@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vibethinker import verifiers
 from vibethinker.config import runtime
+from vibethinker.data.io import load_problems, problem_to_dict, write_jsonl
 from vibethinker.log import get_logger, is_quiet
 from vibethinker.stages import register
 
@@ -88,9 +90,6 @@ def run(cfg: VerifyConfig) -> dict[str, str]:
     """Score responses (Problem rows + `response`) with the domain verifiers."""
     from tqdm.auto import tqdm
 
-    from vibethinker.data.io import load_problems, problem_to_dict, write_jsonl
-    from vibethinker.verifiers import verify_batch
-
     if not cfg.input:
         raise ValueError("verify: `input` is required (a JSONL of Problem rows with `response`)")
     problems = load_problems(cfg.input, skip_invalid=cfg.skip_invalid, extra=("response",))
@@ -101,7 +100,7 @@ def run(cfg: VerifyConfig) -> dict[str, str]:
             log.warning("%s: row %s has no `response`; it scores 0", cfg.input, p.id)
         responses.append(r if isinstance(r, str) else "")
     bar = tqdm(total=len(problems), desc="verify", disable=is_quiet(), leave=False)
-    scores = verify_batch(
+    scores = verifiers.verify_batch(
         problems,
         responses,
         workers=cfg.workers,

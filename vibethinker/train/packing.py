@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from vibethinker.engines import as_messages
+from vibethinker.engines import as_messages, chat_end_token
 
 IGNORE = -100
 
@@ -59,7 +59,6 @@ def encode_chat(tokenizer: Any, prompt: Any, response: str) -> tuple[list[int], 
     tail = full[len(head) :]
     # The trained part ends with the turn's end token (`<|im_end|>`; a base model's EOS such as
     # `<|endoftext|>` is not in the template); text after it (a newline) is not trained.
-    from vibethinker.engines import chat_end_token
 
     end = chat_end_token(tokenizer)
     eos = tokenizer.convert_ids_to_tokens(end) if end is not None else (tokenizer.eos_token or "")

@@ -30,6 +30,7 @@ import torch
 
 from vibethinker.log import get_logger
 from vibethinker.train.policy import autocast_context
+from vibethinker.verifiers.rubric import rm_text
 
 log = get_logger("train.reward_model")
 
@@ -42,8 +43,6 @@ def bt_loss(r_chosen: torch.Tensor, r_rejected: torch.Tensor) -> torch.Tensor:
 def encode_pairs(tokenizer: Any, pairs: Sequence[dict], max_len: int) -> list[tuple[list, list]]:
     """[(chosen ids, rejected ids)] of rows {prompt, chosen, rejected}, each cut to its last
     `max_len` tokens (the response end is what differs)."""
-    from vibethinker.verifiers.rubric import rm_text
-
     texts = [rm_text(tokenizer, p["prompt"], p[k]) for p in pairs for k in ("chosen", "rejected")]
     ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
     ids = [x[-max_len:] for x in ids]
@@ -164,6 +163,29 @@ def make_adamw(params: list, lr: float, weight_decay: float) -> torch.optim.Opti
         return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
 
 
+def _bt_row(
+    step: int,
+    epoch: int,
+    loss: torch.Tensor,
+    rc: torch.Tensor,
+    rr: torch.Tensor,
+    gn: torch.Tensor,
+    lr: float,
+    seconds: float,
+) -> dict[str, Any]:
+    """One optimizer step's metrics: loss, batch accuracy (chosen above rejected), margin."""
+    return {
+        "step": step,
+        "epoch": epoch,
+        "loss": round(float(loss), 5),
+        "accuracy": float((rc > rr).float().mean()),
+        "margin": round(float((rc - rr).mean()), 4),
+        "grad_norm": float(gn),
+        "lr": lr,
+        "seconds": round(seconds, 4),
+    }
+
+
 def train_bt(
     model: Any,
     tokenizer: Any,
@@ -210,18 +232,8 @@ def train_bt(
             opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
-            hist.append(
-                {
-                    "step": len(hist) + 1,
-                    "epoch": ep,
-                    "loss": round(float(loss), 5),
-                    "accuracy": float((rc > rr).float().mean()),
-                    "margin": round(float((rc - rr).mean()), 4),
-                    "grad_norm": float(gn),
-                    "lr": sched.get_last_lr()[0],
-                    "seconds": round(time.perf_counter() - ts, 4),
-                }
-            )
+            lr_now, dt = sched.get_last_lr()[0], time.perf_counter() - ts
+            hist.append(_bt_row(len(hist) + 1, ep, loss, rc, rr, gn, lr_now, dt))
             if max_seconds and time.perf_counter() - t0 >= max_seconds:
                 log.warning(
                     "reward model: wall-clock cap %.0f s reached after %d/%d steps",

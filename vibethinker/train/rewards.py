@@ -29,6 +29,8 @@ from vibethinker.log import get_logger
 from vibethinker.train.rl_config import RLConfig
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers.extract import answer_part
+from vibethinker.verifiers.instruct import validate_instructions
+from vibethinker.verifiers.rubric import make_rubric
 
 log = get_logger("train.rewards")
 RULE_FORMS = ("strict", "partial")
@@ -59,8 +61,6 @@ def is_open(problem: Problem) -> bool:
 def check_instruct_problems(problems: Sequence[Problem], source: str = "") -> tuple[int, int]:
     """Refuse, at stage start, rule prompts whose instructions are malformed (unknown id, bad
     kwargs), naming the problem; returns (rule prompts, open prompts)."""
-    from vibethinker.verifiers.instruct import validate_instructions
-
     n_rule = n_open = 0
     for p in problems:
         if p.domain != "instruct":
@@ -85,6 +85,24 @@ def _answer(response: object) -> str | None:
 
 def _mean(xs: list[float]) -> float | None:
     return round(sum(xs) / len(xs), 4) if xs else None
+
+
+def _warn(fails: list[str], n_judged: int, fail_value: float, bad_rule: int) -> None:
+    """Warn about failed rubric judgements and rule prompts with malformed instructions."""
+    if fails:
+        log.warning(
+            "rubric: %d of %d judgements failed (%s), each scored %.2f",
+            len(fails),
+            n_judged,
+            ", ".join(sorted(set(fails))[:3]),
+            fail_value,
+        )
+    if bad_rule:
+        log.warning(
+            "instruct rules: %d responses scored 0 for malformed instructions "
+            "(unknown id or bad kwargs)",
+            bad_rule,
+        )
 
 
 class InstructReward:
@@ -175,21 +193,15 @@ class InstructReward:
             stats["open_ok"].append(float(scores[i].correct))
         fails = [why for v, why, failed in judged.values() if failed]
         self.fail_total += len(fails)
-        if fails:
-            log.warning(
-                "rubric: %d of %d judgements failed (%s), each scored %.2f",
-                len(fails),
-                len(judged),
-                ", ".join(sorted(set(fails))[:3]),
-                self.fail_value,
-            )
-        if bad_rule:
-            log.warning(
-                "instruct rules: %d responses scored 0 for malformed instructions "
-                "(unknown id or bad kwargs)",
-                bad_rule,
-            )
-        self._last = {
+        _warn(fails, len(judged), self.fail_value, bad_rule)
+        self._last = self._metrics_of(stats, len(judged), len(fails), bad_rule)
+        return scores  # type: ignore[return-value]
+
+    def _metrics_of(
+        self, stats: dict[str, list], n_judged: int, n_fails: int, bad_rule: int
+    ) -> dict[str, Any]:
+        """One call's metrics by reward source (what `metrics` returns)."""
+        return {
             "n_rule": len(stats["rule_r"]),
             "n_open": len(stats["open_r"]),
             "reward_rule": _mean(stats["rule_r"]),
@@ -198,12 +210,11 @@ class InstructReward:
             "accuracy_open": _mean(stats["open_ok"]),
             "rubric_on_rule": _mean(stats["rubric_on_rule"]),
             "open_answer_words": _mean(stats["open_words"]),
-            "rubric_calls": len(judged),
-            "rubric_fail": len(fails),
+            "rubric_calls": n_judged,
+            "rubric_fail": n_fails,
             "rubric_fail_total": self.fail_total,
             "rule_bad_input": bad_rule,
         }
-        return scores  # type: ignore[return-value]
 
     def metrics(self) -> dict[str, Any]:
         """The last call's metrics, split by reward source (one call per RL step)."""
@@ -219,8 +230,6 @@ def instruct_reward(
     """The `rl` stage's instruct reward from its config: checks the prompts (malformed rules
     refused), builds the rubric back-end (a bad reward model folder or an endpoint that is down
     fails here, before any rollout) and warns when open prompts have no rubric."""
-    from vibethinker.verifiers.rubric import make_rubric
-
     n_rule, n_open = check_instruct_problems(problems, cfg.data)
     rubric = None
     if cfg.rubric_model:

@@ -28,6 +28,7 @@ import torch
 from vibethinker.algo.losses import entropy_from_logits
 from vibethinker.engines import SamplingParams
 from vibethinker.train import chunked
+from vibethinker.train.sft import backbone_and_head
 from vibethinker.types import Completion, Group, Problem, Score
 
 # ----------------------------------------------------------------------------- data order
@@ -198,8 +199,6 @@ def packed_inputs(batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
 def _hidden_and_head(model: Any, batch: Batch, packed: bool) -> tuple[torch.Tensor, Any]:
     """[M, H] hidden states that predict the M real response tokens (in mask order) and the LM
     head; or, for a head that is more than a matmul, [N, T, V] logits and None."""
-    from vibethinker.train.sft import backbone_and_head
-
     parts = backbone_and_head(model)
     if packed:
         ids, pos, at = packed_inputs(batch)

@@ -21,13 +21,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
 
-from vibethinker.log import get_logger
-from vibethinker.train import chunked, dist, interrupt, packing, policy
+from vibethinker.log import get_logger, make_tracker
+from vibethinker.train import checkpoints, chunked, dist, interrupt, packing, policy
 from vibethinker.train.packing import IGNORE, Sample
 from vibethinker.train.sft_config import SFTConfig
 
@@ -126,6 +126,23 @@ def train_step(model: Any, micro: Sequence[dict[str, Any]], device: Any) -> tupl
 # ----------------------------------------------------------------------------- loop
 
 
+class _Run(NamedTuple):
+    """What every step of the SFT loop uses."""
+
+    model: Any
+    tokenizer: Any
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    samples: Sequence[Sample]
+    plan: list
+    opts: SFTConfig
+    out: Path
+    full: int  # optimizer steps of the whole data (the epoch counter's unit)
+    history: list[dict[str, Any]]
+    stats: dict[str, Any]
+    extra: dict[str, Any]
+
+
 @interrupt.deferring
 def train(
     model: Any,
@@ -141,13 +158,48 @@ def train(
     `stop_at`: leave after that many steps (checkpointed) as an interruption would."""
     if not samples:
         raise ValueError("SFT: no samples to train on")
-    out = Path(out)
+    run, start = _start(model, tokenizer, samples, opts, Path(out), resume)
+    total = len(run.plan)
+    bar = dist.progress_bar(total, start, "sft")
+
+    tracker = make_tracker(
+        opts.report_to if dist.is_main() else "none", run.out, run.out.name, vars(opts)
+    )
+    with _main_file(run.out / "metrics.jsonl") as mf:
+        for step in range(start, total):
+            row, postfix = _one_step(run, step)
+            mf.write(json.dumps(row) + "\n")
+            tracker.log(row, row["step"])
+            mf.flush()
+            run.history.append(row)
+            bar.update(1)
+            bar.set_postfix(**postfix)
+            done = step + 1
+            due = bool(opts.save_every and done % opts.save_every == 0) or done == total
+            interrupted = stop_at is not None and done >= stop_at and done < total
+            signalled = interrupt.requested()  # Ctrl-C / SIGTERM: checkpoint this step, then stop
+            if due or interrupted or signalled:
+                _save(run, done)
+            if signalled and done < total:  # at the last step the run is simply complete
+                interrupt.stop(done)
+            if interrupted:
+                break
+    bar.close()
+    tracker.close()
+    return summarize(run.history, run.stats, total, start)
+
+
+def _start(
+    model: Any, tokenizer: Any, samples: Sequence[Sample], opts: SFTConfig, out: Path, resume: bool
+) -> tuple[_Run, int]:
+    """The loop's state (the step plan, the model wrapped for N processes, optimizer and
+    schedule started or resumed, the metrics cut back) and the step to start at."""
     plan = _plan(samples, opts)
     total = len(plan)
     # the epoch counter counts epochs of the data, also when max_steps cuts the run short
     full = len(_plan(samples, replace(opts, max_steps=None))) if opts.max_steps else total
     model = dist.wrap(model, opts.parallel)  # N processes: FSDP2 or DDP
-    optimizer, scheduler, start = policy.start_or_resume(
+    optimizer, scheduler, start = checkpoints.start_or_resume(
         model,
         out,
         seed=opts.seed,
@@ -159,70 +211,66 @@ def train(
         options=resume_options(opts),
         resume=resume,
     )
-    metrics_path = out / "metrics.jsonl"
-    history = policy.rows_upto(metrics_path, start)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    device = next(model.parameters()).device
+    history = checkpoints.rows_upto(out / "metrics.jsonl", start)
     model.train()
     stats = {"tokens": sum(r.get("tokens", 0) for r in history), "seconds": 0.0}
     extra = {"total_steps": total, "options": loop_options(opts)}
+    run = _Run(
+        model,
+        tokenizer,
+        optimizer,
+        scheduler,
+        samples,
+        plan,
+        opts,
+        out,
+        full,
+        history,
+        stats,
+        extra,
+    )
+    return run, start
 
-    def save(done: int) -> None:
-        policy.save_checkpoint(
-            policy.step_dir(out / "checkpoints", done),
-            model,
-            tokenizer,
-            optimizer=optimizer,
-            scheduler=scheduler,
-            step=done,
-            extra=extra,
-        )
-        policy.prune_checkpoints(out / "checkpoints", opts.keep_last, keep_weights=True)
 
-    bar = dist.progress_bar(total, start, "sft")
-    from vibethinker.log import make_tracker  # experiment tracking (report_to)
+def _one_step(run: _Run, step: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """One optimizer step: (its metrics row, the progress bar's postfix)."""
+    tok = run.tokenizer
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+    device = next(run.model.parameters()).device
+    t0 = time.perf_counter()
+    micro = [packing.collate(run.samples, rows, pad_id, run.opts.pack) for rows in run.plan[step]]
+    loss, n_loss, n_tok = train_step(run.model, micro, device)
+    lr = policy.current_lr(run.optimizer)
+    gnorm = policy.optimizer_step(run.model, run.optimizer, run.scheduler, run.opts.max_grad_norm)
+    dt = time.perf_counter() - t0
+    run.stats["tokens"] += n_tok
+    run.stats["seconds"] += dt
+    row = _row(
+        step=step,
+        total=run.full,
+        epochs=run.opts.epochs,
+        loss=loss,
+        lr=lr,
+        gnorm=gnorm,
+        n_tok=n_tok,
+        n_loss=n_loss,
+        dt=dt,
+    )
+    return row, {"loss": f"{loss:.4f}", "lr": f"{lr:.2e}", "tok_s": f"{n_tok / dt:.0f}"}
 
-    tracker = make_tracker(opts.report_to if dist.is_main() else "none", out, out.name, vars(opts))
-    with _main_file(metrics_path) as mf:
-        for step in range(start, total):
-            t0 = time.perf_counter()
-            micro = [packing.collate(samples, rows, pad_id, opts.pack) for rows in plan[step]]
-            loss, n_loss, n_tok = train_step(model, micro, device)
-            lr = policy.current_lr(optimizer)
-            gnorm = policy.optimizer_step(model, optimizer, scheduler, opts.max_grad_norm)
-            dt = time.perf_counter() - t0
-            stats["tokens"] += n_tok
-            stats["seconds"] += dt
-            row = _row(
-                step=step,
-                total=full,
-                epochs=opts.epochs,
-                loss=loss,
-                lr=lr,
-                gnorm=gnorm,
-                n_tok=n_tok,
-                n_loss=n_loss,
-                dt=dt,
-            )
-            mf.write(json.dumps(row) + "\n")
-            tracker.log(row, row["step"])
-            mf.flush()
-            history.append(row)
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.4f}", lr=f"{lr:.2e}", tok_s=f"{n_tok / dt:.0f}")
-            done = step + 1
-            due = bool(opts.save_every and done % opts.save_every == 0) or done == total
-            interrupted = stop_at is not None and done >= stop_at and done < total
-            signalled = interrupt.requested()  # Ctrl-C / SIGTERM: checkpoint this step, then stop
-            if due or interrupted or signalled:
-                save(done)
-            if signalled and done < total:  # at the last step the run is simply complete
-                interrupt.stop(done)
-            if interrupted:
-                break
-    bar.close()
-    tracker.close()
-    return summarize(history, stats, total, start)
+
+def _save(run: _Run, done: int) -> None:
+    """A checkpoint after `done` steps; older ones pruned to their weights (`keep_last`)."""
+    checkpoints.save_checkpoint(
+        checkpoints.step_dir(run.out / "checkpoints", done),
+        run.model,
+        run.tokenizer,
+        optimizer=run.optimizer,
+        scheduler=run.scheduler,
+        step=done,
+        extra=run.extra,
+    )
+    checkpoints.prune_checkpoints(run.out / "checkpoints", run.opts.keep_last, keep_weights=True)
 
 
 class _Null:

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from vibethinker.types import Problem, Score
+from vibethinker.verifiers.code import backstop
 from vibethinker.verifiers.pool import (  # noqa: F401 (re-exported: the pool's names, by their old home)
     _STATE,
     SETUP_ERRORS,
@@ -49,13 +50,19 @@ TIMEOUTS: dict[str, float] = {"math": 10.0, "stem": 5.0, "code": 120.0, "instruc
 
 
 def _code_backstop(problem: Problem) -> float:
-    from vibethinker.verifiers.code import backstop
-
     return backstop(problem)
 
 
 # Per-item limits that depend on the problem (they replace TIMEOUTS for that domain).
 BACKSTOPS: dict[str, Callable[[Problem], float]] = {"code": _code_backstop}
+
+
+def item_limit(problem: Problem, timeout: float | None) -> float:
+    """One item's wall-clock limit (s): `timeout`, else its domain's backstop or TIMEOUTS."""
+    if timeout is not None:
+        return timeout
+    d = problem.domain
+    return BACKSTOPS[d](problem) if d in BACKSTOPS else TIMEOUTS.get(d, 60.0)
 
 
 def verify_batch(
@@ -81,19 +88,13 @@ def verify_batch(
         groups[MODES.get(p.domain, "thread")].append(i)
     results: list[Score | None] = [None] * len(problems)
 
-    def limit(i: int) -> float:
-        if timeout is not None:
-            return timeout
-        d = problems[i].domain
-        return BACKSTOPS[d](problems[i]) if d in BACKSTOPS else TIMEOUTS.get(d, 60.0)
-
     def run_group(mode: str) -> None:
         idx = groups[mode]
         if not idx:
             return
         args = [(problems[i], responses[i] if isinstance(responses[i], str) else "") for i in idx]
         done = (lambda j: on_done(idx[j])) if on_done else None
-        limits = [limit(i) for i in idx]
+        limits = [item_limit(problems[i], timeout) for i in idx]
         if mode == "process":
             out = get_pool(workers).map(fn, args, limits, done)
         else:

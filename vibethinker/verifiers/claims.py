@@ -19,6 +19,8 @@ import ast
 import re
 from fractions import Fraction
 
+from vibethinker.verifiers.math import check_answer
+
 MAX_CLAIM_CHARS = 200  # longer claims are not a short numeric statement
 MAX_EXPONENT = 64  # 2^64 is fine; 9^9^9 is a parser bomb, not a claim
 MAX_MAGNITUDE = 10**60
@@ -152,10 +154,6 @@ def _latex_equality(sides: list[str], rels: list[str]) -> int | None:
     if set(rels) != {"eq"} or any(
         re.search(r"[A-Za-z]", re.sub(r"\\[A-Za-z]+", "", s)) for s in sides
     ):
-        return None
-    try:
-        from vibethinker.verifiers.math import check_answer
-    except ImportError:
         return None
     for a, b in zip(sides, sides[1:]):
         try:

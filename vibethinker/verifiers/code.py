@@ -77,7 +77,6 @@ from typing import TypeVar
 from vibethinker import sandbox as sb
 from vibethinker.log import get_logger
 from vibethinker.types import Problem, Score, case_detail
-from vibethinker.verifiers import VerifierUnavailable
 from vibethinker.verifiers.code_harness import FUNCTION_CHECK, RUNNER
 from vibethinker.verifiers.code_rules import (
     grader_of,
@@ -86,6 +85,7 @@ from vibethinker.verifiers.code_rules import (
     trusted_prompt,
 )
 from vibethinker.verifiers.extract import last_python_block
+from vibethinker.verifiers.registry import VerifierUnavailable
 
 _log = get_logger("verifiers.code")
 

@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from vibethinker.verifiers.ifbench_format import RULES as FORMAT_RULES
 from vibethinker.verifiers.ifbench_text import (
     DELETE_PUNCT,
     STRIP,
@@ -329,8 +330,6 @@ RULES: dict[str, tuple[Check, dict[str, str]]] = {
 
 
 def _all_rules() -> dict[str, tuple[Check, dict[str, str]]]:
-    from vibethinker.verifiers.ifbench_format import RULES as FORMAT_RULES
-
     return {**RULES, **FORMAT_RULES}
 
 

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from vibethinker import verifiers
 from vibethinker.log import get_logger
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers.extract import final_boxed
@@ -139,14 +140,12 @@ def judged_verify(
 ) -> Callable[..., list[Score]]:
     """`verify_batch` with the math judge as second opinion; the returned function has `.stats`
     (a JudgeStats, cumulative) and is a drop-in for `verify_batch(problems, responses, ...)`."""
-    from vibethinker.verifiers import verify_batch
-
     cache = str(Path(out_dir) / "math_judge_cache.json") if out_dir else None
     judge = judge or make_math_judge(spec, cache)
     stats = JudgeStats()
 
     def verify(problems: Sequence[Problem], responses: Sequence[str], **kw: Any) -> list[Score]:
-        scores = verify_batch(problems, responses, **kw)
+        scores = verifiers.verify_batch(problems, responses, **kw)
         before = stats.overturned
         scores = second_opinion(problems, responses, scores, judge, stats)
         log.info(

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from vibethinker.sandbox.base import CancelScope, cancel_scope
 from vibethinker.types import Score
 
 log = logging.getLogger(__name__)
@@ -265,8 +266,6 @@ def run_threads(
     """Same contract as WorkerPool.map, with `workers` daemon threads. An overrun item scores
     "timeout" and its CancelScope is cancelled (its sandbox killed): the thread returns and
     goes on with the queue. A thread still busy `grace` s after its cancel is replaced."""
-    from vibethinker.sandbox.base import CancelScope, cancel_scope
-
     n = len(args_list)
     limits = [float(timeout)] * n if isinstance(timeout, (int, float)) else list(timeout)
     results: list[tuple[str, Any] | None] = [None] * n

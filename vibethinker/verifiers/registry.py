@@ -8,6 +8,7 @@ import importlib
 import logging
 from collections.abc import Callable, Iterable
 
+from vibethinker.sandbox import check_mode
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers.choice import verify_choice
 from vibethinker.verifiers.math import verify_math
@@ -55,8 +56,6 @@ def check_available(domains: Iterable[str]) -> None:
         if hasattr(fn, "load"):
             fn.load()
         if d == "code":  # a missing sandbox is a setup error: say so before any work starts
-            from vibethinker.sandbox import check_mode
-
             check_mode("bwrap", warn=False)
 
 

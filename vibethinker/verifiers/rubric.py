@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.log import get_logger
+from vibethinker.verifiers.judge import EndpointJudge
 
 log = get_logger("verifiers.rubric")
 PROMPTS = Path(__file__).resolve().parent.parent / "prompts"
@@ -193,8 +194,6 @@ class JudgeRubric:
         retries: int = 4,
         workers: int = 8,
     ) -> None:
-        from vibethinker.verifiers.judge import EndpointJudge
-
         model, sep, base_url = spec.rpartition("@")
         if not sep or not model or not base_url.startswith(("http://", "https://")):
             raise ValueError(f"rubric judge must be openai:MODEL@BASE_URL (http...), got {spec!r}")

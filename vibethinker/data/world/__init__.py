@@ -16,6 +16,7 @@ from typing import Any
 
 from vibethinker.data.world import code, stem
 from vibethinker.data.world import math as math_world
+from vibethinker.data.world.claims import add_clr
 from vibethinker.data.world.code import make_code
 from vibethinker.data.world.instruct import make_instruct
 from vibethinker.data.world.math import make_math
@@ -127,8 +128,6 @@ def generate(
                 _fill(domain, split, count, sub, rng, seen, got, seed)
             out[split] += got
     if with_clr:
-        from vibethinker.data.world.claims import add_clr
-
         add_clr(out, seed)
     return out
 
