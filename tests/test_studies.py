@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vibethinker import ablate
+from vibethinker.ablate import study as ablate
+from vibethinker.ablate.table import read_value
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = sorted(p for p in (ROOT / "studies").glob("*.yaml") if p.name != "claims.yaml")
@@ -40,4 +41,4 @@ def test_read_value_takes_keys_with_colons_and_spaces(tmp_path):
         '{"teacher math: runs/tiny/rl_l2s/final": {"math": 0.5}, "student": {"math": 0.25}}'
     )
     spec = "d/eval.json:student.math + -1 * d/eval.json:teacher math: runs/tiny/rl_l2s/final.math"
-    assert ablate.read_value(tmp_path, spec) == -0.25
+    assert read_value(tmp_path, spec) == -0.25

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vibethinker.ablate import load_study
+from vibethinker.ablate.study import load_study
 from vibethinker.config import ConfigError, read_yaml
 from vibethinker.evaluate.stats import mean_ci
 
