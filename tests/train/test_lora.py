@@ -35,7 +35,7 @@ def _check_outputs(start: str, final: str, trained: bool = True) -> None:
 
 
 def test_lora_sft_then_one_rl_step(tiny, tmp_path, monkeypatch):  # noqa: F811
-    import vibethinker.verifiers as verifiers
+    import vibethinker.stages.rl as rl_stage
     from vibethinker.stages import get
     from vibethinker.train import checkpoints
 
@@ -71,7 +71,7 @@ def test_lora_sft_then_one_rl_step(tiny, tmp_path, monkeypatch):  # noqa: F811
             Score(float(ok), ok, "ok") for ok in (any(c.isdigit() for c in r) for r in responses)
         ]
 
-    monkeypatch.setattr(verifiers, "verify_batch", has_digit)
+    monkeypatch.setattr(rl_stage, "verify_batch", has_digit)
     rl = get("rl")
     rcfg = rl.config_cls(model=outs["model"], data=str(data), out=str(tmp_path / "rl"), steps=1,
                          prompts_per_step=4, group_size=4, max_new_tokens=8, filter_rollouts=0,

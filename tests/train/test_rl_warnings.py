@@ -81,7 +81,7 @@ def test_filter_keeping_nothing_stops_or_passes_the_model_through(tiny, tmp_path
     import torch
     from transformers import AutoModelForCausalLM
 
-    import vibethinker.verifiers as verifiers
+    import vibethinker.stages.rl as rl_stage
     from vibethinker.data.io import save_problems
     from vibethinker.stages import get
 
@@ -92,7 +92,7 @@ def test_filter_keeping_nothing_stops_or_passes_the_model_through(tiny, tmp_path
     def never(problems, responses, **kw):
         return [Score(0.0, False, "wrong_answer") for _ in responses]
 
-    monkeypatch.setattr(verifiers, "verify_batch", never)
+    monkeypatch.setattr(rl_stage, "verify_batch", never)
     rl = get("rl")
     base = dict(model=tiny, data=str(data), steps=1, prompts_per_step=2, group_size=2,
                 max_new_tokens=4, filter_rollouts=2, device="cpu", eval_every=0)  # fmt: skip

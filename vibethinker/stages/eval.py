@@ -22,9 +22,13 @@ from vibethinker.data.adapters import ADAPTERS, load_adapter
 from vibethinker.data.io import load_problems, select
 from vibethinker.data.shapes import RowShape
 from vibethinker.engines.settings import EngineFields, TopKFields
-from vibethinker.evaluate import samples_per_problem
+from vibethinker.evaluate import PROMPT_STYLES, evaluate, samples_per_problem
 from vibethinker.log import get_logger
+from vibethinker.prompts.paper import prompt_examples, sampler_render, write_prompt_examples
+from vibethinker.reports.eval import markdown_table, write_outputs
 from vibethinker.stages import register
+from vibethinker.verifiers import check_available
+from vibethinker.verifiers.math_judge import judged_verify
 
 log = get_logger("stages.eval")
 
@@ -236,10 +240,6 @@ def default_ks(n: int | dict) -> list[int]:
 @register("eval", EvalConfig, positional=("model", "data"))
 def run(cfg: EvalConfig) -> dict[str, str]:
     """Evaluate a model: n samples per problem, avg@n, pass@k, maj@k, tokens, truncation."""
-    from vibethinker.evaluate import PROMPT_STYLES, evaluate
-    from vibethinker.prompts.paper import prompt_examples, sampler_render, write_prompt_examples
-    from vibethinker.reports.eval import markdown_table, write_outputs
-    from vibethinker.verifiers import check_available
 
     if not cfg.model or not (cfg.data or cfg.format == "humaneval"):
         raise ValueError("eval: `model` and `data` are required")
@@ -258,8 +258,6 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     write_prompt_examples(cfg.out, examples)  # out/prompt_examples.jsonl
     judged = None
     if cfg.math_judge:
-        from vibethinker.verifiers.math_judge import judged_verify
-
         judged = judged_verify(cfg.math_judge, cfg.out)
     result = evaluate(
         sampler,

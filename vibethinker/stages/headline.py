@@ -26,8 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.config import Checks, runtime
+from vibethinker.data.io import load_problems
 from vibethinker.engines.settings import EngineFields, LocalEngineFields, TopKFields
-from vibethinker.evaluate.headline import Row
+from vibethinker.evaluate import evaluate, paper_prompt
+from vibethinker.evaluate.headline import Row, build_headline, parse_rows, pick_problems
+from vibethinker.evaluate.report import write_samples
 from vibethinker.log import get_logger, progress_bar
 from vibethinker.reports.headline import (
     headline_markdown,
@@ -36,6 +39,7 @@ from vibethinker.reports.headline import (
     training_steps,
 )
 from vibethinker.stages import register
+from vibethinker.verifiers import check_available
 
 log = get_logger("stages.headline")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
@@ -194,8 +198,6 @@ def _write_json(path: Path, obj: Any) -> str:
 
 def score_model(cfg: HeadlineConfig, row: Row, problems: list) -> dict[str, Any]:
     """Sample and verify one model (one batched sampler call); per-problem avg@n."""
-    from vibethinker.evaluate import evaluate, paper_prompt
-    from vibethinker.evaluate.report import write_samples
 
     engine = EngineFields(
         engine=cfg.engine,
@@ -277,9 +279,6 @@ def write_outputs(out: Path, h: dict[str, Any]) -> dict[str, str]:
 @register("headline", HeadlineConfig, resumable=True)
 def run(cfg: HeadlineConfig) -> dict[str, str]:
     """The report's headline: held-out accuracy per domain after each stage, with intervals."""
-    from vibethinker.data.io import load_problems
-    from vibethinker.evaluate.headline import build_headline, parse_rows, pick_problems
-    from vibethinker.verifiers import check_available
 
     rows = parse_rows(cfg.models)
     check_config(cfg)

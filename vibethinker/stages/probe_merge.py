@@ -20,8 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vibethinker.algo.passk import pass_at_k
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
+from vibethinker.data.io import load_problems
+from vibethinker.engines import make_sampler
 from vibethinker.engines.settings import DeviceFields, SamplingFields
+from vibethinker.evaluate import PROMPT_STYLES, evaluate
 from vibethinker.log import get_logger
 from vibethinker.reports.probe_merge import plot_heatmap, summary_md
 from vibethinker.stages import register
@@ -142,7 +146,6 @@ def find_checkpoints(cfg: ProbeMergeConfig) -> list[tuple[str, str]]:
 
 
 def load_probe(cfg: ProbeMergeConfig) -> dict[str, list[Problem]]:
-    from vibethinker.data.io import load_problems
 
     path = Path(cfg.probe)
     if path.is_dir():
@@ -162,9 +165,6 @@ def probe_model(
     folder: str, groups: dict[str, list[Problem]], cfg: ProbeMergeConfig, device: str
 ) -> dict[str, float]:
     """Pass@K of one model on every probe group (one sampling pass over all groups)."""
-    from vibethinker.algo.passk import pass_at_k
-    from vibethinker.engines import make_sampler
-    from vibethinker.evaluate import PROMPT_STYLES, evaluate
 
     problems = [p for ps in groups.values() for p in ps]
     sampler = make_sampler("hf", model=folder, device=device)

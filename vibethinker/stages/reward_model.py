@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from vibethinker.config import Checks
+from vibethinker.data.io import load_problems
+from vibethinker.data.world.instruct_open import preference_pairs
 from vibethinker.engines.settings import DeviceFields
 from vibethinker.log import get_logger
 from vibethinker.stages import register
@@ -81,7 +83,6 @@ class RewardModelConfig(DeviceFields):
 
 def build_pairs(problems: list, seed: int) -> list[dict[str, Any]]:
     """Preference rows of every instruct problem, each tagged with its source (rule / open)."""
-    from vibethinker.data.world.instruct_open import preference_pairs
 
     rng = random.Random(f"reward-pairs:{seed}")
     rows = []
@@ -174,7 +175,6 @@ def load_start(path: str, device: str, gradient_checkpointing: bool = False) -> 
 def preference_data(cfg: RewardModelConfig) -> tuple[list[dict], list[dict]]:
     """(training pairs, held-out pairs) from the instruct problems with traces of `data` (a
     seeded `max_problems` sample), split by problem; an error when either side is empty."""
-    from vibethinker.data.io import load_problems
 
     data = Path(cfg.data)
     path = data / "train.jsonl" if data.is_dir() else data

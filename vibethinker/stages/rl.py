@@ -23,8 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vibethinker.data.io import load_mixture, load_problems, save_problems
 from vibethinker.data.shapes import RowShape
+from vibethinker.engines import make_sampler
+from vibethinker.evaluate import PROMPT_STYLES
+from vibethinker.evaluate.metrics import truncation_verdicts
 from vibethinker.log import get_logger
+from vibethinker.models import check_context
+from vibethinker.prompts.paper import prompt_examples, sampler_render, write_prompt_examples
 from vibethinker.reports.rl import (
     cap_warning,
     learning_warnings,
@@ -33,8 +39,11 @@ from vibethinker.reports.rl import (
     write_summary,
 )
 from vibethinker.stages import register
+from vibethinker.train.rewards import instruct_reward
 from vibethinker.train.rl_config import RLConfig
 from vibethinker.types import Problem
+from vibethinker.verifiers import check_available, verify_batch
+from vibethinker.verifiers.math_judge import judged_verify
 
 log = get_logger("stages.rl")
 
@@ -50,8 +59,6 @@ def load_domain(
     """Problems of one domain (or several, comma-separated: mixed-domain RL, `limit` split
     equally over them) from a JSONL (or a comma-separated list mixed by `weights`); `limit` keeps a
     seeded sample (or the first ones)."""
-    from vibethinker.data.io import load_mixture, load_problems
-
     wanted = domain.split(",")
     # Rows without an id are numbered; one domain is also the domain of rows without one.
     shape = RowShape(domain=domain if len(wanted) == 1 else "", ids=True)
@@ -92,7 +99,6 @@ def filter_prompts(
     import torch
 
     from vibethinker.algo.advantages import batch_accuracy
-    from vibethinker.evaluate.metrics import truncation_verdicts
     from vibethinker.train.rollout import rollout, score_groups
 
     groups = rollout(sampler, problems, prompt_fn, n, params)
@@ -149,8 +155,6 @@ def _filter_key(cfg: RLConfig) -> dict[str, Any]:
 def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -> tuple[list, dict]:
     """The filtered prompts, cached in out/prompts.jsonl + filter.json (a resumed run reuses
     them rather than re-sampling)."""
-    from vibethinker.data.io import load_problems, save_problems
-
     out = Path(cfg.out)
     cache, meta = out / "prompts.jsonl", out / "filter.json"
     if cache.exists() and meta.exists():
@@ -211,8 +215,6 @@ def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -
 def check_rl_context(cfg: RLConfig, model: Any, sampler: Any, prompt_fn: Any) -> None:
     """Refuse, before any rollout, a run whose longest prompt + max_new_tokens exceeds the
     model's positions (a 64K cap on a 32K model without RoPE scaling)."""
-    from vibethinker.models import check_context
-
     probs = load_domain(
         _split(cfg.data, "train.jsonl"), cfg.domain, cfg.max_prompts, cfg.seed, list(cfg.data_probs)
     )
@@ -290,16 +292,10 @@ def reference_model(cfg: RLConfig, device: str) -> Any:
 def reward_fn(cfg: RLConfig, problems: list[Problem], device: str) -> Callable:
     """The step's verifier: the domain verifiers (the math judge as a second opinion with
     `math_judge`; rule + rubric rewards for instruct), with `metrics` when the rewards keep any."""
-    from vibethinker.verifiers import verify_batch
-
     verify_fn = verify_batch
     if cfg.math_judge:
-        from vibethinker.verifiers.math_judge import judged_verify
-
         verify_fn = judged_verify(cfg.math_judge, cfg.out)
     if cfg.domain == "instruct":  # stage 5: rule + rubric rewards, checked here (train/rewards.py)
-        from vibethinker.train.rewards import instruct_reward
-
         verify_fn = instruct_reward(cfg, verify_fn, problems, device)
 
     def verify(ps, rs):
@@ -348,11 +344,7 @@ def write_reports(
 @register("rl", RLConfig, resumable=True, positional=("model", "data"))
 def run(cfg: RLConfig) -> dict[str, str]:
     """On-policy RL with MGPO on one domain (optionally Long2Short), resumable."""
-    from vibethinker.engines import make_sampler
-    from vibethinker.evaluate import PROMPT_STYLES
-    from vibethinker.prompts.paper import prompt_examples, sampler_render, write_prompt_examples
     from vibethinker.train import checkpoints, dist, policy, rl
-    from vibethinker.verifiers import check_available
 
     if not cfg.model or not cfg.data:
         raise ValueError("rl: `model` and `data` are required")
