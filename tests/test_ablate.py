@@ -158,6 +158,24 @@ def test_table_has_means_cis_paired_differences_and_resume_reruns_only_unfinishe
     assert sorted(res["arms"]["b"]) == ["0", "1"]
 
 
+def test_a_run_of_some_seeds_keeps_every_finished_seed_in_the_table(world):
+    """`seeds=[2]` runs seed 2 only; the table still counts seeds 0 and 1 finished before, and
+    a seed folder whose run never finished is listed as not finished, not averaged."""
+    path = study(world)
+    ablate.run_study(load_study(path), {}, jobs=1, spawn=inproc)
+    res = ablate.run_study(load_study(path, {"seeds": "[2]"}), {}, jobs=1, spawn=inproc)
+    assert len(calls(world)) == 6  # 2 arms x seeds 0, 1, then 2 arms x seed 2
+    assert res["seeds"] == [0, 1, 2]
+    assert sorted(res["arms"]["b"]) == ["0", "1", "2"]
+    assert res["summary"]["b"]["seeds"] == [0, 1, 2]
+    (world / "out" / "a" / "seed9").mkdir()
+    res = ablate.run_study(load_study(path, {"seeds": "[2]"}), {}, jobs=1, spawn=inproc)
+    assert len(calls(world)) == 6 and res["summary"]["a"]["seeds"] == [0, 1, 2]
+    md = (world / "out" / "ablation.md").read_text()
+    assert "| a | 3 |" in md and "Seeds [0, 1, 2, 9]" in md
+    assert "Not finished (not in the table): a/seed9, b/seed9" in md
+
+
 def test_consumed_budget_mismatch_is_reported(world):
     path = study(world, arms={"a": {}, "b": {"arm.steps": 5}},
                  budget={"consumed": {"rows": "arm/metrics.jsonl:rows * 2"}})  # fmt: skip

@@ -68,12 +68,27 @@ def read_value(run_dir: Path, spec: str, recipe: Any = None, absent: Any = ()) -
     return total
 
 
+def seeds_on_disk(study: Study) -> list[int]:
+    """The study's seeds and every other `<arm>/seed<N>` folder under its out (a run with
+    `seeds=[...]` names only some seeds, the table still counts all that finished)."""
+    found = {
+        int(d.name[4:])
+        for arm in study.arms
+        if (Path(study.out) / arm.name).is_dir()
+        for d in (Path(study.out) / arm.name).iterdir()
+        if d.is_dir() and re.fullmatch(r"seed\d+", d.name)
+    }
+    return sorted(found | set(study.seeds))
+
+
 def collect(study: Study) -> dict[str, Any]:
-    """Per arm and seed: metrics and consumed budget of every finished run (missing: absent)."""
+    """Per arm and seed: metrics and consumed budget of every finished run (missing: absent),
+    over the study's seeds and any other finished seed found on disk (`seeds_on_disk`)."""
     arms: dict[str, Any] = {}
+    seeds = seeds_on_disk(study)
     for arm in study.arms:
         per: dict[str, Any] = {}
-        for seed in study.seeds:
+        for seed in seeds:
             run_dir = Path(study.out) / arm.name / f"seed{seed}"
             try:
                 if not is_done(study, arm, seed):
@@ -93,7 +108,7 @@ def collect(study: Study) -> dict[str, Any]:
                 continue
             per[str(seed)] = row
         arms[arm.name] = per
-    return {"study": study.title, "arms": arms, "seeds": study.seeds, "conf": study.conf}
+    return {"study": study.title, "arms": arms, "seeds": seeds, "conf": study.conf}
 
 
 def _mean_ci(values: list[float], conf: float) -> tuple[float, float, float]:

@@ -52,7 +52,7 @@ def ablation_markdown(study: Any, res: dict[str, Any], s: dict[str, Any]) -> str
         lines += [study.notes, ""]
     lines += [
         f"Study `{study.path}`, recipe `{study.recipe}`, base run `{study.base_run}`. Seeds "
-        f"{study.seeds}; {pct}% Student-t intervals over seeds; the difference to {first} is "
+        f"{res.get('seeds', study.seeds)}; {pct}% Student-t intervals over seeds; the difference to {first} is "
         f"paired by seed. Budget held fixed: {', '.join(study.fixed) or '-'}; consumed "
         f"(read back from each run): {', '.join(study.consumed) or '-'}.",
         "",
@@ -81,7 +81,7 @@ def ablation_markdown(study: Any, res: dict[str, Any], s: dict[str, Any]) -> str
     missing = [
         f"{a.name}/seed{x}"
         for a in study.arms
-        for x in study.seeds
+        for x in res.get("seeds", study.seeds)
         if str(x) not in res["arms"].get(a.name, {})
     ]
     if missing:
