@@ -149,8 +149,12 @@ def worker(side: str, limit: int) -> None:
 
 
 def child(side: str, limit: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--worker", side, "--limit", str(limit)],
-                         check=True, capture_output=True, text=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", side, "--limit", str(limit)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -175,8 +179,10 @@ def main() -> None:
     prepare(a.train)
     n_eval = len(json.loads((TMP / "eval.json").read_text()))
     sides = a.sides.split(",")
-    print(f"config: {a.train} train samples, {n_eval} eval items, n=10, batch {BATCH}, "
-          f"repeats {a.repeats}, sides {sides}")  # fmt: skip
+    print(
+        f"config: {a.train} train samples, {n_eval} eval items, n=10, batch {BATCH}, "
+        f"repeats {a.repeats}, sides {sides}"
+    )
     res: dict[str, list[dict]] = {s: [] for s in sides}
     for r in range(a.repeats):
         for s in sides if r % 2 == 0 else sides[::-1]:
@@ -189,10 +195,12 @@ def main() -> None:
     }
     for s, v in res.items():
         ts = [x["filter_s"] * a.train / size[s] for x in v]
-        print(f"{s} ({size[s]} samples, time scaled to {a.train}): filter median {med[s]:.2f} s "
-              f"(range {min(ts):.2f}-{max(ts):.2f}), build "
-              f"{statistics.median(x['build_s'] for x in v):.2f} s, flagged {v[0]['flagged']}, "
-              f"{a.train / med[s]:.0f} samples/s")  # fmt: skip
+        print(
+            f"{s} ({size[s]} samples, time scaled to {a.train}): filter median {med[s]:.2f} s "
+            f"(range {min(ts):.2f}-{max(ts):.2f}), build "
+            f"{statistics.median(x['build_s'] for x in v):.2f} s, flagged {v[0]['flagged']}, "
+            f"{a.train / med[s]:.0f} samples/s"
+        )
     if "ours" in med:
         for s in med:
             if s != "ours":

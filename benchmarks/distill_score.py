@@ -102,8 +102,11 @@ def worker(side: str, tmp: Path, threads: int, passes: int, malloc: str) -> None
         walls.append(time.perf_counter() - t0)
     wall = statistics.median(walls)
     tokens = sum(len(ids) for ids, _ in rows)
-    print(json.dumps({"side": side, "seconds": wall, "tokens": tokens, "values": vals,
-                      "malloc_tuned": tuned}))  # fmt: skip
+    print(
+        json.dumps(
+            {"side": side, "seconds": wall, "tokens": tokens, "values": vals, "malloc_tuned": tuned}
+        )
+    )
 
 
 def main() -> int:
@@ -111,8 +114,12 @@ def main() -> int:
     ap.add_argument("--problems", type=int, default=300)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--malloc", choices=["tuned", "default"], default="tuned",
-                    help="glibc malloc on both sides: tuned (vibethinker/malloc.py) or default")  # fmt: skip
+    ap.add_argument(
+        "--malloc",
+        choices=["tuned", "default"],
+        default="tuned",
+        help="glibc malloc on both sides: tuned (vibethinker/malloc.py) or default",
+    )
     ap.add_argument("--passes", type=int, default=3, help="timed passes per process (median)")
     ap.add_argument("--worker", choices=["ours", "peer"])
     ap.add_argument("--dir")
@@ -132,9 +139,20 @@ def main() -> int:
         tokens = 0
         for r in range(args.repeats):
             for side in ("ours", "peer") if r % 2 == 0 else ("peer", "ours"):
-                cmd = [sys.executable, __file__, "--worker", side, "--dir", d,
-                       "--threads", str(args.threads), "--passes", str(args.passes),
-                       "--malloc", args.malloc]  # fmt: skip
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    side,
+                    "--dir",
+                    d,
+                    "--threads",
+                    str(args.threads),
+                    "--passes",
+                    str(args.passes),
+                    "--malloc",
+                    args.malloc,
+                ]
                 res = subprocess.run(cmd, capture_output=True, text=True, check=True)
                 row = json.loads(res.stdout.strip().splitlines()[-1])
                 times[side].append(row["seconds"])
@@ -143,15 +161,23 @@ def main() -> int:
         diff = max(abs(a - b) for a, b in zip(values["ours"], values["peer"]))
         med = {s: statistics.median(t) for s, t in times.items()}
         for s in ("ours", "peer"):
-            print(f"{s}: median {med[s]:.3f} s (range {min(times[s]):.3f}-{max(times[s]):.3f}), "
-                  f"{tokens / med[s]:,.0f} tokens/s")  # fmt: skip
-        print(f"{n} traces, {tokens:,} tokens, {args.threads} thread(s), {args.repeats} repeats, "
-              f"{args.passes} timed passes each, malloc {args.malloc} on both sides")  # fmt: skip
+            print(
+                f"{s}: median {med[s]:.3f} s (range {min(times[s]):.3f}-{max(times[s]):.3f}), "
+                f"{tokens / med[s]:,.0f} tokens/s"
+            )
+        print(
+            f"{n} traces, {tokens:,} tokens, {args.threads} thread(s), {args.repeats} repeats, "
+            f"{args.passes} timed passes each, malloc {args.malloc} on both sides"
+        )
         if args.malloc == "tuned" and tuned != {True}:
-            print("note: the allocator setting did not apply in every worker (not glibc, "
-                  "GLIBC_TUNABLES or VIBETHINKER_MALLOC=default): both sides ran glibc as set")  # fmt: skip
-        print(f"speed-up (peer / ours, medians): {med['peer'] / med['ours']:.2f}x; "
-              f"max |S_LP ours - peer| = {diff:.2e}")  # fmt: skip
+            print(
+                "note: the allocator setting did not apply in every worker (not glibc, "
+                "GLIBC_TUNABLES or VIBETHINKER_MALLOC=default): both sides ran glibc as set"
+            )
+        print(
+            f"speed-up (peer / ours, medians): {med['peer'] / med['ours']:.2f}x; "
+            f"max |S_LP ours - peer| = {diff:.2e}"
+        )
         if diff > 1e-5:
             print("FAIL: results differ by more than 1e-5")
             return 1

@@ -46,24 +46,53 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 ARCH = {  # Qwen2.5 configs (config.json of the hub models), weights random
-    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                 num_attention_heads=4, num_key_value_heads=2, vocab_size=1024),
-    "0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                 num_attention_heads=14, num_key_value_heads=2, vocab_size=151936),
-    "1.5b": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-                 num_attention_heads=12, num_key_value_heads=2, vocab_size=151936),
-    "3b": dict(hidden_size=2048, intermediate_size=11008, num_hidden_layers=36,
-               num_attention_heads=16, num_key_value_heads=2, vocab_size=151936),
-}  # fmt: skip
+    "tiny": dict(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=1024,
+    ),
+    "0.5b": dict(
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        vocab_size=151936,
+    ),
+    "1.5b": dict(
+        hidden_size=1536,
+        intermediate_size=8960,
+        num_hidden_layers=28,
+        num_attention_heads=12,
+        num_key_value_heads=2,
+        vocab_size=151936,
+    ),
+    "3b": dict(
+        hidden_size=2048,
+        intermediate_size=11008,
+        num_hidden_layers=36,
+        num_attention_heads=16,
+        num_key_value_heads=2,
+        vocab_size=151936,
+    ),
+}
 
 
 def build(size: str, device: str, dtype: torch.dtype, attn: str = "sdpa"):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     a = ARCH[size]
-    cfg = Qwen2Config(**a, max_position_embeddings=32768, tie_word_embeddings=True,
-                      rope_theta=1e6, eos_token_id=a["vocab_size"] - 1,
-                      pad_token_id=a["vocab_size"] - 2)  # fmt: skip
+    cfg = Qwen2Config(
+        **a,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+        rope_theta=1e6,
+        eos_token_id=a["vocab_size"] - 1,
+        pad_token_id=a["vocab_size"] - 2,
+    )
     cfg._attn_implementation = attn
     old = torch.get_default_dtype()
     try:  # built directly in the target dtype on the device: seconds, not minutes
@@ -89,8 +118,9 @@ def word_tokenizer(vocab: int):
 
     tk = Tokenizer(models.WordLevel({f"w{i}": i for i in range(vocab)}, unk_token="w0"))
     tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(tokenizer_object=tk, pad_token=f"w{vocab - 2}",
-                                   eos_token=f"w{vocab - 1}")  # fmt: skip
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token=f"w{vocab - 2}", eos_token=f"w{vocab - 1}"
+    )
 
 
 def sync(device: str) -> None:
@@ -101,9 +131,17 @@ def sync(device: str) -> None:
 def decode_plain(model, prompts: torch.Tensor, n: int, max_new: int, device: str) -> int:
     ids = prompts.to(device)
     with torch.inference_mode():
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=True,
-                             temperature=1.0, top_p=0.95, top_k=0, max_new_tokens=max_new,
-                             min_new_tokens=max_new, num_return_sequences=n)  # fmt: skip
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=True,
+            temperature=1.0,
+            top_p=0.95,
+            top_k=0,
+            max_new_tokens=max_new,
+            min_new_tokens=max_new,
+            num_return_sequences=n,
+        )
     return int(out.shape[0] * (out.shape[1] - ids.shape[1]))
 
 
@@ -130,8 +168,14 @@ def bench_decode(model, size, args) -> list[dict]:
     dev = args.device
     V = model.config.vocab_size
     tok = word_tokenizer(V)
-    engine = HFSampler(model, tok, chat_template=False, static_cache=True, max_batch_size=4096,
-                       token_budget=1 << 30)  # fmt: skip
+    engine = HFSampler(
+        model,
+        tok,
+        chat_template=False,
+        static_cache=True,
+        max_batch_size=4096,
+        token_budget=1 << 30,
+    )
     rows = []
     g = torch.Generator().manual_seed(0)
     for batch in args.batches:
@@ -156,10 +200,17 @@ def bench_decode(model, size, args) -> list[dict]:
         roof = roofline(model, p * n, args.prompt_len + args.max_new / 2, args.hbm_tbs)
         for side in ("plain", "ours"):
             tps = toks[side] / statistics.median(times[side])
-            row = {"kind": "decode", "size": size, "batch": p * n, "side": side,
-                   "tok_per_s": round(tps, 1), "seconds": [round(t, 3) for t in times[side]],
-                   "roofline_tok_per_s": round(roof, 1), "of_roofline": round(tps / roof, 4),
-                   "graphs": bool(engine._decoder and engine._decoder.graph is not None)}  # fmt: skip
+            row = {
+                "kind": "decode",
+                "size": size,
+                "batch": p * n,
+                "side": side,
+                "tok_per_s": round(tps, 1),
+                "seconds": [round(t, 3) for t in times[side]],
+                "roofline_tok_per_s": round(roof, 1),
+                "of_roofline": round(tps / roof, 4),
+                "graphs": bool(engine._decoder and engine._decoder.graph is not None),
+            }
             print(json.dumps(row), flush=True)
             rows.append(row)
         engine._decoder = None
@@ -208,8 +259,10 @@ def bench_train(model, size, args) -> list[dict]:
     # ours: packed rows of train_len tokens, per-sample positions, head on trained positions only
     items = [packing.Sample(s.tolist(), [1] * len(s)) for s in samples]
     rows = packing.pack([len(s.ids) for s in items], args.train_len)
-    ours_batches = [packing.collate(items, rows[i : i + args.train_rows], V - 2, True)
-                    for i in range(0, len(rows), args.train_rows)]  # fmt: skip
+    ours_batches = [
+        packing.collate(items, rows[i : i + args.train_rows], V - 2, True)
+        for i in range(0, len(rows), args.train_rows)
+    ]
     attn_ours = "sdpa"
     try:
         import flash_attn  # noqa: F401
@@ -245,10 +298,17 @@ def bench_train(model, size, args) -> list[dict]:
         dt = statistics.median(times)
         mean_len = statistics.mean(len(s) for s in samples)
         flops = train_flops(model, tokens, mean_len)
-        row = {"kind": "train", "size": size, "side": side, "attn": attn, "tokens": tokens,
-               "tok_per_s": round(tokens / dt, 1), "seconds": [round(t, 3) for t in times],
-               "tflops": round(flops / dt / 1e12, 2),
-               "mfu": round(flops / dt / (args.peak_tflops * 1e12), 4)}  # fmt: skip
+        row = {
+            "kind": "train",
+            "size": size,
+            "side": side,
+            "attn": attn,
+            "tokens": tokens,
+            "tok_per_s": round(tokens / dt, 1),
+            "seconds": [round(t, 3) for t in times],
+            "tflops": round(flops / dt / 1e12, 2),
+            "mfu": round(flops / dt / (args.peak_tflops * 1e12), 4),
+        }
         print(json.dumps(row), flush=True)
         out.append(row)
     model.config._attn_implementation = "sdpa"
@@ -274,13 +334,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--json", default="")
     args = ap.parse_args(argv)
     args.batches = [int(x) for x in args.batches.split(",")]
-    dtype = getattr(torch, args.dtype) if args.dtype else (
-        torch.bfloat16 if args.device.startswith("cuda") else torch.float32)  # fmt: skip
+    dtype = (
+        getattr(torch, args.dtype)
+        if args.dtype
+        else (torch.bfloat16 if args.device.startswith("cuda") else torch.float32)
+    )
     import transformers
 
-    info = {"torch": torch.__version__, "transformers": transformers.__version__,
-            "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu",
-            "dtype": str(dtype), "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}  # fmt: skip
+    info = {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu",
+        "dtype": str(dtype),
+        "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+    }
     print(json.dumps(info), flush=True)
     rows: list[dict] = []
     t_all = time.perf_counter()
@@ -301,17 +368,25 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(f"\n{'size':>5} {'what':>12} {'plain':>10} {'ours':>10} {'ratio':>6}  notes")
     for size in args.sizes.split(","):
         for key in [("decode", b) for b in args.batches] + [("train", None)]:
-            sel = [r for r in rows if "side" in r and r["size"] == size and r["kind"] == key[0]
-                   and (key[1] is None or r.get("batch", -1) <= key[1])]  # fmt: skip
+            sel = [
+                r
+                for r in rows
+                if "side" in r
+                and r["size"] == size
+                and r["kind"] == key[0]
+                and (key[1] is None or r.get("batch", -1) <= key[1])
+            ]
             sel = [r for r in sel if key[1] is None or r["batch"] == max(x["batch"] for x in sel)]
             d = {r["side"]: r for r in sel}
             if len(d) < 2:
                 continue
             what = f"decode b{d['ours']['batch']}" if key[0] == "decode" else "train tok/s"
-            note = (f"roofline {d['ours']['roofline_tok_per_s']:.0f}: plain "
-                    f"{d['plain']['of_roofline']:.1%}, ours {d['ours']['of_roofline']:.1%}"
-                    if key[0] == "decode" else
-                    f"MFU plain {d['plain']['mfu']:.1%}, ours {d['ours']['mfu']:.1%}")  # fmt: skip
+            note = (
+                f"roofline {d['ours']['roofline_tok_per_s']:.0f}: plain "
+                f"{d['plain']['of_roofline']:.1%}, ours {d['ours']['of_roofline']:.1%}"
+                if key[0] == "decode"
+                else f"MFU plain {d['plain']['mfu']:.1%}, ours {d['ours']['mfu']:.1%}"
+            )
             a, b = d["plain"]["tok_per_s"], d["ours"]["tok_per_s"]
             print(f"{size:>5} {what:>12} {a:>10.0f} {b:>10.0f} {b / a:>6.2f}  {note}")
     print(f"total {time.perf_counter() - t_all:.0f} s")

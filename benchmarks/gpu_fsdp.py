@@ -26,27 +26,50 @@ import time
 import torch
 
 SIZES = {  # Qwen2 shapes: hidden, layers, heads, kv heads, MLP, vocab, tied embeddings
-    "1.5b": dict(hidden_size=1536, num_hidden_layers=28, num_attention_heads=12,
-                 num_key_value_heads=2, intermediate_size=8960, vocab_size=151936,
-                 tie_word_embeddings=True),
-    "3b": dict(hidden_size=2048, num_hidden_layers=36, num_attention_heads=16,
-               num_key_value_heads=2, intermediate_size=11008, vocab_size=151936,
-               tie_word_embeddings=True),
-    "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, intermediate_size=128, vocab_size=512,
-                 tie_word_embeddings=True),
-}  # fmt: skip
+    "1.5b": dict(
+        hidden_size=1536,
+        num_hidden_layers=28,
+        num_attention_heads=12,
+        num_key_value_heads=2,
+        intermediate_size=8960,
+        vocab_size=151936,
+        tie_word_embeddings=True,
+    ),
+    "3b": dict(
+        hidden_size=2048,
+        num_hidden_layers=36,
+        num_attention_heads=16,
+        num_key_value_heads=2,
+        intermediate_size=11008,
+        vocab_size=151936,
+        tie_word_embeddings=True,
+    ),
+    "tiny": dict(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=128,
+        vocab_size=512,
+        tie_word_embeddings=True,
+    ),
+}
 
 
 def build(size: str, seq_len: int, device: str):
     from transformers import AutoModelForCausalLM, Qwen2Config
 
-    cfg = Qwen2Config(**SIZES[size], max_position_embeddings=max(seq_len, 4096),
-                      rope_theta=10000.0, use_cache=False)  # fmt: skip
+    cfg = Qwen2Config(
+        **SIZES[size],
+        max_position_embeddings=max(seq_len, 4096),
+        rope_theta=10000.0,
+        use_cache=False,
+    )
     torch.manual_seed(0)
     with torch.device(device):
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32,
-                                                 attn_implementation="sdpa")  # fmt: skip
+        model = AutoModelForCausalLM.from_config(
+            cfg, dtype=torch.float32, attn_implementation="sdpa"
+        )
     return model.train(), cfg
 
 
@@ -85,8 +108,12 @@ def main() -> None:
     def batch():
         ids = torch.randint(0, cfg.vocab_size, (a.micro_batch, a.seq_len), generator=gen)
         pos = torch.arange(a.seq_len).expand(a.micro_batch, -1)
-        return {"input_ids": ids.to(device), "labels": ids.to(device),
-                "position_ids": pos.to(device), "attention_mask": None}  # fmt: skip
+        return {
+            "input_ids": ids.to(device),
+            "labels": ids.to(device),
+            "position_ids": pos.to(device),
+            "attention_mask": None,
+        }
 
     times = []
     for step in range(a.warmup + a.steps):
@@ -110,18 +137,31 @@ def main() -> None:
     mem = torch.cuda.max_memory_allocated() / 2**30 if cuda else None
     mems = dist.all_gather_objects(mem)
     if dist.is_main():
-        print(json.dumps({
-            "size": a.size, "params": n_params, "processes": dist.world(), "device": device,
-            "gpu": torch.cuda.get_device_name() if cuda else "cpu", "parallel": a.parallel,
-            "seq_len": a.seq_len, "micro_batch": a.micro_batch, "accum": a.accum,
-            "activation_checkpointing": not a.no_ac, "steps": a.steps,
-            "step_s_median": round(med, 4), "step_s_range": [round(min(times), 4),
-                                                             round(max(times), 4)],
-            "tokens_per_step": tok_step, "tokens_per_s": round(tps, 1),
-            "mfu": round(mfu, 4) if cuda else None,
-            "peak_mem_gib_per_process": [round(m, 2) if m else None for m in mems],
-            "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        }), flush=True)  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "size": a.size,
+                    "params": n_params,
+                    "processes": dist.world(),
+                    "device": device,
+                    "gpu": torch.cuda.get_device_name() if cuda else "cpu",
+                    "parallel": a.parallel,
+                    "seq_len": a.seq_len,
+                    "micro_batch": a.micro_batch,
+                    "accum": a.accum,
+                    "activation_checkpointing": not a.no_ac,
+                    "steps": a.steps,
+                    "step_s_median": round(med, 4),
+                    "step_s_range": [round(min(times), 4), round(max(times), 4)],
+                    "tokens_per_step": tok_step,
+                    "tokens_per_s": round(tps, 1),
+                    "mfu": round(mfu, 4) if cuda else None,
+                    "peak_mem_gib_per_process": [round(m, 2) if m else None for m in mems],
+                    "date": time.strftime("%Y-%m-%d", time.gmtime()),
+                }
+            ),
+            flush=True,
+        )
     dist.shutdown()
 
 

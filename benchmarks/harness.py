@@ -151,8 +151,10 @@ def compare(
 def report(name: str, res: dict, log: Callable[[str], None] = say) -> None:
     """Print a result: each side's configuration, then median (range) of every metric."""
     m = res["machine"]
-    log(f"\n== {name}: {res['repeats']} repeats, each side in its own process, order rotating; "
-        f"{m['cpus']} cpus, load {m['load_avg_1m']}, {m['date_utc']} UTC ==")  # fmt: skip
+    log(
+        f"\n== {name}: {res['repeats']} repeats, each side in its own process, order rotating; "
+        f"{m['cpus']} cpus, load {m['load_avg_1m']}, {m['date_utc']} UTC =="
+    )
     for n, s in res["sides"].items():
         log(f"-- {n} config: {json.dumps(s['config'], sort_keys=True, default=str)}")
     for n, s in res["sides"].items():
@@ -162,8 +164,10 @@ def report(name: str, res: dict, log: Callable[[str], None] = say) -> None:
         for pair, r in h["ratios"].items():
             p = r["paired"]
             rng = f", per-repeat {fmt(p)}" if p else ""
-            log(f"== {name} {h['metric']} ratio {pair}: {r['of_medians']:.3g} of medians{rng} "
-                f"({h['better']} is better)")  # fmt: skip
+            log(
+                f"== {name} {h['metric']} ratio {pair}: {r['of_medians']:.3g} of medians{rng} "
+                f"({h['better']} is better)"
+            )
 
 
 def main(
@@ -232,8 +236,9 @@ def tiny_world_model(work: Path, n_problems: int, size: str = "1m", domains=None
     doms = list(domains or ["math", "code", "stem", "instruct"])
     splits = generate(0, n_problems, 1, 1, doms, 0.55)
     pairs = [(paper_prompt(p), t) for p in splits["train"] for t in p.traces or []]
-    model = build_tiny_model(work / "model", [p + " " + t for p, t in pairs], size, 512, 0,
-                             max_position_embeddings=8192)  # fmt: skip
+    model = build_tiny_model(
+        work / "model", [p + " " + t for p, t in pairs], size, 512, 0, max_position_embeddings=8192
+    )
     (work / "pairs.json").write_text(json.dumps(pairs))
     return {"model": str(model), "pairs": str(work / "pairs.json"), "size": size}
 

@@ -50,8 +50,10 @@ def bench_merge(tmp: Path, n: int = 4, mb_per_model: int = 64) -> dict:
         d = tmp / f"ckpt{i}"
         d.mkdir()
         g = torch.Generator().manual_seed(i)
-        save_file({f"w{j}": torch.randn(1024, 1024, generator=g) for j in range(tensors)},
-                  str(d / "model.safetensors"))  # fmt: skip
+        save_file(
+            {f"w{j}": torch.randn(1024, 1024, generator=g) for j in range(tensors)},
+            str(d / "model.safetensors"),
+        )
         (d / "config.json").write_text("{}")
         folders.append(d)
     model_bytes = tensors * 4 * 1024 * 1024
@@ -59,11 +61,13 @@ def bench_merge(tmp: Path, n: int = 4, mb_per_model: int = 64) -> dict:
     small = measure_merge_peak(folders, tmp / "merged2", 16 << 20)
     mb = 2**20
     return {
-        "checkpoints": n, "model_mb": model_bytes / mb,
-        "peak_mb_one_shard": round(one / mb, 1), "peak_mb_16mb_shards": round(small / mb, 1),
+        "checkpoints": n,
+        "model_mb": model_bytes / mb,
+        "peak_mb_one_shard": round(one / mb, 1),
+        "peak_mb_16mb_shards": round(small / mb, 1),
         "ratio_one_shard": round(one / model_bytes, 3),
         "ratio_16mb_shards": round(small / model_bytes, 3),
-    }  # fmt: skip
+    }
 
 
 if __name__ == "__main__":

@@ -38,8 +38,10 @@ def main(argv: list[str] | None = None) -> dict:
         params = list(model.parameters())
         for p in params:
             p.grad = torch.randn_like(p)
-        opts = {"fused": torch.optim.AdamW(params, lr=1e-5, fused=True),
-                "default": torch.optim.AdamW(params, lr=1e-5)}  # fmt: skip
+        opts = {
+            "fused": torch.optim.AdamW(params, lr=1e-5, fused=True),
+            "default": torch.optim.AdamW(params, lr=1e-5),
+        }
         ts: dict[str, list[float]] = {k: [] for k in opts}
         for o in opts.values():
             o.step()  # warm-up (state allocation)
@@ -51,9 +53,11 @@ def main(argv: list[str] | None = None) -> dict:
         n = sum(p.numel() for p in params)
         out[size] = {"params": n, **{k: harness.summarize(v) for k, v in ts.items()}}
         ratio = out[size]["default"]["median"] / out[size]["fused"]["median"]
-        print(f"{size} ({n:,} params): AdamW step fused {harness.fmt(out[size]['fused'])} s, "
-              f"default {harness.fmt(out[size]['default'])} s; default / fused {ratio:.2f}x",
-              flush=True)  # fmt: skip
+        print(
+            f"{size} ({n:,} params): AdamW step fused {harness.fmt(out[size]['fused'])} s, "
+            f"default {harness.fmt(out[size]['default'])} s; default / fused {ratio:.2f}x",
+            flush=True,
+        )
     return out
 
 

@@ -121,17 +121,23 @@ def _held_out(model, tok, shared: dict, args: argparse.Namespace) -> dict:
     return {"held_out_accuracy": ev["accuracy"], "held_out_loss": float(loss)}
 
 
-def _metrics(n: int, args: argparse.Namespace, shared: dict, total: float, loop: float,
-             cpu: float) -> dict:  # fmt: skip
+def _metrics(
+    n: int, args: argparse.Namespace, shared: dict, total: float, loop: float, cpu: float
+) -> dict:
     """Wall-clock rates, and `pairs_per_cpu_s`: the same span in this process's CPU seconds (all
     its threads), which a shared, loaded host disturbs far less than wall time."""
     import torch
 
-    return {"pairs_per_s": n * args.epochs / total, "total_s": total, "train_s": loop,
-            "pairs_per_s_loop": n * args.epochs / loop,
-            "tokens_per_s": shared["tokens"] * args.epochs / total, "cpu_s": cpu,
-            "pairs_per_cpu_s": n * args.epochs / cpu,
-            "torch_threads_after": torch.get_num_threads()}  # fmt: skip
+    return {
+        "pairs_per_s": n * args.epochs / total,
+        "total_s": total,
+        "train_s": loop,
+        "pairs_per_s_loop": n * args.epochs / loop,
+        "tokens_per_s": shared["tokens"] * args.epochs / total,
+        "cpu_s": cpu,
+        "pairs_per_cpu_s": n * args.epochs / cpu,
+        "torch_threads_after": torch.get_num_threads(),
+    }
 
 
 def side_ours(args: argparse.Namespace, shared: dict, bucket: bool = True) -> dict:
@@ -140,20 +146,46 @@ def side_ours(args: argparse.Namespace, shared: dict, bucket: bool = True) -> di
     model, tok = _start(shared, args)
     pairs = json.loads(Path(shared["train"]).read_text())
     t0, c0 = time.perf_counter(), time.process_time()
-    hist = train_bt(model, tok, pairs, epochs=args.epochs, batch=args.batch, lr=LR,
-                    final_lr=0.0, max_len=args.max_len, seed=0, bucket=bucket)  # fmt: skip
+    hist = train_bt(
+        model,
+        tok,
+        pairs,
+        epochs=args.epochs,
+        batch=args.batch,
+        lr=LR,
+        final_lr=0.0,
+        max_len=args.max_len,
+        seed=0,
+        bucket=bucket,
+    )
     total, cpu = time.perf_counter() - t0, time.process_time() - c0
-    cfg = {"trainer": "vibethinker train_bt", "epochs": args.epochs, "batch": args.batch,
-           "lr": LR, "schedule": "cosine to 0, no warmup", "max_len": args.max_len,
-           "max_grad_norm": 1.0, "weight_decay": 0.0, "gradient_checkpointing": False,
-           "batching": ("length-bucketed" if bucket else "random order")
-           + ", pad to the batch's longest",
-           "threads": args.threads, "dtype": "float32", "pairs": len(pairs)}  # fmt: skip
+    cfg = {
+        "trainer": "vibethinker train_bt",
+        "epochs": args.epochs,
+        "batch": args.batch,
+        "lr": LR,
+        "schedule": "cosine to 0, no warmup",
+        "max_len": args.max_len,
+        "max_grad_norm": 1.0,
+        "weight_decay": 0.0,
+        "gradient_checkpointing": False,
+        "batching": ("length-bucketed" if bucket else "random order")
+        + ", pad to the batch's longest",
+        "threads": args.threads,
+        "dtype": "float32",
+        "pairs": len(pairs),
+    }
     loop = sum(r["seconds"] for r in hist)
-    return {"config": cfg, "metrics": {
-        **_metrics(len(pairs), args, shared, total, loop, cpu), "steps": len(hist),
-        "train_loss_mean": sum(r["loss"] for r in hist) / len(hist),
-        "tokens_seen": shared["tokens"], **_held_out(model, tok, shared, args)}}  # fmt: skip
+    return {
+        "config": cfg,
+        "metrics": {
+            **_metrics(len(pairs), args, shared, total, loop, cpu),
+            "steps": len(hist),
+            "train_loss_mean": sum(r["loss"] for r in hist) / len(hist),
+            "tokens_seen": shared["tokens"],
+            **_held_out(model, tok, shared, args),
+        },
+    }
 
 
 def side_trl(args: argparse.Namespace, shared: dict, grouped: bool = False) -> dict:
@@ -167,19 +199,36 @@ def side_trl(args: argparse.Namespace, shared: dict, grouped: bool = False) -> d
     model, tok = _start(shared, args)
     pairs = json.loads(Path(shared["train"]).read_text())
     t0, c0 = time.perf_counter(), time.process_time()
-    rows = [{"prompt": [{"role": "user", "content": p["prompt"]}],
-             "chosen": [{"role": "assistant", "content": p["chosen"]}],
-             "rejected": [{"role": "assistant", "content": p["rejected"]}]} for p in pairs]  # fmt: skip
+    rows = [
+        {
+            "prompt": [{"role": "user", "content": p["prompt"]}],
+            "chosen": [{"role": "assistant", "content": p["chosen"]}],
+            "rejected": [{"role": "assistant", "content": p["rejected"]}],
+        }
+        for p in pairs
+    ]
     ds = Dataset.from_list(rows)
     with tempfile.TemporaryDirectory(prefix="bench_rm_trl_") as out:
-        kw = dict(output_dir=out, per_device_train_batch_size=args.batch, num_train_epochs=args.epochs,
-                  learning_rate=LR, lr_scheduler_type="cosine", max_length=args.max_len,
-                  gradient_checkpointing=False, bf16=False, save_strategy="no",
-                  report_to=[], use_cpu=True, disable_tqdm=True, seed=0)  # fmt: skip
+        kw = dict(
+            output_dir=out,
+            per_device_train_batch_size=args.batch,
+            num_train_epochs=args.epochs,
+            learning_rate=LR,
+            lr_scheduler_type="cosine",
+            max_length=args.max_len,
+            gradient_checkpointing=False,
+            bf16=False,
+            save_strategy="no",
+            report_to=[],
+            use_cpu=True,
+            disable_tqdm=True,
+            seed=0,
+        )
         if grouped:
             kw.update(train_sampling_strategy="group_by_length", remove_unused_columns=False)
-        trainer = RewardTrainer(model=model, args=RewardConfig(**kw), train_dataset=ds,
-                                processing_class=tok)  # fmt: skip
+        trainer = RewardTrainer(
+            model=model, args=RewardConfig(**kw), train_dataset=ds, processing_class=tok
+        )
         if grouped:  # the sampler needs lengths: a "length" column (the pair's longer text)
             trainer.train_dataset = trainer.train_dataset.map(
                 lambda r: {"length": max(len(r["chosen_ids"]), len(r["rejected_ids"]))}
@@ -189,16 +238,27 @@ def side_trl(args: argparse.Namespace, shared: dict, grouped: bool = False) -> d
         res = trainer.train()
         total, cpu = time.perf_counter() - t0, time.process_time() - c0
     shown = {k: v for k, v in kw.items() if k != "output_dir"}
-    cfg = {"trainer": f"trl {trl.__version__} RewardTrainer", **shown,
-           "defaults_kept": "logging_steps 10, max_grad_norm 1.0, weight_decay 0, "
-           "DataCollatorForPreference (pad to the batch's longest), "
-           + ("group_by_length sampler" if grouped else "random sampler"),
-           "threads": args.threads, "dtype": "float32", "pairs": n}  # fmt: skip
-    return {"config": cfg, "metrics": {
-        **_metrics(n, args, shared, total, res.metrics["train_runtime"], cpu),
-        "steps": trainer.state.global_step, "train_loss_mean": res.metrics["train_loss"],
-        "tokens_seen": seen, "pairs_dropped": len(pairs) - n,
-        **_held_out(model, tok, shared, args)}}  # fmt: skip
+    cfg = {
+        "trainer": f"trl {trl.__version__} RewardTrainer",
+        **shown,
+        "defaults_kept": "logging_steps 10, max_grad_norm 1.0, weight_decay 0, "
+        "DataCollatorForPreference (pad to the batch's longest), "
+        + ("group_by_length sampler" if grouped else "random sampler"),
+        "threads": args.threads,
+        "dtype": "float32",
+        "pairs": n,
+    }
+    return {
+        "config": cfg,
+        "metrics": {
+            **_metrics(n, args, shared, total, res.metrics["train_runtime"], cpu),
+            "steps": trainer.state.global_step,
+            "train_loss_mean": res.metrics["train_loss"],
+            "tokens_seen": seen,
+            "pairs_dropped": len(pairs) - n,
+            **_held_out(model, tok, shared, args),
+        },
+    }
 
 
 def side_trl_grouped(args: argparse.Namespace, shared: dict) -> dict:
@@ -210,7 +270,15 @@ def side_ours_random(args: argparse.Namespace, shared: dict) -> dict:
 
 
 if __name__ == "__main__":
-    harness.main(__doc__, add_args, prepare,
-                 {"ours": side_ours, "trl": side_trl, "trl_grouped": side_trl_grouped,
-                  "ours_random": side_ours_random},
-                 headline=("pairs_per_s", "higher"))  # fmt: skip
+    harness.main(
+        __doc__,
+        add_args,
+        prepare,
+        {
+            "ours": side_ours,
+            "trl": side_trl,
+            "trl_grouped": side_trl_grouped,
+            "ours_random": side_ours_random,
+        },
+        headline=("pairs_per_s", "higher"),
+    )

@@ -51,13 +51,23 @@ def prepare(args: argparse.Namespace, work: Path) -> dict:
 
     splits = world.generate(seed=0, n_train=200, n_probe=1, n_eval=args.prompts, domains=("math",))
     problems = splits["eval"][: args.prompts]
-    model = build_tiny_model(work / "model", [p.prompt for p in splits["train"]], args.size, 512,
-                             0, max_position_embeddings=8192)  # fmt: skip
+    model = build_tiny_model(
+        work / "model",
+        [p.prompt for p in splits["train"]],
+        args.size,
+        512,
+        0,
+        max_position_embeddings=8192,
+    )
     from vibethinker.data.io import save_problems
 
     save_problems(work / "problems.jsonl", problems)
-    return {"model": str(model), "problems": str(work / "problems.jsonl"), "size": args.size,
-            "prompts": [paper_prompt(p) for p in problems]}  # fmt: skip
+    return {
+        "model": str(model),
+        "problems": str(work / "problems.jsonl"),
+        "size": args.size,
+        "prompts": [paper_prompt(p) for p in problems],
+    }
 
 
 def digit_reward(problems, responses):
@@ -87,22 +97,41 @@ def side_ours(args: argparse.Namespace, shared: dict) -> dict:
     problems = load_problems(shared["problems"])
     model, tok = policy.load_policy(shared["model"], "cpu", args.grad_ckpt)
     n = len(problems)
-    kw = dict(steps=args.steps, prompts_per_step=n, group_size=args.g, lr=args.lr,
-              final_lr=args.lr, max_new_tokens=args.max_new_tokens, top_p=1.0,
-              truncated_reward="verify", micro_batch=n * args.g, advantage="grpo", tis_cap=0.0,
-              gradient_checkpointing=args.grad_ckpt, seed=0)  # fmt: skip
+    kw = dict(
+        steps=args.steps,
+        prompts_per_step=n,
+        group_size=args.g,
+        lr=args.lr,
+        final_lr=args.lr,
+        max_new_tokens=args.max_new_tokens,
+        top_p=1.0,
+        truncated_reward="verify",
+        micro_batch=n * args.g,
+        advantage="grpo",
+        tis_cap=0.0,
+        gradient_checkpointing=args.grad_ckpt,
+        seed=0,
+    )
     opts = RLConfig(**kw)
     from vibethinker.prompts.paper import paper_prompt
 
     with tempfile.TemporaryDirectory(prefix="bench_rl_ours_") as out:
         res = train(model, tok, problems, opts, out, prompt_fn=paper_prompt, verify=digit_reward)
     rows = res["history"][1:]
-    m = {"step_s": statistics.median(r["seconds"] for r in rows),
-         "gen_tokens_per_step": statistics.mean(r["gen_tokens"] for r in rows),
-         "mean_reward": statistics.mean(r["reward"] for r in res["history"])}  # fmt: skip
+    m = {
+        "step_s": statistics.median(r["seconds"] for r in rows),
+        "gen_tokens_per_step": statistics.mean(r["gen_tokens"] for r in rows),
+        "mean_reward": statistics.mean(r["reward"] for r in res["history"]),
+    }
     m.update({f"phase_{k}_s": statistics.median(r[f"t_{k}"] for r in rows) for k in PHASES})
-    cfg = {"loop": "vibethinker.train.rl.train", "sampler": "hf engine", **kw,
-           "threads": args.threads, "dtype": "float32", "size": shared["size"]}  # fmt: skip
+    cfg = {
+        "loop": "vibethinker.train.rl.train",
+        "sampler": "hf engine",
+        **kw,
+        "threads": args.threads,
+        "dtype": "float32",
+        "size": shared["size"],
+    }
     return {"config": cfg, "metrics": m}
 
 
@@ -129,31 +158,65 @@ def side_trl(args: argparse.Namespace, shared: dict) -> dict:
         def on_step_end(self, a, state, control, **kw):
             times.append(time.perf_counter() - self.t0)
 
-    ds = Dataset.from_list([{"prompt": [{"role": "user", "content": p}]} for p in prompts]
-                           * args.steps)  # fmt: skip
+    ds = Dataset.from_list(
+        [{"prompt": [{"role": "user", "content": p}]} for p in prompts] * args.steps
+    )
     with tempfile.TemporaryDirectory(prefix="bench_rl_trl_") as out:
         kw = dict(
-            per_device_train_batch_size=len(prompts) * g, num_generations=g,
-            gradient_accumulation_steps=1, steps_per_generation=1, num_iterations=1,
-            max_completion_length=args.max_new_tokens, learning_rate=args.lr,
-            lr_scheduler_type="constant", max_steps=args.steps, beta=0.0, loss_type="grpo",
-            temperature=1.0, top_p=1.0, top_k=0, gradient_checkpointing=args.grad_ckpt,
-            logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, bf16=False,
-            disable_dropout=True, shuffle_dataset=False, seed=0, dataloader_num_workers=0,
-        )  # fmt: skip
-        trainer = GRPOTrainer(model=model, reward_funcs=_trl_reward,
-                              args=GRPOConfig(output_dir=out, **kw), train_dataset=ds,
-                              processing_class=tok, callbacks=[StepTimer()])  # fmt: skip
+            per_device_train_batch_size=len(prompts) * g,
+            num_generations=g,
+            gradient_accumulation_steps=1,
+            steps_per_generation=1,
+            num_iterations=1,
+            max_completion_length=args.max_new_tokens,
+            learning_rate=args.lr,
+            lr_scheduler_type="constant",
+            max_steps=args.steps,
+            beta=0.0,
+            loss_type="grpo",
+            temperature=1.0,
+            top_p=1.0,
+            top_k=0,
+            gradient_checkpointing=args.grad_ckpt,
+            logging_steps=1,
+            save_strategy="no",
+            report_to="none",
+            use_cpu=True,
+            bf16=False,
+            disable_dropout=True,
+            shuffle_dataset=False,
+            seed=0,
+            dataloader_num_workers=0,
+        )
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=_trl_reward,
+            args=GRPOConfig(output_dir=out, **kw),
+            train_dataset=ds,
+            processing_class=tok,
+            callbacks=[StepTimer()],
+        )
         trainer.train()
         logs = trainer.state.log_history
         rewards = [x["reward"] for x in logs if "reward" in x]
-        ntok = [x["completions/mean_length"] * len(prompts) * g for x in logs
-                if "completions/mean_length" in x]  # fmt: skip
-    cfg = {"trainer": f"trl {trl.__version__} GRPOTrainer", "sampler": "model.generate", **kw,
-           "threads": args.threads, "dtype": "float32", "size": shared["size"]}  # fmt: skip
-    m = {"step_s": statistics.median(times[1:]),
-         "gen_tokens_per_step": statistics.mean(ntok[1:]) if len(ntok) > 1 else 0.0,
-         "mean_reward": statistics.mean(rewards) if rewards else 0.0}  # fmt: skip
+        ntok = [
+            x["completions/mean_length"] * len(prompts) * g
+            for x in logs
+            if "completions/mean_length" in x
+        ]
+    cfg = {
+        "trainer": f"trl {trl.__version__} GRPOTrainer",
+        "sampler": "model.generate",
+        **kw,
+        "threads": args.threads,
+        "dtype": "float32",
+        "size": shared["size"],
+    }
+    m = {
+        "step_s": statistics.median(times[1:]),
+        "gen_tokens_per_step": statistics.mean(ntok[1:]) if len(ntok) > 1 else 0.0,
+        "mean_reward": statistics.mean(rewards) if rewards else 0.0,
+    }
     return {"config": cfg, "metrics": m}
 
 

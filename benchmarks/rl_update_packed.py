@@ -80,10 +80,16 @@ def _side(args: argparse.Namespace, packed: bool) -> dict:
 
     harness.set_threads(args.threads)
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=args.vocab, hidden_size=args.hidden,
-                      intermediate_size=4 * args.hidden, num_hidden_layers=args.layers,
-                      num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
-                      attn_implementation="sdpa")  # fmt: skip
+    cfg = Qwen2Config(
+        vocab_size=args.vocab,
+        hidden_size=args.hidden,
+        intermediate_size=4 * args.hidden,
+        num_hidden_layers=args.layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+        attn_implementation="sdpa",
+    )
     model = Qwen2ForCausalLM(cfg).train()
     g = torch.Generator().manual_seed(args.seed)
     prompts, comps = [], []
@@ -94,8 +100,12 @@ def _side(args: argparse.Namespace, packed: bool) -> dict:
     batch = build_batch(prompts, comps, pad_id=0)
     adv = torch.randn(len(comps), generator=g)
     rows = torch.arange(len(comps))
-    opts = rl.RLConfig(micro_batch=args.micro_batch, tis_cap=0.0, kl_coef=0.0,
-                       max_tokens_per_micro=args.budget if packed else 0)  # fmt: skip
+    opts = rl.RLConfig(
+        micro_batch=args.micro_batch,
+        tis_cap=0.0,
+        kl_coef=0.0,
+        max_tokens_per_micro=args.budget if packed else 0,
+    )
     optimizer = policy.make_optimizer(model, 1e-6)
     peaks: list[float] = []
     inner = rl_update._micro_loss
@@ -116,17 +126,35 @@ def _side(args: argparse.Namespace, packed: bool) -> dict:
     n_tok = int(batch.attention_mask.sum())
     plan = rl_update.plan_micro(rows, batch, opts.micro_batch, opts.max_tokens_per_micro, False)
     positions = sum(len(r) * batch.input_ids.shape[1] for r, _ in plan) if not packed else n_tok
-    return {"metrics": {"tokens_per_s": n_tok / dt, "update_s": dt, "tokens": n_tok,
-                        "tokens_per_cpu_s": n_tok / cpu, "update_cpu_s": cpu,
-                        "response_tokens": int(batch.mask.sum()), "micro_batches": len(plan),
-                        "backbone_positions": positions, "micro_peak_max_mb": max(peaks),
-                        "micro_peak_min_mb": min(peaks), "loss": u["loss"],
-                        "grad_norm": u["grad_norm"]},
-            "config": {"packed": packed, "vocab": args.vocab, "hidden": args.hidden,
-                       "layers": args.layers, "rows": args.rows, "cap": args.cap,
-                       "median": args.median, "sigma": args.sigma,
-                       "micro_batch": opts.micro_batch, "budget": opts.max_tokens_per_micro,
-                       "threads": torch.get_num_threads()}}  # fmt: skip
+    return {
+        "metrics": {
+            "tokens_per_s": n_tok / dt,
+            "update_s": dt,
+            "tokens": n_tok,
+            "tokens_per_cpu_s": n_tok / cpu,
+            "update_cpu_s": cpu,
+            "response_tokens": int(batch.mask.sum()),
+            "micro_batches": len(plan),
+            "backbone_positions": positions,
+            "micro_peak_max_mb": max(peaks),
+            "micro_peak_min_mb": min(peaks),
+            "loss": u["loss"],
+            "grad_norm": u["grad_norm"],
+        },
+        "config": {
+            "packed": packed,
+            "vocab": args.vocab,
+            "hidden": args.hidden,
+            "layers": args.layers,
+            "rows": args.rows,
+            "cap": args.cap,
+            "median": args.median,
+            "sigma": args.sigma,
+            "micro_batch": opts.micro_batch,
+            "budget": opts.max_tokens_per_micro,
+            "threads": torch.get_num_threads(),
+        },
+    }
 
 
 def side_packed(args: argparse.Namespace, shared: dict) -> dict:
@@ -138,5 +166,10 @@ def side_padded(args: argparse.Namespace, shared: dict) -> dict:
 
 
 if __name__ == "__main__":
-    harness.main(__doc__, add_args, None, {"packed": side_packed, "padded": side_padded},
-                 headline=("tokens_per_s", "higher"))  # fmt: skip
+    harness.main(
+        __doc__,
+        add_args,
+        None,
+        {"packed": side_packed, "padded": side_padded},
+        headline=("tokens_per_s", "higher"),
+    )

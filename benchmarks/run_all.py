@@ -50,7 +50,7 @@ BENCHES: dict[str, tuple[list[str], list[str]]] = {
             "1",
         ],
         ["--quick", "--batches", "1,4", "--groups", "4,16", "--rl-g", "2", "--steps", "1"],
-    ),  # fmt: skip
+    ),
     "merge_memory.py": ([], []),
     "distill_score.py": ([], ["--problems", "100"]),
     "decontam.py": ([], ["--train", "20000", "--datatrove-train", "2000"]),

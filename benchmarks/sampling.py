@@ -27,8 +27,12 @@ import harness  # noqa: E402
 
 def plain_generate(model, tok, prompts: list[str], n: int, max_new: int, rows: int) -> int:
     """Batched `model.generate` with the paper's protocol; returns generated tokens."""
-    texts = [tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True,
-                                     tokenize=False) for p in prompts]  # fmt: skip
+    texts = [
+        tok.apply_chat_template(
+            [{"role": "user", "content": p}], add_generation_prompt=True, tokenize=False
+        )
+        for p in prompts
+    ]
     tok.padding_side = "left"
     eos = model.generation_config.eos_token_id
     eos = set(eos if isinstance(eos, list) else [eos])
@@ -91,10 +95,18 @@ def _engine(args, shared: dict, static: bool) -> dict:
     out = engine.generate(texts, args.n, SamplingParams(max_new_tokens=args.max_new_tokens, seed=0))
     dt = time.perf_counter() - t0
     n = sum(len(c.token_ids) for g in out for c in g)
-    cfg = {"engine": "vibethinker.engines.hf.HFSampler", "static_cache": static,
-           "token_budget": engine.token_budget, "max_batch_size": engine.max_batch_size,
-           "temperature": 1.0, "top_p": 0.95, "top_k": 0, "logprobs": True,
-           "threads": args.threads, "size": shared["size"]}  # fmt: skip
+    cfg = {
+        "engine": "vibethinker.engines.hf.HFSampler",
+        "static_cache": static,
+        "token_budget": engine.token_budget,
+        "max_batch_size": engine.max_batch_size,
+        "temperature": 1.0,
+        "top_p": 0.95,
+        "top_k": 0,
+        "logprobs": True,
+        "threads": args.threads,
+        "size": shared["size"],
+    }
     return {"config": cfg, "metrics": {"tok_per_s": n / dt, "tokens": n, "seconds": dt}}
 
 
@@ -117,10 +129,19 @@ def side_generate(args, shared: dict) -> dict:
     dt = time.perf_counter() - t0
     import transformers
 
-    cfg = {"peer": f"transformers {transformers.__version__} model.generate", "do_sample": True,
-           "temperature": 1.0, "top_p": 0.95, "top_k": 0, "num_return_sequences": args.n,
-           "rows_per_batch": rows, "padding_side": "left", "logprobs": False,
-           "threads": args.threads, "size": shared["size"]}  # fmt: skip
+    cfg = {
+        "peer": f"transformers {transformers.__version__} model.generate",
+        "do_sample": True,
+        "temperature": 1.0,
+        "top_p": 0.95,
+        "top_k": 0,
+        "num_return_sequences": args.n,
+        "rows_per_batch": rows,
+        "padding_side": "left",
+        "logprobs": False,
+        "threads": args.threads,
+        "size": shared["size"],
+    }
     return {"config": cfg, "metrics": {"tok_per_s": n / dt, "tokens": n, "seconds": dt}}
 
 

@@ -95,8 +95,15 @@ def point_rl(args, shared: dict, length: int, g_size: int, ckpt: bool) -> dict:
     gen = torch.Generator().manual_seed(0)
     prompt = 64
     p_ids = [torch.randint(0, V - 1, (prompt,), generator=gen).tolist()] * g_size  # one group
-    comps = [Completion("", torch.randint(0, V - 1, (length,), generator=gen).tolist(),
-                        [-3.0] * length, "length") for _ in range(g_size)]  # fmt: skip
+    comps = [
+        Completion(
+            "",
+            torch.randint(0, V - 1, (length,), generator=gen).tolist(),
+            [-3.0] * length,
+            "length",
+        )
+        for _ in range(g_size)
+    ]
     batch = rollout.build_batch(p_ids, comps, 0)
     adv = torch.randn(g_size, generator=gen)
     opts = rl.RLConfig(micro_batch=g_size, gradient_checkpointing=ckpt, advantage="grpo")
@@ -127,9 +134,13 @@ def add_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="fewer points: lens 256,1024,4096")
     ap.add_argument("--kinds", default="sft,rl", help="which points: sft, rl or both")
-    ap.add_argument("--parallel", type=int, default=1,
-                    help="points run at once (1: one after another; more only to finish on a "
-                    "loaded machine: the points then share the cores)")  # fmt: skip
+    ap.add_argument(
+        "--parallel",
+        type=int,
+        default=1,
+        help="points run at once (1: one after another; more only to finish on a "
+        "loaded machine: the points then share the cores)",
+    )
     ap.add_argument("--json", default="")
     ap.add_argument("--point", default="", help=argparse.SUPPRESS)
     ap.add_argument("--shared", default="", help=argparse.SUPPRESS)
@@ -177,28 +188,45 @@ def main(argv: list[str] | None = None) -> dict:
 
         texts = [p.prompt for p in generate(0, 100, 1, 1, ["math"], 0.55)["train"]]
         longest = max(8192, *lens, *rl_lens) + 128
-        model = build_tiny_model(work / "model", texts, args.size, 512, 0,
-                                 max_position_embeddings=longest)  # fmt: skip
+        model = build_tiny_model(
+            work / "model", texts, args.size, 512, 0, max_position_embeddings=longest
+        )
         (work / "shared.json").write_text(json.dumps({"model": model}))
         pts: dict[str, dict] = {}
         for L in lens:
             for ck in (False, True):
                 pts[f"sft len={L} ckpt={'on' if ck else 'off'}"] = (
-                    "sft", {"length": L, "rows": 1, "ckpt": ck, "per_row": 1})  # fmt: skip
+                    "sft",
+                    {"length": L, "rows": 1, "ckpt": ck, "per_row": 1},
+                )
         for L in rl_lens if args.rl_g else ():  # --rl-g 0 skips the RL length sweep
-            pts[f"rl len={L} G={args.rl_g}"] = ("rl", {"length": L, "g_size": args.rl_g,
-                                                        "ckpt": False})  # fmt: skip
+            pts[f"rl len={L} G={args.rl_g}"] = (
+                "rl",
+                {"length": L, "g_size": args.rl_g, "ckpt": False},
+            )
         for B in batches:
-            pts[f"sft batch={B}x512"] = ("sft", {"length": 512, "rows": B, "ckpt": False,
-                                                 "per_row": 4})  # fmt: skip
+            pts[f"sft batch={B}x512"] = (
+                "sft",
+                {"length": 512, "rows": B, "ckpt": False, "per_row": 4},
+            )
         for G in groups:
-            pts[f"rl G={G} len={args.rl_len}"] = ("rl", {"length": args.rl_len, "g_size": G,
-                                                          "ckpt": False})  # fmt: skip
+            pts[f"rl G={G} len={args.rl_len}"] = (
+                "rl",
+                {"length": args.rl_len, "g_size": G, "ckpt": False},
+            )
         if args.kinds != "sft,rl":  # e.g. "rl": only the RL points
             keep = tuple(k + " " for k in args.kinds.split(","))
             pts = {k: v for k, v in pts.items() if k.startswith(keep)}
-        base = [sys.executable, str(Path(__file__).resolve()), "--threads", str(args.threads),
-                "--steps", str(args.steps), "--shared", str(work / "shared.json")]  # fmt: skip
+        base = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--threads",
+            str(args.threads),
+            "--steps",
+            str(args.steps),
+            "--shared",
+            str(work / "shared.json"),
+        ]
         raw: dict[str, list[dict]] = {k: [] for k in pts}
         t0 = time.time()
         from concurrent.futures import ThreadPoolExecutor
@@ -206,8 +234,11 @@ def main(argv: list[str] | None = None) -> dict:
         def one(item):
             name, (kind, kw) = item
             res = harness.run_side([*base, "--point", f"{kind}:{json.dumps(kw)}"])
-            print(f"  [{time.time() - t0:.0f} s] {name}: step {res['metrics']['step_s']:.3f} s, "
-                  f"peak {res['metrics']['peak_rss_mb']:.0f} MB", flush=True)  # fmt: skip
+            print(
+                f"  [{time.time() - t0:.0f} s] {name}: step {res['metrics']['step_s']:.3f} s, "
+                f"peak {res['metrics']['peak_rss_mb']:.0f} MB",
+                flush=True,
+            )
             return name, res["metrics"]
 
         for r in range(args.repeats):
@@ -217,18 +248,30 @@ def main(argv: list[str] | None = None) -> dict:
                     raw[name].append(m)
         table = {}
         for name, runs in raw.items():
-            table[name] = {k: harness.summarize([x[k] for x in runs])
-                           for k in ("step_s", "tokens_per_s", "peak_rss_mb")}  # fmt: skip
+            table[name] = {
+                k: harness.summarize([x[k] for x in runs])
+                for k in ("step_s", "tokens_per_s", "peak_rss_mb")
+            }
         fits = {}
         for ck in ("off", "on") if "sft" in args.kinds else ():
             mem = [(L, table[f"sft len={L} ckpt={ck}"]["peak_rss_mb"]["median"]) for L in lens]
             fits[ck] = fit_max_len(mem, args.budget_gb * 1024)
-        out = {"size": args.size, "threads": args.threads, "repeats": args.repeats,
-               "machine": harness.machine(), "points": table,
-               "max_len_fit_mb": {"budget_gb": args.budget_gb, "sft_ckpt_off": fits.get("off"),
-                                  "sft_ckpt_on": fits.get("on")}}  # fmt: skip
-        print(f"\n== scaling, size {args.size}, {args.repeats} repeats, one process per point; "
-              f"median (range) ==")  # fmt: skip
+        out = {
+            "size": args.size,
+            "threads": args.threads,
+            "repeats": args.repeats,
+            "machine": harness.machine(),
+            "points": table,
+            "max_len_fit_mb": {
+                "budget_gb": args.budget_gb,
+                "sft_ckpt_off": fits.get("off"),
+                "sft_ckpt_on": fits.get("on"),
+            },
+        }
+        print(
+            f"\n== scaling, size {args.size}, {args.repeats} repeats, one process per point; "
+            f"median (range) =="
+        )
         for name, t in table.items():
             print(
                 f"{name:>28}: step {harness.fmt(t['step_s'])} s, "

@@ -67,8 +67,14 @@ def prepare(args: argparse.Namespace, work: Path) -> dict:
     (work / "train.json").write_text(json.dumps(train))
     (work / "held.json").write_text(json.dumps(held))
     steps = math.ceil(len(train) / args.batch)
-    return {**shared, "train": str(work / "train.json"), "held": str(work / "held.json"),
-            "samples": len(train), "dropped_overlong": len(pairs) - len(keep), "steps": steps}  # fmt: skip
+    return {
+        **shared,
+        "train": str(work / "train.json"),
+        "held": str(work / "held.json"),
+        "samples": len(train),
+        "dropped_overlong": len(pairs) - len(keep),
+        "steps": steps,
+    }
 
 
 def held_out_loss(model, tok, held, max_len: int) -> float:
@@ -103,20 +109,43 @@ def side_ours(args: argparse.Namespace, shared: dict) -> dict:
     model, tok = _load(shared, args)
     train = [tuple(p) for p in json.loads(Path(shared["train"]).read_text())]
     samples = packing.build_samples(train, tok, args.max_len)
-    opts = sft.SFTConfig(epochs=1, global_batch=args.batch, micro_batch=args.micro, lr=2e-3,
-                         final_lr=2e-5, max_len=args.max_len, pack=True, warmup_frac=0.05)  # fmt: skip
+    opts = sft.SFTConfig(
+        epochs=1,
+        global_batch=args.batch,
+        micro_batch=args.micro,
+        lr=2e-3,
+        final_lr=2e-5,
+        max_len=args.max_len,
+        pack=True,
+        warmup_frac=0.05,
+    )
     with tempfile.TemporaryDirectory(prefix="bench_sft_ours_") as out:
         stats = sft.train(model, tok, samples, opts, out, resume=False)
     held = json.loads(Path(shared["held"]).read_text())
-    cfg = {"loop": "vibethinker.train.sft.train", "pack": True, "max_len": args.max_len,
-           "global_batch_samples": args.batch, "micro_batch_rows": args.micro,
-           "gradient_checkpointing": args.grad_ckpt, "lr": 2e-3, "schedule": "cosine, 5% warmup",
-           "threads": args.threads, "dtype": "float32", "size": shared["size"]}  # fmt: skip
-    return {"config": cfg, "metrics": {
-        "tokens_per_s": stats["tokens"] / stats["train_seconds"], "tokens": stats["tokens"],
-        "train_s": stats["train_seconds"], "steps": stats["steps"],
-        "last10_train_loss": stats["final_loss"],
-        "held_out_loss": held_out_loss(model, tok, held, args.max_len)}}  # fmt: skip
+    cfg = {
+        "loop": "vibethinker.train.sft.train",
+        "pack": True,
+        "max_len": args.max_len,
+        "global_batch_samples": args.batch,
+        "micro_batch_rows": args.micro,
+        "gradient_checkpointing": args.grad_ckpt,
+        "lr": 2e-3,
+        "schedule": "cosine, 5% warmup",
+        "threads": args.threads,
+        "dtype": "float32",
+        "size": shared["size"],
+    }
+    return {
+        "config": cfg,
+        "metrics": {
+            "tokens_per_s": stats["tokens"] / stats["train_seconds"],
+            "tokens": stats["tokens"],
+            "train_s": stats["train_seconds"],
+            "steps": stats["steps"],
+            "last10_train_loss": stats["final_loss"],
+            "held_out_loss": held_out_loss(model, tok, held, args.max_len),
+        },
+    }
 
 
 def _trl(args: argparse.Namespace, shared: dict, packed: bool) -> dict:
@@ -128,22 +157,40 @@ def _trl(args: argparse.Namespace, shared: dict, packed: bool) -> dict:
     setup_logging(quiet=True)
     model, tok = _load(shared, args)
     train = json.loads(Path(shared["train"]).read_text())
-    ds = Dataset.from_list([{"messages": [{"role": "user", "content": p},
-                                          {"role": "assistant", "content": t}]}
-                            for p, t in train])  # fmt: skip
+    ds = Dataset.from_list(
+        [
+            {"messages": [{"role": "user", "content": p}, {"role": "assistant", "content": t}]}
+            for p, t in train
+        ]
+    )
     per_dev = 1 if packed else args.micro
     accum = 1 if packed else max(1, args.batch // args.micro)
     with tempfile.TemporaryDirectory(prefix="bench_sft_trl_") as out:
         kw = dict(
-            output_dir=out, max_length=args.max_len, packing=packed, assistant_only_loss=True,
-            per_device_train_batch_size=per_dev, gradient_accumulation_steps=accum,
-            num_train_epochs=1, learning_rate=2e-3, lr_scheduler_type="cosine", warmup_steps=0.05,
-            gradient_checkpointing=args.grad_ckpt, logging_steps=1, save_strategy="no",
-            report_to=[], use_cpu=True, dataloader_num_workers=0, disable_tqdm=True, seed=0,
-            bf16=False, shuffle_dataset=True,
-        )  # fmt: skip
-        trainer = SFTTrainer(model=model, args=SFTConfig(**kw), train_dataset=ds,
-                             processing_class=tok)  # fmt: skip
+            output_dir=out,
+            max_length=args.max_len,
+            packing=packed,
+            assistant_only_loss=True,
+            per_device_train_batch_size=per_dev,
+            gradient_accumulation_steps=accum,
+            num_train_epochs=1,
+            learning_rate=2e-3,
+            lr_scheduler_type="cosine",
+            warmup_steps=0.05,
+            gradient_checkpointing=args.grad_ckpt,
+            logging_steps=1,
+            save_strategy="no",
+            report_to=[],
+            use_cpu=True,
+            dataloader_num_workers=0,
+            disable_tqdm=True,
+            seed=0,
+            bf16=False,
+            shuffle_dataset=True,
+        )
+        trainer = SFTTrainer(
+            model=model, args=SFTConfig(**kw), train_dataset=ds, processing_class=tok
+        )
         data = trainer.train_dataset
         rows = len(data)
         if packed:  # same optimizer steps as ours: rows per step = packed rows / our steps
@@ -158,16 +205,29 @@ def _trl(args: argparse.Namespace, shared: dict, packed: bool) -> dict:
     shown["gradient_accumulation_steps"] = trainer.args.gradient_accumulation_steps
     import trl
 
-    cfg = {"trainer": f"trl {trl.__version__} SFTTrainer", **shown,
-           "packing_strategy": trainer.args.packing_strategy if packed else None,
-           "padding_free": getattr(trainer, "padding_free", None), "rows": rows,
-           "threads": args.threads, "dtype": "float32", "size": shared["size"]}  # fmt: skip
+    cfg = {
+        "trainer": f"trl {trl.__version__} SFTTrainer",
+        **shown,
+        "packing_strategy": trainer.args.packing_strategy if packed else None,
+        "padding_free": getattr(trainer, "padding_free", None),
+        "rows": rows,
+        "threads": args.threads,
+        "dtype": "float32",
+        "size": shared["size"],
+    }
     secs = res.metrics["train_runtime"]
-    return {"config": cfg, "metrics": {
-        "tokens_per_s": tokens / secs, "tokens": tokens, "train_s": secs, "train_wall_s": wall,
-        "steps": trainer.state.global_step,
-        "last10_train_loss": sum(losses[-10:]) / max(1, len(losses[-10:])),
-        "held_out_loss": held_out_loss(model, tok, held, args.max_len)}}  # fmt: skip
+    return {
+        "config": cfg,
+        "metrics": {
+            "tokens_per_s": tokens / secs,
+            "tokens": tokens,
+            "train_s": secs,
+            "train_wall_s": wall,
+            "steps": trainer.state.global_step,
+            "last10_train_loss": sum(losses[-10:]) / max(1, len(losses[-10:])),
+            "held_out_loss": held_out_loss(model, tok, held, args.max_len),
+        },
+    }
 
 
 def side_trl_packed(args: argparse.Namespace, shared: dict) -> dict:

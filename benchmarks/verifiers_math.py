@@ -124,8 +124,9 @@ def _reasoning(rng: random.Random, chars: int) -> str:
     out, n = [], 0
     while n < chars:
         a, b, c = rng.randint(1, 99), rng.randint(2, 40), rng.randint(2, 30)
-        s = rng.choice(_STEPS).format(a=a, b=b, c=c, d=a + c, e=a + b, f=(a + b) * c, g=a * b,
-                                      h=a * a, i=b * (b - 1) // 2)  # fmt: skip
+        s = rng.choice(_STEPS).format(
+            a=a, b=b, c=c, d=a + c, e=a + b, f=(a + b) * c, g=a * b, h=a * a, i=b * (b - 1) // 2
+        )
         out.append(s)
         n += len(s) + 1
     return " ".join(out)
@@ -143,7 +144,11 @@ def _response(rng: random.Random, good: str, bad: str) -> str:
     elif r < 0.85:
         ans = f"The final answer is $\\boxed{{{bad}}}$."
     elif r < 0.90:
-        ans = f"So $\\boxed{{\\pm {good}}}$." if rng.random() < 0.5 else f"$\\boxed{{{good}}}$ or $\\boxed{{{bad}}}$."  # fmt: skip
+        ans = (
+            f"So $\\boxed{{\\pm {good}}}$."
+            if rng.random() < 0.5
+            else f"$\\boxed{{{good}}}$ or $\\boxed{{{bad}}}$."
+        )
     elif r < 0.95:
         ans = f"First I got $\\boxed{{{bad}}}$, but correcting the sign: $\\boxed{{{good}}}$."
     else:
@@ -197,12 +202,20 @@ def micro(reps: int = 3) -> dict:
     sympy) and the parser-bomb screen on a long ordinary answer; microseconds per call."""
     from vibethinker.verifiers.math import check_answer, screen
 
-    fast = [("25", "025"), (r"\frac{3}{4}", "0.75"), ("12345678901234567890", "12345678901234567891"),
-            (r"\frac{1}{3}", "0.33"), ("7", "x = 7"), ("42", "41")] * 200  # fmt: skip
+    fast = [
+        ("25", "025"),
+        (r"\frac{3}{4}", "0.75"),
+        ("12345678901234567890", "12345678901234567891"),
+        (r"\frac{1}{3}", "0.33"),
+        ("7", "x = 7"),
+        ("42", "41"),
+    ] * 200
     long_answer = "+".join(f"x_{{{i}}}^{{2}}" for i in range(80))  # ~900 characters
     out = {}
-    for name, fn, args in (("fast_path_us", check_answer, fast),
-                           ("screen_us", screen, [(long_answer,)] * 1000)):  # fmt: skip
+    for name, fn, args in (
+        ("fast_path_us", check_answer, fast),
+        ("screen_us", screen, [(long_answer,)] * 1000),
+    ):
         best = float("inf")
         for _ in range(reps):
             t = time.perf_counter()
@@ -210,8 +223,10 @@ def micro(reps: int = 3) -> dict:
                 fn(*a)
             best = min(best, (time.perf_counter() - t) / len(args) * 1e6)
         out[name] = best
-    print(f"  fast path: {out['fast_path_us']:.1f} us/check; screen (900 chars): "
-          f"{out['screen_us']:.1f} us")  # fmt: skip
+    print(
+        f"  fast path: {out['fast_path_us']:.1f} us/check; screen (900 chars): "
+        f"{out['screen_us']:.1f} us"
+    )
     return out
 
 
@@ -269,8 +284,12 @@ def _pairs(args) -> list[tuple[str, str]]:
 
 
 def _workload_cfg(args, pairs) -> dict:
-    return {"workload": args.workload, "pairs": len(pairs), "group": args.group,
-            "mean_response_chars": round(sum(len(r) for _, r in pairs) / len(pairs))}  # fmt: skip
+    return {
+        "workload": args.workload,
+        "pairs": len(pairs),
+        "group": args.group,
+        "mean_response_chars": round(sum(len(r) for _, r in pairs) / len(pairs)),
+    }
 
 
 def _side_peer(args, tail: bool, cache: bool = False) -> dict:
@@ -296,13 +315,21 @@ def _side_peer(args, tail: bool, cache: bool = False) -> dict:
     ver = version("math-verify")
     what = "text after the last </think>" if tail else "response"
     how = ", parse in an lru_cache(4096) per worker" if cache else ""
-    cfg = {"peer": f"math-verify {ver} verify(parse(f'${{gold}}$'), parse({what})), defaults "
-                   f"(parse and verify timeouts 5 s each){how}",
-           "pool": f"multiprocessing.Pool({args.workers}), fork, tasks of {args.chunk} pairs",
-           **_workload_cfg(args, pairs)}  # fmt: skip
-    return {"config": cfg, "metrics": {"checks_per_s": len(pairs) / dt, "pool_start_s": t_start,
-                                       "cpu_ms_per_check": cpu / len(pairs) * 1e3,
-                                       "accuracy": sum(verdicts) / len(pairs)}}  # fmt: skip
+    cfg = {
+        "peer": f"math-verify {ver} verify(parse(f'${{gold}}$'), parse({what})), defaults "
+        f"(parse and verify timeouts 5 s each){how}",
+        "pool": f"multiprocessing.Pool({args.workers}), fork, tasks of {args.chunk} pairs",
+        **_workload_cfg(args, pairs),
+    }
+    return {
+        "config": cfg,
+        "metrics": {
+            "checks_per_s": len(pairs) / dt,
+            "pool_start_s": t_start,
+            "cpu_ms_per_check": cpu / len(pairs) * 1e3,
+            "accuracy": sum(verdicts) / len(pairs),
+        },
+    }
 
 
 def side_peer(args, shared: dict) -> dict:
@@ -329,14 +356,19 @@ def _side_ours(args, cache: bool) -> dict:
 
         fn = verifiers_math._verify_nocache
     pairs = _pairs(args)
-    problems = [Problem(id=str(i), domain="math", prompt="", answer=g)
-                for i, (g, _) in enumerate(pairs)]  # fmt: skip
+    problems = [
+        Problem(id=str(i), domain="math", prompt="", answer=g) for i, (g, _) in enumerate(pairs)
+    ]
     responses = [r for _, r in pairs]
     warm = make_pairs(8 * args.workers, seed=1, workload="forms")  # not the timed pairs
     t = time.perf_counter()
     get_pool(args.workers).map(abs, [(1,)] * args.workers, timeout=60)  # spawn + warm workers
-    verify_batch([Problem(id="w", domain="math", prompt="", answer=g) for g, _ in warm],
-                 [r for _, r in warm], workers=args.workers, fn=fn)  # fmt: skip
+    verify_batch(
+        [Problem(id="w", domain="math", prompt="", answer=g) for g, _ in warm],
+        [r for _, r in warm],
+        workers=args.workers,
+        fn=fn,
+    )
     t_start = time.perf_counter() - t
     pids = [w.proc.pid for w in get_pool(args.workers)._idle]
     cpu, t = _cpu_s(pids), time.perf_counter()
@@ -345,18 +377,28 @@ def _side_ours(args, cache: bool) -> dict:
     if {w.proc.pid for w in get_pool(args.workers)._idle} != set(pids):
         raise RuntimeError("a worker was replaced during the run: CPU time incomplete")
     cpu = _cpu_s(pids) - cpu
-    m = {"checks_per_s": len(pairs) / dt, "pool_start_s": t_start,
-         "cpu_ms_per_check": cpu / len(pairs) * 1e3,
-         "accuracy": sum(s.correct for s in ours) / len(pairs)}  # fmt: skip
-    cfg = {"ours": "vibethinker.verifiers.verify_batch" + ("" if cache else
-                   " with the parse cache cleared before every check"),
-           "workers": args.workers, "timeout_s": 10.0, **_workload_cfg(args, pairs)}  # fmt: skip
+    m = {
+        "checks_per_s": len(pairs) / dt,
+        "pool_start_s": t_start,
+        "cpu_ms_per_check": cpu / len(pairs) * 1e3,
+        "accuracy": sum(s.correct for s in ours) / len(pairs),
+    }
+    cfg = {
+        "ours": "vibethinker.verifiers.verify_batch"
+        + ("" if cache else " with the parse cache cleared before every check"),
+        "workers": args.workers,
+        "timeout_s": 10.0,
+        **_workload_cfg(args, pairs),
+    }
     if cache:  # verdicts and micro-costs once, outside the clock
         k = min(200, len(pairs))
         base = baseline(pairs[:k])
         m["agreement_first200"] = sum(b == s.correct for b, s in zip(base, ours)) / k
-        diff = Counter(f"{'mv=1' if b else 'mv=0'} ours={s.reason}"
-                       for b, s in zip(base, ours) if b != s.correct)  # fmt: skip
+        diff = Counter(
+            f"{'mv=1' if b else 'mv=0'} ours={s.reason}"
+            for b, s in zip(base, ours)
+            if b != s.correct
+        )
         cfg["disagreements_first200"] = dict(diff.most_common())
         cfg["reasons"] = dict(Counter(s.reason for s in ours).most_common())
         m.update(micro())
@@ -371,8 +413,13 @@ def side_ours_nocache(args, shared: dict) -> dict:
     return _side_ours(args, cache=False)
 
 
-SIDES = {"ours": side_ours, "peer": side_peer, "peer_tail": side_peer_tail,
-         "peer_best": side_peer_best, "ours_nocache": side_ours_nocache}  # fmt: skip
+SIDES = {
+    "ours": side_ours,
+    "peer": side_peer,
+    "peer_tail": side_peer_tail,
+    "peer_best": side_peer_best,
+    "ours_nocache": side_ours_nocache,
+}
 
 
 def _explain_ours(args) -> dict:
@@ -443,8 +490,15 @@ def main(argv: list[str] | None = None) -> dict:
         ap = argparse.ArgumentParser()
         add_args(ap)
         return explain(ap.parse_known_args(argv)[0])
-    return harness.main(__doc__, add_args, None, SIDES, headline=("checks_per_s", "higher"),
-                        argv=argv, script=__file__)  # fmt: skip
+    return harness.main(
+        __doc__,
+        add_args,
+        None,
+        SIDES,
+        headline=("checks_per_s", "higher"),
+        argv=argv,
+        script=__file__,
+    )
 
 
 if __name__ == "__main__":

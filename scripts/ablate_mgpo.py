@@ -27,17 +27,44 @@ from pathlib import Path
 import torch
 
 
-def run_arm(out: Path, sft: str, data: str, advantage: str, lam: float, seed: int, steps: int,
-            max_new: int, eval_every: int, eval_n: int, eval_limit: int, lr: float) -> dict:  # fmt: skip
+def run_arm(
+    out: Path,
+    sft: str,
+    data: str,
+    advantage: str,
+    lam: float,
+    seed: int,
+    steps: int,
+    max_new: int,
+    eval_every: int,
+    eval_n: int,
+    eval_limit: int,
+    lr: float,
+) -> dict:
     from vibethinker.stages import get
 
     spec = get("rl")
     cfg = spec.config_cls(
-        model=sft, data=data, domain="math", out=str(out), steps=steps, prompts_per_step=16,
-        group_size=8, lr=lr, final_lr=lr / 10, max_new_tokens=max_new, filter_rollouts=4,
-        max_prompts=400, eval_every=eval_every, eval_n=eval_n, eval_limit=eval_limit,
-        advantage=advantage, lambda_mgpo=lam, seed=seed, device="cpu",
-    )  # fmt: skip
+        model=sft,
+        data=data,
+        domain="math",
+        out=str(out),
+        steps=steps,
+        prompts_per_step=16,
+        group_size=8,
+        lr=lr,
+        final_lr=lr / 10,
+        max_new_tokens=max_new,
+        filter_rollouts=4,
+        max_prompts=400,
+        eval_every=eval_every,
+        eval_n=eval_n,
+        eval_limit=eval_limit,
+        advantage=advantage,
+        lambda_mgpo=lam,
+        seed=seed,
+        device="cpu",
+    )
     spec.fn(cfg)
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     evals = [json.loads(x) for x in (out / "evals.jsonl").read_text().splitlines()]
@@ -71,14 +98,36 @@ def plot(res: dict, png: Path) -> None:
     plt.close(fig)
 
 
-def main(sft: str, data: str, out: str, seeds: list[int], steps: int, lam: float, max_new: int,
-         eval_every: int, eval_n: int, eval_limit: int, threads: int, lr: float = 3e-4) -> dict:  # fmt: skip
+def main(
+    sft: str,
+    data: str,
+    out: str,
+    seeds: list[int],
+    steps: int,
+    lam: float,
+    max_new: int,
+    eval_every: int,
+    eval_n: int,
+    eval_limit: int,
+    threads: int,
+    lr: float = 3e-4,
+) -> dict:
     torch.set_num_threads(threads)
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     arms = {"grpo": 0.0, f"mgpo(lambda={lam:g})": lam}
-    res: dict = {"arms": {}, "args": {"sft": sft, "steps": steps, "seeds": seeds, "lambda": lam,
-                                     "eval_n": eval_n, "eval_limit": eval_limit, "lr": lr}}  # fmt: skip
+    res: dict = {
+        "arms": {},
+        "args": {
+            "sft": sft,
+            "steps": steps,
+            "seeds": seeds,
+            "lambda": lam,
+            "eval_n": eval_n,
+            "eval_limit": eval_limit,
+            "lr": lr,
+        },
+    }
     for arm, lam_arm in arms.items():
         adv = "grpo" if lam_arm == 0 else "mgpo"
         res["arms"][arm] = {
@@ -95,7 +144,7 @@ def main(sft: str, data: str, out: str, seeds: list[int], steps: int, lam: float
                 eval_n,
                 eval_limit,
                 lr,
-            )  # fmt: skip
+            )
             for s in seeds
         }
     (root / "ablation.json").write_text(json.dumps(res, indent=2) + "\n")
@@ -134,6 +183,18 @@ if __name__ == "__main__":
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--lr", type=float, default=1e-4)
     a = ap.parse_args()
-    main(a.sft, a.data, a.out, a.seeds, a.steps, a.lambda_mgpo, a.max_new_tokens, a.eval_every,
-         a.eval_n, a.eval_limit, a.threads, a.lr)  # fmt: skip
+    main(
+        a.sft,
+        a.data,
+        a.out,
+        a.seeds,
+        a.steps,
+        a.lambda_mgpo,
+        a.max_new_tokens,
+        a.eval_every,
+        a.eval_n,
+        a.eval_limit,
+        a.threads,
+        a.lr,
+    )
     print(Path(a.out, "ablation.md").read_text())

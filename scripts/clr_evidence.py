@@ -152,8 +152,12 @@ def plot_variants(summaries: dict, path: str, cfg) -> str:
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
     for name, mark in zip(VARIANTS, "oDv"):
         rows = summaries[name]["comparison"]["rows"]
-        ax.plot([r["clr_tokens"] for r in rows], [r["clr"] for r in rows], f"{mark}-",
-                label=f"CLR@k, {name} verifier")  # fmt: skip
+        ax.plot(
+            [r["clr_tokens"] for r in rows],
+            [r["clr"] for r in rows],
+            f"{mark}-",
+            label=f"CLR@k, {name} verifier",
+        )
     comp = summaries["both"]["comparison"]
     curve = comp["maj_curve"]
     ax.plot([c["tokens"] for c in curve], [c["accuracy"] for c in curve], "s--", label="maj@k")

@@ -50,10 +50,19 @@ def finetune(args: argparse.Namespace, out: Path) -> str:
     from vibethinker.train.sft_config import SFTConfig
 
     cfg = SFTConfig(
-        model=args.start, data=str(training_set(args, out)), out=str(out / "sft"), epochs=100,
-        max_steps=args.steps, global_batch=16, micro_batch=8, max_len=256, lr=args.lr,
-        final_lr=1e-5, save_every=0, device="cpu",
-    )  # fmt: skip
+        model=args.start,
+        data=str(training_set(args, out)),
+        out=str(out / "sft"),
+        epochs=100,
+        max_steps=args.steps,
+        global_batch=16,
+        micro_batch=8,
+        max_len=256,
+        lr=args.lr,
+        final_lr=1e-5,
+        save_every=0,
+        device="cpu",
+    )
     t0 = time.time()
     get("sft").fn(cfg)
     print(f"sft {args.steps} steps: {time.time() - t0:.0f} s", flush=True)
@@ -72,11 +81,21 @@ def diagnose(model: str, args: argparse.Namespace) -> dict:
     texts = [problem_text(paper_prompt(p)) for p in probs]
     tmpl = load_template(args.verify_prompt, "clr_verify.txt", ("{claim}",))
     s = make_sampler("hf", model=model, device="cpu")
-    stage = claim_eval_phase(s, probs, texts, tmpl, args.claims, SamplingParams(
-        1.0, 0.95, 0, args.judge_tokens, seed=3), 0)  # fmt: skip
+    stage = claim_eval_phase(
+        s,
+        probs,
+        texts,
+        tmpl,
+        args.claims,
+        SamplingParams(1.0, 0.95, 0, args.judge_tokens, seed=3),
+        0,
+    )
     items = labelled_claims(probs, args.claims, 0)
-    out = s.generate([fill(tmpl, problem=texts[i], claim=c) for i, c, _ in items], 1,
-                     SamplingParams(0.0, 1.0, 0, args.judge_tokens, seed=3))  # fmt: skip
+    out = s.generate(
+        [fill(tmpl, problem=texts[i], claim=c) for i, c, _ in items],
+        1,
+        SamplingParams(0.0, 1.0, 0, args.judge_tokens, seed=3),
+    )
     c = Counter()
     for (_, claim, truth), comps in zip(items, out):
         reply = comps[0].text if comps else ""
@@ -95,8 +114,12 @@ def diagnose(model: str, args: argparse.Namespace) -> dict:
                 true = eval(f"{m[1]}{m[2]}{m[3]}")  # digits and one of + - * only
                 c["arith_computed_right"] += int(int(t[4]) == true)
             c["arith_verdict_follows_own_result"] += int(v == int(int(t[4]) == int(m[4])))
-    return {"model": model, "claim_eval_stage": stage, "greedy": dict(c),
-            "greedy_accuracy": round(c["right"] / max(1, c["claims"]), 3)}  # fmt: skip
+    return {
+        "model": model,
+        "claim_eval_stage": stage,
+        "greedy": dict(c),
+        "greedy_accuracy": round(c["right"] / max(1, c["claims"]), 3),
+    }
 
 
 def main() -> None:

@@ -37,8 +37,18 @@ def main() -> None:
             tokens[key] += n
     total = sum(tokens.values())
     clr = sum(v for k, v in tokens.items() if k.startswith("clr/"))
-    print(json.dumps({"traces": traces, "tokens": tokens, "total_tokens": total,
-                      "clr_tokens": clr, "clr_share": round(clr / total, 4)}, indent=1))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "traces": traces,
+                "tokens": tokens,
+                "total_tokens": total,
+                "clr_tokens": clr,
+                "clr_share": round(clr / total, 4),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

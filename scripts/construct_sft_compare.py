@@ -70,14 +70,16 @@ def main() -> None:
     if not runs:
         raise SystemExit(f"no finished arm under {root}")
     domains = ["all", "code", "instruct", "math", "stem"]
-    print("| seed | arm | steps | train samples | tokens | final loss | "
-          + " | ".join(domains) + " |")  # fmt: skip
+    print(
+        "| seed | arm | steps | train samples | tokens | final loss | " + " | ".join(domains) + " |"
+    )
     print("|---|---|---:|---:|---:|---:|" + "---|" * len(domains))
     for (seed, arm), r in sorted(runs.items()):
         s, dd = r["stats"], by_domain(r["scores"])
-        print(f"| {seed} | {arm} | {s['steps']} | {s['samples']} | {s['tokens']:,} | "
-              f"{s['final_loss']:.4f} | " + " | ".join(cell(dd[d], args.reps) for d in domains)
-              + " |")  # fmt: skip
+        print(
+            f"| {seed} | {arm} | {s['steps']} | {s['samples']} | {s['tokens']:,} | "
+            f"{s['final_loss']:.4f} | " + " | ".join(cell(dd[d], args.reps) for d in domains) + " |"
+        )
     seeds = sorted({s for s, _ in runs})
     both = [s for s in seeds if all((s, a) in runs for a in ARMS)]
     if not both:
@@ -85,8 +87,10 @@ def main() -> None:
     pooled: dict[str, dict[str, tuple[str, float]]] = {}
     for arm in ARMS:
         ids = runs[(both[0], arm)]["scores"]
-        pooled[arm] = {pid: (ids[pid][0], sum(runs[(s, arm)]["scores"][pid][1] for s in both)
-                             / len(both)) for pid in ids}  # fmt: skip
+        pooled[arm] = {
+            pid: (ids[pid][0], sum(runs[(s, arm)]["scores"][pid][1] for s in both) / len(both))
+            for pid in ids
+        }
     print(
         f"\nSeeds {', '.join(map(str, both))} pooled (per-problem mean over seeds; CI over "
         f"problems, {args.reps} bootstrap resamples):\n"
@@ -99,8 +103,11 @@ def main() -> None:
         print(f"| {arm} | {toks:,} | " + " | ".join(cell(dd[d], args.reps) for d in domains) + " |")
     diff = {pid: (d, pooled["construct"][pid][1] - s) for pid, (d, s) in pooled["world"].items()}
     dd = by_domain(diff)
-    print("| construct - world (paired) | | "
-          + " | ".join(cell(dd[d], args.reps) for d in domains) + " |")  # fmt: skip
+    print(
+        "| construct - world (paired) | | "
+        + " | ".join(cell(dd[d], args.reps) for d in domains)
+        + " |"
+    )
 
 
 if __name__ == "__main__":

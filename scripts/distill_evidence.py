@@ -88,17 +88,21 @@ def main() -> int:
     setup_logging(quiet=True)
     run, out = Path(args.run), Path(args.out)
     base = recipe_config(run, Path(args.recipe))
-    base = dataclasses.replace(base, sample_seed=0, eval_baselines=False, device="cpu",
-                               on_empty_domain="warn")  # fmt: skip
+    base = dataclasses.replace(
+        base, sample_seed=0, eval_baselines=False, device="cpu", on_empty_domain="warn"
+    )
     if args.eval_n:
         base.eval_n = args.eval_n
     if args.eval_limit:
         base.eval_limit = args.eval_limit
     sft1 = str(run / "sft1" / "final")
-    print(f"run {run}; student {base.student}; teachers "
-          + ", ".join(f"{t['domain']}: {t['model']}" for t in base.teachers)
-          + f"; n_samples {base.n_samples}, max_prompts {base.max_prompts}; eval: first "
-          f"{base.eval_limit} per domain, avg@{base.eval_n}; seeds {args.seeds}", flush=True)  # fmt: skip
+    print(
+        f"run {run}; student {base.student}; teachers "
+        + ", ".join(f"{t['domain']}: {t['model']}" for t in base.teachers)
+        + f"; n_samples {base.n_samples}, max_prompts {base.max_prompts}; eval: first "
+        f"{base.eval_limit} per domain, avg@{base.eval_n}; seeds {args.seeds}",
+        flush=True,
+    )
     t0 = time.time()
     pool = out / "pool"
     distill.check_config(base)
@@ -106,8 +110,10 @@ def main() -> int:
     mark = out / "settings.json"
     if mark.exists() and (was := json.loads(mark.read_text())) != settings:
         diff = {k: (was.get(k), v) for k, v in settings.items() if was.get(k) != v}
-        raise SystemExit(f"{out} was started with other settings (was, now): {diff}; use another "
-                         "--out, or pin the recipe it was started with (--recipe)")  # fmt: skip
+        raise SystemExit(
+            f"{out} was started with other settings (was, now): {diff}; use another "
+            "--out, or pin the recipe it was started with (--recipe)"
+        )
     out.mkdir(parents=True, exist_ok=True)
     mark.write_text(json.dumps(settings, indent=1) + "\n")
     if args.pool_from and not (pool / "candidates.jsonl").exists():
@@ -115,8 +121,9 @@ def main() -> int:
         key = json.loads((src / "candidates.json").read_text())["key"]
         want = json.loads(json.dumps(distill_candidates.candidates_key(base)))
         if key != want:
-            raise SystemExit(f"--pool-from {src}: its pool was made with other settings "
-                             f"({key} vs {want})")  # fmt: skip
+            raise SystemExit(
+                f"--pool-from {src}: its pool was made with other settings ({key} vs {want})"
+            )
         pool.mkdir(parents=True, exist_ok=True)
         for f in ("candidates.jsonl", "candidates.json"):
             shutil.copy(src / f, pool / f)
@@ -125,8 +132,10 @@ def main() -> int:
     if have.exists() and json.loads(have.read_text())["key"] != json.loads(
         json.dumps(distill_candidates.candidates_key(base))
     ):  # the recipe changed under a half-done --out: never mix two pools in one table
-        raise SystemExit(f"{pool} was built with other distill settings than {args.recipe} "
-                         "has now; use another --out (or pin the recipe with --recipe)")  # fmt: skip
+        raise SystemExit(
+            f"{pool} was built with other distill settings than {args.recipe} "
+            "has now; use another --out (or pin the recipe with --recipe)"
+        )
     distill_candidates.load_or_build_candidates(dataclasses.replace(base, out=str(pool)), pool)
     print(f"candidate pool ready ({time.time() - t0:.0f} s)", flush=True)
 
@@ -153,8 +162,11 @@ def main() -> int:
                 dom: {"kept": r["kept"], "s_lp_kept": r.get("s_lp_mean_kept")}
                 for dom, r in funnel.items()
             }
-            print(f"seed {seed} {arm}: {results[f'student ({arm})']['all'][-1]:.3f} all "
-                  f"({time.time() - t0:.0f} s)", flush=True)  # fmt: skip
+            print(
+                f"seed {seed} {arm}: {results[f'student ({arm})']['all'][-1]:.3f} all "
+                f"({time.time() - t0:.0f} s)",
+                flush=True,
+            )
         cfg = dataclasses.replace(base, seed=seed)
         probs = distill.eval_problems(cfg)
         if args.part == "arms":
@@ -165,50 +177,81 @@ def main() -> int:
             rows = json.loads(base_file.read_text())
         else:
             rows = {"sft1": distill.pass1(cfg, make_sampler("hf", model=sft1, device="cpu"), every)}
-            rows["start"] = rows["sft1"] if Path(cfg.student) == Path(sft1) else distill.pass1(
-                cfg, make_sampler("hf", model=cfg.student, device="cpu"), every)  # fmt: skip
+            rows["start"] = (
+                rows["sft1"]
+                if Path(cfg.student) == Path(sft1)
+                else distill.pass1(cfg, make_sampler("hf", model=cfg.student, device="cpu"), every)
+            )
             last = cfg.teachers[-1]
             rows["last"] = distill.pass1(
                 cfg, distill_candidates.make_teacher_sampler(cfg, last), every
             )
             for t in cfg.teachers[:-1]:
                 rows[f"specialist {t['domain']}"] = distill.pass1(
-                    cfg, distill_candidates.make_teacher_sampler(cfg, t), probs[t["domain"]])  # fmt: skip
+                    cfg, distill_candidates.make_teacher_sampler(cfg, t), probs[t["domain"]]
+                )
             rows[f"specialist {last['domain']}"] = {last["domain"]: rows["last"][last["domain"]]}
             base_file.write_text(json.dumps(rows, indent=1) + "\n")
         for k, v in rows.items():
-            add(k, v if not k.startswith("specialist") else
-                {d: x for d, x in v.items() if d != "all"})  # fmt: skip
+            add(
+                k,
+                v if not k.startswith("specialist") else {d: x for d, x in v.items() if d != "all"},
+            )
         print(f"seed {seed} baselines done ({time.time() - t0:.0f} s)", flush=True)
 
     doms = sorted(probs or [])
-    order = ["sft1", "start", "last", *[f"specialist {t['domain']}" for t in base.teachers],
-             "student (lp)", "student (random)"]  # fmt: skip
-    names = {"sft1": f"SFT stage 1 (`{sft1}`)", "start": f"student start (`{base.student}`)",
-             "last": f"last teacher, every domain (`{base.teachers[-1]['model']}`)"}  # fmt: skip
+    order = [
+        "sft1",
+        "start",
+        "last",
+        *[f"specialist {t['domain']}" for t in base.teachers],
+        "student (lp)",
+        "student (random)",
+    ]
+    names = {
+        "sft1": f"SFT stage 1 (`{sft1}`)",
+        "start": f"student start (`{base.student}`)",
+        "last": f"last teacher, every domain (`{base.teachers[-1]['model']}`)",
+    }
     lines = ["| model | " + " | ".join(doms) + " | all |", "|---|" + "---:|" * (len(doms) + 1)]
     for row in order:
         r = results.get(row, {})
-        lines.append(f"| {names.get(row, row)} | "
-                     + " | ".join(cell(r.get(d, [])) for d in [*doms, "all"]) + " |")  # fmt: skip
+        lines.append(
+            f"| {names.get(row, row)} | "
+            + " | ".join(cell(r.get(d, [])) for d in [*doms, "all"])
+            + " |"
+        )
     lp, rnd = results.get("student (lp)", {}), results.get("student (random)", {})
     if lp and rnd:  # paired by seed: the two arms of one seed share the pool and the SFT budget
         diff = {d: [a - b for a, b in zip(lp.get(d, []), rnd.get(d, []))] for d in [*doms, "all"]}
-        lines.append("| LP - random, paired by seed | "
-                     + " | ".join(cell(diff[d]) for d in [*doms, "all"]) + " |")  # fmt: skip
-    sel = ["", "Traces kept per domain (same count for both arms by construction) and mean S_LP "
-           "of the kept traces (nats/token), seed 0:", ""]  # fmt: skip
+        lines.append(
+            "| LP - random, paired by seed | "
+            + " | ".join(cell(diff[d]) for d in [*doms, "all"])
+            + " |"
+        )
+    sel = [
+        "",
+        "Traces kept per domain (same count for both arms by construction) and mean S_LP "
+        "of the kept traces (nats/token), seed 0:",
+        "",
+    ]
     for arm in ("lp", "random"):
         s0 = selection.get(arm, {}).get(args.seeds[0], {})
-        sel.append(f"- {arm}: " + "; ".join(f"{d} {v['kept']} (S_LP {v['s_lp_kept']})"
-                                            for d, v in s0.items()))  # fmt: skip
+        sel.append(
+            f"- {arm}: "
+            + "; ".join(f"{d} {v['kept']} (S_LP {v['s_lp_kept']})" for d, v in s0.items())
+        )
     text = "\n".join(lines + sel) + "\n"
     print(text)
     out.mkdir(parents=True, exist_ok=True)
     (out / "evidence.md").write_text(text)
-    (out / "evidence.json").write_text(json.dumps({"results": results, "selection": selection,
-                                                   "run": str(run), "seeds": args.seeds},
-                                                  indent=1) + "\n")  # fmt: skip
+    (out / "evidence.json").write_text(
+        json.dumps(
+            {"results": results, "selection": selection, "run": str(run), "seeds": args.seeds},
+            indent=1,
+        )
+        + "\n"
+    )
     print(f"wall {time.time() - t0:.0f} s; {out / 'evidence.md'}")
     return 0
 

@@ -48,14 +48,22 @@ def shape_of(size: str) -> ModelShape:
 
 
 def build(s: ModelShape, device: str, max_pos: int) -> torch.nn.Module:
-    cfg = Qwen2Config(vocab_size=s.vocab, hidden_size=s.hidden, intermediate_size=s.intermediate,
-                      num_hidden_layers=s.layers, num_attention_heads=s.heads,
-                      num_key_value_heads=s.kv_heads, tie_word_embeddings=s.tied,
-                      max_position_embeddings=max_pos, use_cache=False)  # fmt: skip
+    cfg = Qwen2Config(
+        vocab_size=s.vocab,
+        hidden_size=s.hidden,
+        intermediate_size=s.intermediate,
+        num_hidden_layers=s.layers,
+        num_attention_heads=s.heads,
+        num_key_value_heads=s.kv_heads,
+        tie_word_embeddings=s.tied,
+        max_position_embeddings=max_pos,
+        use_cache=False,
+    )
     torch.manual_seed(0)
     with torch.device(device):
-        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32,
-                                                 attn_implementation="sdpa")  # fmt: skip
+        model = AutoModelForCausalLM.from_config(
+            cfg, dtype=torch.float32, attn_implementation="sdpa"
+        )
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return model.train()
 
@@ -64,8 +72,9 @@ def tokenizer(vocab: int) -> PreTrainedTokenizerFast:
     """A word-level tokenizer over ids t0..t{vocab-1} (no files): pad t0, eos t1."""
     tok = Tokenizer(models.WordLevel({f"t{i}": i for i in range(vocab)}, unk_token="t2"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="t0", eos_token="t1",
-                                   unk_token="t2")  # fmt: skip
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="t0", eos_token="t1", unk_token="t2"
+    )
 
 
 def _sync(device: str) -> None:
@@ -132,14 +141,30 @@ def run_trl(a: argparse.Namespace) -> dict:
     row = random_row(s, a.seq)["input_ids"][0].tolist()
     data = Dataset.from_dict({"input_ids": [row] * (a.warmup + a.steps)})
     cuda = a.device.startswith("cuda")
-    cfg = SFTConfig(output_dir=tempfile.mkdtemp(), max_steps=a.warmup + a.steps,
-                    per_device_train_batch_size=1, learning_rate=1e-5, bf16=cuda,
-                    gradient_checkpointing=True, max_length=a.seq, packing=False,
-                    report_to=[], save_strategy="no", logging_steps=1, use_cpu=not cuda,
-                    dataloader_num_workers=0, optim="adamw_torch_fused")  # fmt: skip
+    cfg = SFTConfig(
+        output_dir=tempfile.mkdtemp(),
+        max_steps=a.warmup + a.steps,
+        per_device_train_batch_size=1,
+        learning_rate=1e-5,
+        bf16=cuda,
+        gradient_checkpointing=True,
+        max_length=a.seq,
+        packing=False,
+        report_to=[],
+        save_strategy="no",
+        logging_steps=1,
+        use_cpu=not cuda,
+        dataloader_num_workers=0,
+        optim="adamw_torch_fused",
+    )
     timer = _Timer(a.device)
-    trainer = SFTTrainer(model=model, args=cfg, train_dataset=data,
-                         processing_class=tokenizer(s.vocab), callbacks=[timer])  # fmt: skip
+    trainer = SFTTrainer(
+        model=model,
+        args=cfg,
+        train_dataset=data,
+        processing_class=tokenizer(s.vocab),
+        callbacks=[timer],
+    )
     trainer.train()
     return _result("sft (TRL SFTTrainer)", s, a, timer.times[a.warmup :], None)
 
@@ -150,8 +175,9 @@ def run_rl(a: argparse.Namespace) -> dict:
     model = build(s, a.device, seq)
     opt = policy.make_optimizer(model, 1e-6)
     g = torch.Generator().manual_seed(0)
-    prompts = [torch.randint(3, s.vocab, (a.prompt,), generator=g).tolist()
-               for _ in range(a.prompts)]  # fmt: skip
+    prompts = [
+        torch.randint(3, s.vocab, (a.prompt,), generator=g).tolist() for _ in range(a.prompts)
+    ]
     sampler = HFSampler(model, tokenizer(s.vocab))
     sampler.encode = lambda p: prompts[int(p)]  # token-id prompts: no text round trip
     params = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=a.max_new, seed=0)
@@ -162,8 +188,14 @@ def run_rl(a: argparse.Namespace) -> dict:
     t_roll = time.perf_counter() - t0
     comps = [c for grp in groups for c in grp]
     batch = build_batch([prompts[i] for i in range(a.prompts) for _ in range(a.group)], comps, 0)
-    cfg = RLConfig(prompts_per_step=a.prompts, group_size=a.group, max_new_tokens=a.max_new,
-                   micro_batch=1, gradient_checkpointing=True, device=a.device)  # fmt: skip
+    cfg = RLConfig(
+        prompts_per_step=a.prompts,
+        group_size=a.group,
+        max_new_tokens=a.max_new,
+        micro_batch=1,
+        gradient_checkpointing=True,
+        device=a.device,
+    )
     adv = torch.randn(len(comps), generator=g)
     t1 = time.perf_counter()
     update(model, opt, None, batch, adv, torch.arange(len(comps)), cfg)
@@ -173,25 +205,38 @@ def run_rl(a: argparse.Namespace) -> dict:
     pred = max(p.total for p in ESTIMATORS["rl"](cfg, ctx)) / GIB
     gen = sum(len(c.token_ids) for c in comps)
     out = _result("rl step (hf engine)", s, a, [t_roll + t_upd], pred)
-    out.update(rollout_s=round(t_roll, 2), update_s=round(t_upd, 2), sampled_tokens=gen,
-               sample_tok_s=round(gen / t_roll, 1), group=a.group, prompts=a.prompts)  # fmt: skip
+    out.update(
+        rollout_s=round(t_roll, 2),
+        update_s=round(t_upd, 2),
+        sampled_tokens=gen,
+        sample_tok_s=round(gen / t_roll, 1),
+        group=a.group,
+        prompts=a.prompts,
+    )
     return out
 
 
-def _result(what: str, s: ModelShape, a: argparse.Namespace, times: list[float],
-            pred: float | None) -> dict:  # fmt: skip
+def _result(
+    what: str, s: ModelShape, a: argparse.Namespace, times: list[float], pred: float | None
+) -> dict:
     med = statistics.median(times) if times else float("nan")
     tokens = a.seq if what.startswith("sft") else 0
     tok_s = tokens / med if tokens else None
     peak = _peak(a.device)
     return {
-        "what": what, "size": a.size, "device": a.device, "seq": a.seq, "steps": len(times),
-        "step_s": round(med, 3), "tok_s": round(tok_s, 1) if tok_s else None,
+        "what": what,
+        "size": a.size,
+        "device": a.device,
+        "seq": a.seq,
+        "steps": len(times),
+        "step_s": round(med, 3),
+        "tok_s": round(tok_s, 1) if tok_s else None,
         "mfu": mfu(s, a.seq, tok_s, a.device, a.peak_tflops) if tok_s else None,
-        "peak_gib": round(peak, 2) if peak is not None else None, "plan_gib": round(pred, 3) if pred is not None else None,
+        "peak_gib": round(peak, 2) if peak is not None else None,
+        "plan_gib": round(pred, 3) if pred is not None else None,
         "card": torch.cuda.get_device_name() if a.device.startswith("cuda") else "cpu",
         "date": time.strftime("%Y-%m-%d"),
-    }  # fmt: skip
+    }
 
 
 def _cell(x: float | None) -> str:
@@ -200,13 +245,17 @@ def _cell(x: float | None) -> str:
 
 def table(path: str) -> str:
     rows = [json.loads(x) for x in Path(path).read_text().splitlines() if x.startswith('{"what"')]
-    lines = ["| measurement | size | seq | step s | tokens/s | MFU | peak GiB | plan GiB | card |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|"]  # fmt: skip
+    lines = [
+        "| measurement | size | seq | step s | tokens/s | MFU | peak GiB | plan GiB | card |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         m = f"{r['mfu']:.1%}" if r.get("mfu") else ""
-        lines.append(f"| {r['what']} | {r['size']} | {r['seq']} | {r['step_s']} | "
-                     f"{r.get('tok_s') or r.get('sample_tok_s', '')} | {m} | {_cell(r['peak_gib'])} | "
-                     f"{_cell(r.get('plan_gib'))} | {r['card']} |")  # fmt: skip
+        lines.append(
+            f"| {r['what']} | {r['size']} | {r['seq']} | {r['step_s']} | "
+            f"{r.get('tok_s') or r.get('sample_tok_s', '')} | {m} | {_cell(r['peak_gib'])} | "
+            f"{_cell(r.get('plan_gib'))} | {r['card']} |"
+        )
     return "\n".join(lines)
 
 

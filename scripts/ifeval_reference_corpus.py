@@ -184,20 +184,35 @@ def build(ifbench_n: int) -> list[dict]:
     rows: list[dict] = []
 
     def add(source: str, iid: str, kwargs: dict, text: str) -> None:
-        rows.append({"id": iid, "kwargs": kwargs, "response": text, "source": source,
-                     "expected": reference_verdict(instructions, iid, kwargs, text)})  # fmt: skip
+        rows.append(
+            {
+                "id": iid,
+                "kwargs": kwargs,
+                "response": text,
+                "source": source,
+                "expected": reference_verdict(instructions, iid, kwargs, text),
+            }
+        )
 
     prose = SENTENCE_TEXTS + CAPITAL_TEXTS + texts_from_ifbench(ifbench_n)
     for i, text in enumerate(prose):
         src = "handwritten" if i < len(SENTENCE_TEXTS) + len(CAPITAL_TEXTS) else "ifbench"
         n = instructions_util.count_sentences(text)
         for k in (n, n + 1):
-            add(src, "length_constraints:number_sentences",
-                {"num_sentences": k, "relation": "at least"}, text)  # fmt: skip
+            add(
+                src,
+                "length_constraints:number_sentences",
+                {"num_sentences": k, "relation": "at least"},
+                text,
+            )
         caps = sum(w.isupper() for w in instructions_util.nltk.word_tokenize(text))
         for k in (caps, caps + 1):
-            add(src, "change_case:capital_word_frequency",
-                {"capital_frequency": k, "capital_relation": "at least"}, text)  # fmt: skip
+            add(
+                src,
+                "change_case:capital_word_frequency",
+                {"capital_frequency": k, "capital_relation": "at least"},
+                text,
+            )
     # the handwritten pass/fail pairs of tests/verifiers/test_instruct.py, for every one of the
     # 25 ids
     sys.path.insert(0, str(OUT.parents[2]))

@@ -69,8 +69,9 @@ def prepare(args: argparse.Namespace, out: Path) -> tuple[Path, list, list, dict
     return data, rule, held_open, other
 
 
-def evaluate_model(model_dir: str, rm, rule, held_open, other, n: int, seed: int,
-                   max_new: int = MAX_NEW) -> dict:  # fmt: skip
+def evaluate_model(
+    model_dir: str, rm, rule, held_open, other, n: int, seed: int, max_new: int = MAX_NEW
+) -> dict:
     from vibethinker.engines import SamplingParams, make_sampler
     from vibethinker.evaluate import evaluate, paper_prompt
     from vibethinker.train import policy
@@ -80,18 +81,21 @@ def evaluate_model(model_dir: str, rm, rule, held_open, other, n: int, seed: int
     model, tok = policy.load_policy(model_dir, "cpu")
     model.eval()
     sampler = make_sampler("hf", model=model, tokenizer=tok)
-    params = SamplingParams(temperature=1.0, top_p=0.95, top_k=0, max_new_tokens=max_new,
-                            seed=seed)  # fmt: skip
+    params = SamplingParams(temperature=1.0, top_p=0.95, top_k=0, max_new_tokens=max_new, seed=seed)
     row: dict = {}
     res = evaluate(sampler, rule, n, [1], params, workers=1, prompt_fn=paper_prompt)
     texts = [(g.problem, c.text) for g in res.groups for c in g.completions]
     row["ifeval_strict"] = statistics.mean(s.correct for g in res.groups for s in g.scores)
-    row["ifeval_loose"] = statistics.mean(verify_instruct(p, t, loose=True).correct
-                                          for p, t in texts)  # fmt: skip
+    row["ifeval_loose"] = statistics.mean(
+        verify_instruct(p, t, loose=True).correct for p, t in texts
+    )
     rule_ans = [(answer_part(t) or "").strip() for _, t in texts]
     outs = sampler.generate([p.prompt for p in held_open], n, params)
-    pairs = [(p.prompt, (answer_part(c.text) or "").strip()) for p, cs in zip(held_open, outs)
-             for c in cs]  # fmt: skip
+    pairs = [
+        (p.prompt, (answer_part(c.text) or "").strip())
+        for p, cs in zip(held_open, outs)
+        for c in cs
+    ]
     vals = [r.value if r.value is not None else 0.0 for r in rm.score(pairs)]
     vals = [v if a else 0.0 for v, (_, a) in zip(vals, pairs)]  # unanswered: 0, as in training
     row["rubric_open"] = statistics.mean(vals)
@@ -105,18 +109,35 @@ def evaluate_model(model_dir: str, rm, rule, held_open, other, n: int, seed: int
     return row
 
 
-def run_rl(args: argparse.Namespace, data: Path, rm_dir: str, start: str, seed: int,
-           out: Path) -> str:  # fmt: skip
+def run_rl(
+    args: argparse.Namespace, data: Path, rm_dir: str, start: str, seed: int, out: Path
+) -> str:
     from vibethinker.stages.rl import run
     from vibethinker.train.rl_config import RLConfig
 
-    cfg = RLConfig(model=start, data=str(data), domain="instruct", out=str(out), seed=seed,
-                   steps=args.steps, prompts_per_step=8, group_size=8, lr=1e-4, final_lr=1e-5,
-                   max_new_tokens=args.max_new_tokens, filter_rollouts=4,
-                   max_prompts=args.max_prompts, rule_reward="strict",
-                   rubric_model=f"hf:{rm_dir}", rubric_threshold=0.5,
-                   max_seconds=args.max_seconds, save_every=0, eval_every=0, device="cpu",
-                   verify_workers=1)  # fmt: skip
+    cfg = RLConfig(
+        model=start,
+        data=str(data),
+        domain="instruct",
+        out=str(out),
+        seed=seed,
+        steps=args.steps,
+        prompts_per_step=8,
+        group_size=8,
+        lr=1e-4,
+        final_lr=1e-5,
+        max_new_tokens=args.max_new_tokens,
+        filter_rollouts=4,
+        max_prompts=args.max_prompts,
+        rule_reward="strict",
+        rubric_model=f"hf:{rm_dir}",
+        rubric_threshold=0.5,
+        max_seconds=args.max_seconds,
+        save_every=0,
+        eval_every=0,
+        device="cpu",
+        verify_workers=1,
+    )
     return run(cfg)["model"]
 
 
@@ -127,8 +148,10 @@ def table(res: dict) -> None:
     def sd(xs: list[float]) -> float:
         return statistics.stdev(xs) if len(xs) > 1 else 0.0
 
-    print(f"\n{len(rows)} seeds {[r['seed'] for r in rows]}, RL steps {[r['steps'] for r in rows]}; "
-          f"held-out: {sizes}; n={args['n']} samples each\n")  # fmt: skip
+    print(
+        f"\n{len(rows)} seeds {[r['seed'] for r in rows]}, RL steps {[r['steps'] for r in rows]}; "
+        f"held-out: {sizes}; n={args['n']} samples each\n"
+    )
     print("| metric | before (start model) | after Instruct RL | change (paired) | seeds up/down |")
     print("|---|---:|---:|---:|---:|")
     for k in rows[0]["before"]:
@@ -136,25 +159,37 @@ def table(res: dict) -> None:
         a = [r["after"][k] for r in rows]
         d = [x - y for x, y in zip(a, b)]
         ud = f"{sum(x > 0 for x in d)}/{sum(x < 0 for x in d)}"
-        print(f"| {k} | {statistics.mean(b):.3f} +- {sd(b):.3f} | {statistics.mean(a):.3f} +- "
-              f"{sd(a):.3f} | {statistics.mean(d):+.3f} +- {sd(d):.3f} | {ud} |")  # fmt: skip
+        print(
+            f"| {k} | {statistics.mean(b):.3f} +- {sd(b):.3f} | {statistics.mean(a):.3f} +- "
+            f"{sd(a):.3f} | {statistics.mean(d):+.3f} +- {sd(d):.3f} | {ud} |"
+        )
     trends = [r["trend"] for r in rows if r.get("trend")]
     if not trends:
         return
-    print(f"\nTraining batches (the rl stage's metrics.jsonl): mean of the first vs the last "
-          f"{trends[0]['k']} steps, mean +- sd over seeds\n")  # fmt: skip
+    print(
+        f"\nTraining batches (the rl stage's metrics.jsonl): mean of the first vs the last "
+        f"{trends[0]['k']} steps, mean +- sd over seeds\n"
+    )
     print("| metric | first steps | last steps |")
     print("|---|---:|---:|")
     for k in TREND_KEYS:
         f = [t["first"][k] for t in trends if t["first"].get(k) is not None]
         la = [t["last"][k] for t in trends if t["last"].get(k) is not None]
         if f and la:
-            print(f"| {k} | {statistics.mean(f):.3f} +- {sd(f):.3f} | {statistics.mean(la):.3f} +- "
-                  f"{sd(la):.3f} |")  # fmt: skip
+            print(
+                f"| {k} | {statistics.mean(f):.3f} +- {sd(f):.3f} | {statistics.mean(la):.3f} +- "
+                f"{sd(la):.3f} |"
+            )
 
 
-TREND_KEYS = ("reward_rule", "reward_open", "open_answer_words", "tokens_per_rollout", "entropy",
-              "rubric_fail")  # fmt: skip
+TREND_KEYS = (
+    "reward_rule",
+    "reward_open",
+    "open_answer_words",
+    "tokens_per_rollout",
+    "entropy",
+    "rubric_fail",
+)
 
 
 def trend(metrics: Path) -> dict | None:
@@ -183,8 +218,9 @@ def collect(paths: list[str]) -> int:
     parts = [json.loads(Path(p).read_text()) for p in paths]
     for part in parts:  # training trends from each run's rl_seed<S>/metrics.jsonl
         for r in part["rows"]:
-            r.setdefault("trend", trend(Path(part["args"]["out"]) / f"rl_seed{r['seed']}" /
-                                        "metrics.jsonl"))  # fmt: skip
+            r.setdefault(
+                "trend", trend(Path(part["args"]["out"]) / f"rl_seed{r['seed']}" / "metrics.jsonl")
+            )
     res = {**parts[0], "rows": [r for p in parts for r in p["rows"]]}
     table(res)
     return 0
@@ -225,22 +261,39 @@ def main() -> int:
         from vibethinker.stages.reward_model import RewardModelConfig
         from vibethinker.stages.reward_model import run as run_rm
 
-        rm_dir = run_rm(RewardModelConfig(model=str(Path(args.run_dir) / "sft1" / "final"),
-                                          data=str(data), out=str(out / "rm"), epochs=1,
-                                          max_problems=200, max_len=192, device="cpu"))["model"]  # fmt: skip
+        rm_dir = run_rm(
+            RewardModelConfig(
+                model=str(Path(args.run_dir) / "sft1" / "final"),
+                data=str(data),
+                out=str(out / "rm"),
+                epochs=1,
+                max_problems=200,
+                max_len=192,
+                device="cpu",
+            )
+        )["model"]
     rm = RewardModelRubric(rm_dir)
     rows = []
     for seed in [int(s) for s in args.seeds.split(",")]:
         t0 = time.time()
         final = run_rl(args, data, rm_dir, start, seed, out / f"rl_seed{seed}")
         steps = sum(1 for _ in open(out / f"rl_seed{seed}" / "metrics.jsonl"))
-        before = evaluate_model(start, rm, rule, held_open, other, args.n, 1000 + seed,
-                                args.max_new_tokens)  # fmt: skip
-        after = evaluate_model(final, rm, rule, held_open, other, args.n, 1000 + seed,
-                               args.max_new_tokens)  # fmt: skip
-        rows.append({"seed": seed, "steps": steps, "before": before, "after": after,
-                     "seconds": round(time.time() - t0, 1),
-                     "trend": trend(out / f"rl_seed{seed}" / "metrics.jsonl")})  # fmt: skip
+        before = evaluate_model(
+            start, rm, rule, held_open, other, args.n, 1000 + seed, args.max_new_tokens
+        )
+        after = evaluate_model(
+            final, rm, rule, held_open, other, args.n, 1000 + seed, args.max_new_tokens
+        )
+        rows.append(
+            {
+                "seed": seed,
+                "steps": steps,
+                "before": before,
+                "after": after,
+                "seconds": round(time.time() - t0, 1),
+                "trend": trend(out / f"rl_seed{seed}" / "metrics.jsonl"),
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     sizes = {"rule": len(rule), "open": len(held_open), **{d: len(v) for d, v in other.items()}}
     res = {"args": vars(args), "rm": rm_dir, "sizes": sizes, "rows": rows}

@@ -38,13 +38,18 @@ def main(argv: list[str] | None = None) -> int:
     spec.loader.exec_module(bench)
     warm_up()
     pairs = bench.make_pairs(args.n, seed=0, workload=args.workload)
-    problems = [Problem(id=str(i), domain="math", prompt="", answer=g)
-                for i, (g, _) in enumerate(pairs)]  # fmt: skip
+    problems = [
+        Problem(id=str(i), domain="math", prompt="", answer=g) for i, (g, _) in enumerate(pairs)
+    ]
     wall, cpu = time.perf_counter(), time.process_time()
     ok = sum(verify_math(p, r).correct for p, (_, r) in zip(problems, pairs))
-    out = {"tree": str(Path(vibethinker.__file__).parents[1]), "workload": args.workload,
-           "wall_s": round(time.perf_counter() - wall, 4),
-           "cpu_s": round(time.process_time() - cpu, 4), "correct": ok}  # fmt: skip
+    out = {
+        "tree": str(Path(vibethinker.__file__).parents[1]),
+        "workload": args.workload,
+        "wall_s": round(time.perf_counter() - wall, 4),
+        "cpu_s": round(time.process_time() - cpu, 4),
+        "correct": ok,
+    }
     print(json.dumps(out))
     return 0
 

@@ -137,8 +137,13 @@ _VEC_RE = re.compile(r"^\\begin\{pmatrix\}(.*)\\end\{pmatrix\}$", re.S)
 _UNIT_RE = re.compile(r"^(\\\$)?(\d+(?:\.\d+)?)\s*(\\(?:text|mbox)\{\s*[a-z ]+\}(?:\^2)?)?$")
 _TEXT_RE = re.compile(r"^\\text\{([^{}]+)\}$")
 _NOUNS = {"ellipse", "parabola", "hyperbola", "circle", "line", "plane"}
-_OTHER_WORD = {"ellipse": "a parabola", "east": "west", "even": "odd", "Evelyn": "Carla",
-               "Navin": "Luka"}  # fmt: skip
+_OTHER_WORD = {
+    "ellipse": "a parabola",
+    "east": "west",
+    "even": "odd",
+    "Evelyn": "Carla",
+    "Navin": "Luka",
+}
 
 
 def _latex_entry(e: str) -> str:
@@ -179,10 +184,14 @@ def special_rows(gold: str, k: int, problem: str) -> list[tuple[str, str, bool, 
             ("vector", g, True, "the gold as written"),
             ("vector", "\\left(" + ", ".join(entries) + "\\right)", True, "a tuple"),
             ("vector", "(" + ", ".join(entries) + ")", True, "a plain tuple"),
-            ("vector", "\\begin{bmatrix}" + " \\\\ ".join(entries) + "\\end{bmatrix}", True,
-             "bmatrix"),
+            (
+                "vector",
+                "\\begin{bmatrix}" + " \\\\ ".join(entries) + "\\end{bmatrix}",
+                True,
+                "bmatrix",
+            ),
             ("vector", "(" + ", ".join(flipped + entries[1:]) + ")", False, "a component's sign"),
-        ]  # fmt: skip
+        ]
     m = _TEXT_RE.match(g)
     if m:
         return text_rows(g, m.group(1).strip(), problem)
@@ -211,8 +220,14 @@ def text_rows(gold: str, word: str, problem: str) -> list[tuple[str, str, bool, 
             ("text", f"\\text{{({other})}}", False, "another choice"),
         ]
         if opt:
-            rows.append(("text", f"\\text{{({c}) {opt.group(1).strip()}}}", True,
-                         "the choice with its option text"))  # fmt: skip
+            rows.append(
+                (
+                    "text",
+                    f"\\text{{({c}) {opt.group(1).strip()}}}",
+                    True,
+                    "the choice with its option text",
+                )
+            )
         return rows
     rows = [
         ("text", gold, True, "the gold as written"),
@@ -331,32 +346,75 @@ def prose_rows(gold: str, k: int) -> list[tuple[str, str, bool, str]]:
 
 
 def prose_response(box: str, stated: str, k: int) -> str:
-    tail = [f"Wait, let me double-check. The final answer is ${stated}$.",
-            f"Therefore, the answer is {stated}.", f"**Answer:** {stated}"][k % 3]  # fmt: skip
+    tail = [
+        f"Wait, let me double-check. The final answer is ${stated}$.",
+        f"Therefore, the answer is {stated}.",
+        f"**Answer:** {stated}",
+    ][k % 3]
     return f"<think>\nworking\n</think>\n\n**Final Answer**\n\\[\n\\boxed{{{box}}}\n\\]\n\n{tail}"
 
 
 # Hand-written rows at the edge of the rules (real MATH-500 golds; the rule decides, whichever
 # verifier it favours): forms our rules do not read yet, in both directions.
 KNOWN_LIMITS = [
-    ("test/intermediate_algebra/128.json", "\\text{even}",
-     "\\boxed{\\text{the function is even}}", True, "a sentence around the gold word"),
-    ("test/counting_and_probability/282.json", "\\frac{1}{2}", "\\boxed{50 \\text{ percent}}", True,
-     "the word percent"),
+    (
+        "test/intermediate_algebra/128.json",
+        "\\text{even}",
+        "\\boxed{\\text{the function is even}}",
+        True,
+        "a sentence around the gold word",
+    ),
+    (
+        "test/counting_and_probability/282.json",
+        "\\frac{1}{2}",
+        "\\boxed{50 \\text{ percent}}",
+        True,
+        "the word percent",
+    ),
     ("test/geometry/178.json", "2", "\\boxed{\\text{two}}", True, "the number as a word"),
-    ("test/precalculus/819.json", "\\text{(C)}", "\\boxed{\\text{Plane}}", True,
-     "the choice by its option text"),
-    ("test/counting_and_probability/508.json", "10,\\!080", "\\boxed{10\\ 080}", True,
-     "a space as thousands separator"),
-    ("test/intermediate_algebra/1102.json", "-2,1",
-     "\\boxed{-2, 1}\n\nSo the answer is $-2$ and $1$.", True, "both values restated in prose"),
-    ("test/prealgebra/1139.json", "4", "\\boxed{4}\n\nThe answer is 4 or 5.", False,
-     "a hedge in prose after the box"),
-    ("test/precalculus/819.json", "\\text{(C)}",
-     "\\boxed{\\text{(C)}}\n\nActually, the answer is (D).", False, "another choice in prose"),
-    ("test/intermediate_algebra/860.json", "\\text{ellipse}",
-     "\\boxed{\\text{ellipse}}\n\nThe answer is a circle.", False, "another word in prose"),
-]  # fmt: skip
+    (
+        "test/precalculus/819.json",
+        "\\text{(C)}",
+        "\\boxed{\\text{Plane}}",
+        True,
+        "the choice by its option text",
+    ),
+    (
+        "test/counting_and_probability/508.json",
+        "10,\\!080",
+        "\\boxed{10\\ 080}",
+        True,
+        "a space as thousands separator",
+    ),
+    (
+        "test/intermediate_algebra/1102.json",
+        "-2,1",
+        "\\boxed{-2, 1}\n\nSo the answer is $-2$ and $1$.",
+        True,
+        "both values restated in prose",
+    ),
+    (
+        "test/prealgebra/1139.json",
+        "4",
+        "\\boxed{4}\n\nThe answer is 4 or 5.",
+        False,
+        "a hedge in prose after the box",
+    ),
+    (
+        "test/precalculus/819.json",
+        "\\text{(C)}",
+        "\\boxed{\\text{(C)}}\n\nActually, the answer is (D).",
+        False,
+        "another choice in prose",
+    ),
+    (
+        "test/intermediate_algebra/860.json",
+        "\\text{ellipse}",
+        "\\boxed{\\text{ellipse}}\n\nThe answer is a circle.",
+        False,
+        "another word in prose",
+    ),
+]
 
 
 def known_limit_rows() -> list[Row]:
@@ -400,8 +458,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     mm = json.loads((Path(mmath.__file__).parent / "mmath" / "en.json").read_text())
-    items = [(r["data_source"], str(r["data_source_id"]), r["answer"], r["question"])
-             for r in mm if r["data_source"] != "MATH500"]  # fmt: skip
+    items = [
+        (r["data_source"], str(r["data_source_id"]), r["answer"], r["question"])
+        for r in mm
+        if r["data_source"] != "MATH500"
+    ]
     for i, line in enumerate(args.math500.read_text().splitlines()):
         r = json.loads(line)
         for key in ("problem", "answer", "unique_id"):

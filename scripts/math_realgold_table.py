@@ -25,8 +25,15 @@ from vibethinker.types import Problem
 from vibethinker.verifiers.math import verify_math
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "math_realgold.jsonl"
-_FIELDS = {"source": str, "id": str, "gold": str, "response": str, "expected": bool, "class": str,
-           "rule": str}  # fmt: skip
+_FIELDS = {
+    "source": str,
+    "id": str,
+    "gold": str,
+    "response": str,
+    "expected": bool,
+    "class": str,
+    "rule": str,
+}
 
 
 @dataclass(frozen=True)
@@ -58,14 +65,26 @@ def load(path: Path) -> list[Case]:
                 raise ValueError(f"{path}:{i}: field {key!r} missing or not {typ.__name__}")
         if not isinstance(row.get("prompt", ""), str):
             raise ValueError(f"{path}:{i}: field 'prompt' is not str")
-        cases.append(Case(i, row["source"], row["gold"], row["response"], row["expected"],
-                          row["class"], row["rule"], row.get("prompt", "")))  # fmt: skip
+        cases.append(
+            Case(
+                i,
+                row["source"],
+                row["gold"],
+                row["response"],
+                row["expected"],
+                row["class"],
+                row["rule"],
+                row.get("prompt", ""),
+            )
+        )
     return cases
 
 
 def ours(case: Case) -> tuple[bool, str]:
-    s = verify_math(Problem(id=str(case.line), domain="math", prompt=case.prompt or "q",
-                            answer=case.gold), case.response)  # fmt: skip
+    s = verify_math(
+        Problem(id=str(case.line), domain="math", prompt=case.prompt or "q", answer=case.gold),
+        case.response,
+    )
     return s.correct, s.reason
 
 
@@ -99,21 +118,27 @@ def score(cases: list[Case]) -> dict[str, dict[str, Counter]]:
 
 def table(res: dict[str, dict[str, Counter]]) -> str:
     classes = sorted(k for k in res["ours"] if not k.startswith("_"))
-    lines = ["| class | rows (right/wrong) | ours FR | ours FA | math-verify FR | math-verify FA |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| class | rows (right/wrong) | ours FR | ours FA | math-verify FR | math-verify FA |",
+        "|---|---|---|---|---|---|",
+    ]
     tot = Counter()
     for cls in classes:
         o, m = res["ours"][cls], res["math-verify"][cls]
-        lines.append(f"| {cls} | {o['n']} ({o['right']}/{o['wrong']}) | {o['fr']} | {o['fa']} | "
-                     f"{m['fr']} | {m['fa']} |")  # fmt: skip
+        lines.append(
+            f"| {cls} | {o['n']} ({o['right']}/{o['wrong']}) | {o['fr']} | {o['fa']} | "
+            f"{m['fr']} | {m['fa']} |"
+        )
         for k in ("n", "right", "wrong"):
             tot[k] += o[k]
         tot["ofr"] += o["fr"]
         tot["ofa"] += o["fa"]
         tot["mfr"] += m["fr"]
         tot["mfa"] += m["fa"]
-    lines.append(f"| **all** | {tot['n']} ({tot['right']}/{tot['wrong']}) | {tot['ofr']} | "
-                 f"{tot['ofa']} | {tot['mfr']} | {tot['mfa']} |")  # fmt: skip
+    lines.append(
+        f"| **all** | {tot['n']} ({tot['right']}/{tot['wrong']}) | {tot['ofr']} | "
+        f"{tot['ofa']} | {tot['mfr']} | {tot['mfa']} |"
+    )
     lines.append(
         f"\nmistakes: ours {tot['ofr'] + tot['ofa']}, math-verify {tot['mfr'] + tot['mfa']}"
     )

@@ -42,7 +42,7 @@ class Target:
 TARGETS: dict[str, Target] = {
     "algo.advantages": Target(
         "vibethinker/algo/advantages.py", ("*",), ("tests/algo/test_advantages.py",)
-    ),  # fmt: skip
+    ),
     "algo.losses": Target("vibethinker/algo/losses.py", ("*",), ("tests/algo/test_losses.py",)),
     "algo.passk": Target("vibethinker/algo/passk.py", ("*",), ("tests/algo/test_passk.py",)),
     "algo.merge": Target("vibethinker/algo/merge.py", ("*",), ("tests/train/test_merge.py",)),
@@ -56,37 +56,37 @@ TARGETS: dict[str, Target] = {
             "tests/train/test_lora.py",
             "tests/train/test_sft_edges.py",
         ),
-    ),  # fmt: skip
+    ),
     "train.rollout": Target(
         "vibethinker/train/rollout.py",
         ("*x_build_batch*", "*x_response_logprobs*", "*x__hidden_and_head*", "*x__chunk_logp*"),
         ("tests/train/test_rl_loop.py", "tests/train/test_rl.py", "tests/train/test_rollout.py"),
-    ),  # fmt: skip
+    ),
     "train.rl_update": Target(
         "vibethinker/train/rl_update.py",
         ("*x_compute_advantages*", "*x_trained_rows*", "*x_update__*", "*x_frozen_logprobs*"),
         ("tests/train/test_rl_loop.py", "tests/train/test_rl.py"),
-    ),  # fmt: skip
+    ),
     "train.rl": Target(
         "vibethinker/train/rl.py",
         ("*x_update_all*", "*x_logprob_inputs*"),
         ("tests/train/test_rl_loop.py", "tests/train/test_rl.py"),
-    ),  # fmt: skip
+    ),
     "engines.hf_sampling": Target(
         "vibethinker/engines/hf_sampling.py",
         ("*x_sample_next*", "*x_nucleus*", "*x_inverse_cdf*"),
         ("tests/engines/test_hf.py", "tests/engines/test_hf_edges.py"),
-    ),  # fmt: skip
+    ),
     "engines.hf": Target(
         "vibethinker/engines/hf.py",
         ("*_sample_batch*",),
         ("tests/engines/test_hf.py", "tests/engines/test_hf_edges.py"),
-    ),  # fmt: skip
+    ),
     "stages.probe_merge": Target(
         "vibethinker/stages/probe_merge.py",
         ("*x_pick_specialists*", "*x_merge_plan*"),  # run(): the `listed` merge mutant
         ("tests/train/test_merge.py", "tests/stages/test_probe_merge.py"),
-    ),  # fmt: skip
+    ),
     "verifiers.math": Target(
         "vibethinker/verifiers/math.py",
         ("*",),
@@ -220,8 +220,12 @@ def copy_tree(dst: Path, rev: str = "") -> None:
         tar = subprocess.run(["git", "archive", rev], cwd=ROOT, capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(dst)], input=tar.stdout, check=True)
         return
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                           cwd=ROOT, capture_output=True, check=True).stdout  # fmt: skip
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
     for rel in files.decode().split("\0"):
         src = ROOT / rel
         if rel and src.is_file():  # a tracked file deleted in the working tree is skipped
@@ -246,64 +250,105 @@ def _rl(*names: str) -> tuple[str, ...]:
 
 LISTED: dict[str, Listed] = {
     "sft: no next-token shift": Listed(
-        "vibethinker/train/sft.py", "token_logprobs(hidden[:, :-1][sel],",
+        "vibethinker/train/sft.py",
+        "token_logprobs(hidden[:, :-1][sel],",
         "token_logprobs(hidden[:, 1:][sel],",
-        ("tests/train/test_sft.py::test_token_loss_is_the_models_own_next_token_loss",)),
+        ("tests/train/test_sft.py::test_token_loss_is_the_models_own_next_token_loss",),
+    ),
     "hf: compaction swaps rows' KV caches": Listed(
-        "vibethinker/engines/hf.py", "cache.batch_select_indices(idx)\n",
+        "vibethinker/engines/hf.py",
+        "cache.batch_select_indices(idx)\n",
         "cache.batch_select_indices(idx.flip(0))\n",
-        ("tests/engines/test_hf.py::test_compaction_keeps_each_row_its_own_cache",)),
+        ("tests/engines/test_hf.py::test_compaction_keeps_each_row_its_own_cache",),
+    ),
     "hf: temperature ignored": Listed(
-        "vibethinker/engines/hf_sampling.py", "z = logits / params.temperature", "z = logits",
-        ("tests/engines/test_hf.py::test_temperature_shapes_the_sampling_distribution",)),
+        "vibethinker/engines/hf_sampling.py",
+        "z = logits / params.temperature",
+        "z = logits",
+        ("tests/engines/test_hf.py::test_temperature_shapes_the_sampling_distribution",),
+    ),
     "hf: top-p fast path trusted without its mass check": Listed(
-        "vibethinker/engines/hf_sampling.py", "if not bool((vals.sum(-1) >= top_p).all()):",
+        "vibethinker/engines/hf_sampling.py",
+        "if not bool((vals.sum(-1) >= top_p).all()):",
         "if False:",
-        ("tests/engines/test_hf.py::test_top_p_fast_path_matches_a_full_sort",)),
+        ("tests/engines/test_hf.py::test_top_p_fast_path_matches_a_full_sort",),
+    ),
     "rl: 1/N over trained rows only": Listed(
         "vibethinker/train/rl.py",
         "share = max(1, (n_total or adv.numel()) // opts.mini_batches)",
         "share = max(1, rows.numel() // opts.mini_batches)",
-        _rl("test_update_gradient_is_the_mean_over_all_sequences", "test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
+        _rl(
+            "test_update_gradient_is_the_mean_over_all_sequences",
+            "test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n",
+        ),
+    ),
     "rl: pi_old is the current policy": Listed(
         "vibethinker/train/rl_update.py",
         "old = old_logp[r].to(device) if old_logp is not None else logp.detach()",
         "old = logp.detach()",
-        _rl("test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
+        _rl("test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n"),
+    ),
     "rl: Long2Short ignored": Listed(
-        "vibethinker/train/rl_update.py", "    if opts.long2short:", "    if False:",
-        _rl("test_long2short_through_the_loop")),
+        "vibethinker/train/rl_update.py",
+        "    if opts.long2short:",
+        "    if False:",
+        _rl("test_long2short_through_the_loop"),
+    ),
     "rl: KL against the policy, not the reference": Listed(
-        "vibethinker/train/rl.py", "lp.ref_model, tb, rows,", "lp.model, tb, rows,",
-        _rl("test_reference_model_and_kl_through_the_loop")),
+        "vibethinker/train/rl.py",
+        "lp.ref_model, tb, rows,",
+        "lp.model, tb, rows,",
+        _rl("test_reference_model_and_kl_through_the_loop"),
+    ),
     "rl: TIS cap ignored": Listed(
-        "vibethinker/train/rl_update.py", "tis_cap=opts.tis_cap,", "tis_cap=0.0,",
-        _rl("test_tis_weights_and_cap_through_the_loop")),
+        "vibethinker/train/rl_update.py",
+        "tis_cap=opts.tis_cap,",
+        "tis_cap=0.0,",
+        _rl("test_tis_weights_and_cap_through_the_loop"),
+    ),
     "rl: max_seconds ignored": Listed(
-        "vibethinker/train/rl.py", "out_of_time = opts.max_seconds and", "out_of_time = False and",
-        _rl("test_max_seconds_stops_checkpointed_and_resumes")),
+        "vibethinker/train/rl.py",
+        "out_of_time = opts.max_seconds and",
+        "out_of_time = False and",
+        _rl("test_max_seconds_stops_checkpointed_and_resumes"),
+    ),
     "rl: one update instead of mini_batches": Listed(
-        "vibethinker/train/rl.py", "for part in rows.tensor_split(opts.mini_batches)",
+        "vibethinker/train/rl.py",
+        "for part in rows.tensor_split(opts.mini_batches)",
         "for part in [rows]",
-        _rl("test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n")),
+        _rl("test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n"),
+    ),
     "rl: std_scale ignored": Listed(
-        "vibethinker/train/rl_update.py", "std_scale=opts.std_scale", "std_scale=True",
-        _rl("test_loop_advantages_match_the_reference")),
+        "vibethinker/train/rl_update.py",
+        "std_scale=opts.std_scale",
+        "std_scale=True",
+        _rl("test_loop_advantages_match_the_reference"),
+    ),
     "rl: grpo runs MGPO": Listed(
-        "vibethinker/algo/advantages.py", '{"grpo": grpo_advantages,', '{"grpo": mgpo_advantages,',
-        _rl("test_loop_advantages_match_the_reference")),
+        "vibethinker/algo/advantages.py",
+        '{"grpo": grpo_advantages,',
+        '{"grpo": mgpo_advantages,',
+        _rl("test_loop_advantages_match_the_reference"),
+    ),
     "rl: resume does not check options": Listed(
-        "vibethinker/train/rl.py", "options=resume_options(opts),", "options={},",
-        _rl("test_resume_refuses_changed_options")),
+        "vibethinker/train/rl.py",
+        "options=resume_options(opts),",
+        "options={},",
+        _rl("test_resume_refuses_changed_options"),
+    ),
     "math: a 0.05 tolerance on decimals": Listed(
-        "vibethinker/verifiers/math.py", "    g_dec, p_dec = decimal_places(gold), decimal_places(pred)\n",
+        "vibethinker/verifiers/math.py",
+        "    g_dec, p_dec = decimal_places(gold), decimal_places(pred)\n",
         "    return bool(diff <= 0.05)\n",
-        ("tests/verifiers/test_math.py::test_a_decimal_is_not_an_exact_fraction",)),
+        ("tests/verifiers/test_math.py::test_a_decimal_is_not_an_exact_fraction",),
+    ),
     "probe_merge: merge returns the first checkpoint": Listed(
-        "vibethinker/stages/probe_merge.py", "[w for _, w in plan])",
+        "vibethinker/stages/probe_merge.py",
+        "[w for _, w in plan])",
         "[1.0] + [0.0] * (len(plan) - 1))",
-        ("tests/train/test_merge.py::test_probe_merge_stage_merges_the_specialists",)),
-}  # fmt: skip
+        ("tests/train/test_merge.py::test_probe_merge_stage_merges_the_specialists",),
+    ),
+}
 
 
 def run_listed(work: Path, rev: str = "") -> dict[str, object]:
@@ -313,8 +358,13 @@ def run_listed(work: Path, rev: str = "") -> dict[str, object]:
         shutil.rmtree(dst)
     copy_tree(dst, rev)
     env = {**os.environ, "PYTHONPATH": str(dst), "PYTHONDONTWRITEBYTECODE": "1"}
-    where = subprocess.run([sys.executable, "-c", "import vibethinker; print(vibethinker.__file__)"],
-                           cwd=dst, env=env, capture_output=True, text=True).stdout  # fmt: skip
+    where = subprocess.run(
+        [sys.executable, "-c", "import vibethinker; print(vibethinker.__file__)"],
+        cwd=dst,
+        env=env,
+        capture_output=True,
+        text=True,
+    ).stdout
     if not where.startswith(str(dst)):
         sys.exit(f"the copy's tests would import vibethinker from {where.strip()}, not {dst}")
     t0, survived, killed = time.time(), [], 0
@@ -326,8 +376,13 @@ def run_listed(work: Path, rev: str = "") -> dict[str, object]:
             continue
         f.write_text(orig.replace(m.old, m.new))
         try:
-            res = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-                                  *m.tests], cwd=dst, env=env, capture_output=True, text=True)  # fmt: skip
+            res = subprocess.run(
+                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *m.tests],
+                cwd=dst,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
         finally:
             f.write_text(orig)
         ok = res.returncode == 1  # tests ran and failed (not a collection or usage error)
@@ -335,9 +390,17 @@ def run_listed(work: Path, rev: str = "") -> dict[str, object]:
         print(f"  {'killed  ' if ok else 'SURVIVED'} {name}", flush=True)
         if not ok:
             survived.append(f"{name}: pytest exit {res.returncode}")
-    return {"target": "listed", "module": "hand-written mutants", "functions": [],
-            "tests": [], "mutants": len(LISTED), "killed": killed, "equivalent": 0,
-            "survived": survived, "minutes": round((time.time() - t0) / 60, 1)}  # fmt: skip
+    return {
+        "target": "listed",
+        "module": "hand-written mutants",
+        "functions": [],
+        "tests": [],
+        "mutants": len(LISTED),
+        "killed": killed,
+        "equivalent": 0,
+        "survived": survived,
+        "minutes": round((time.time() - t0) / 60, 1),
+    }
 
 
 def prepare(name: str, t: Target, work: Path, rev: str = "") -> Path:
@@ -374,8 +437,16 @@ def pytest_configure(config):  # added by scripts/mutate.py to its copy of the t
 """
 
 
-def run_target(name: str, t: Target, work: Path, jobs: int, sample: int = 0, seed: int = 0,
-               only: list[str] | None = None, rev: str = "") -> dict[str, object]:  # fmt: skip
+def run_target(
+    name: str,
+    t: Target,
+    work: Path,
+    jobs: int,
+    sample: int = 0,
+    seed: int = 0,
+    only: list[str] | None = None,
+    rev: str = "",
+) -> dict[str, object]:
     """Run mutmut on one target: all its mutants, `sample` of them drawn at random, or the
     `only` ones named (re-checking earlier survivors)."""
     dst = prepare(name, t, work, rev)
@@ -389,8 +460,16 @@ def run_target(name: str, t: Target, work: Path, jobs: int, sample: int = 0, see
         names = sorted({n for n in only if any(_match(n, g) for g in globs)})
         picked = set(names)
         if not names:
-            return {"target": name, "module": t.path, "mutants": 0, "killed": 0, "equivalent": 0,
-                    "survived": [], "minutes": 0.0, "rev": rev}  # fmt: skip
+            return {
+                "target": name,
+                "module": t.path,
+                "mutants": 0,
+                "killed": 0,
+                "equivalent": 0,
+                "survived": [],
+                "minutes": 0.0,
+                "rev": rev,
+            }
     elif sample:
         every = [n for n in generate(dst, env) if any(_match(n, g) for g in globs)]
         if len(every) > sample:
@@ -398,10 +477,22 @@ def run_target(name: str, t: Target, work: Path, jobs: int, sample: int = 0, see
             names = sorted(picked)
             print(f"  sampled {sample} of {len(every)} mutants (seed {seed})", flush=True)
     log = (dst / "mutmut.log").open("w")
-    subprocess.run([*mutmut, "run", "--max-children", str(jobs), *names], cwd=dst, env=env,
-                   stdout=log, stderr=subprocess.STDOUT, check=False)  # fmt: skip
-    res = subprocess.run([*mutmut, "results", "--all", "true"], cwd=dst, env=env,
-                         capture_output=True, text=True, check=False)  # fmt: skip
+    subprocess.run(
+        [*mutmut, "run", "--max-children", str(jobs), *names],
+        cwd=dst,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        check=False,
+    )
+    res = subprocess.run(
+        [*mutmut, "results", "--all", "true"],
+        cwd=dst,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     status: dict[str, str] = {}
     for line in res.stdout.splitlines():
         m = RESULT.match(line)
@@ -442,8 +533,9 @@ m.store_lines_covered_by_tests(); m.create_mutants(1)
 
 def generate(dst: Path, env: dict[str, str]) -> list[str]:
     """Every mutant name mutmut would make in `dst` (generation only, no test run)."""
-    res = subprocess.run([sys.executable, "-c", _GENERATE], cwd=dst, env=env,
-                         capture_output=True, text=True)  # fmt: skip
+    res = subprocess.run(
+        [sys.executable, "-c", _GENERATE], cwd=dst, env=env, capture_output=True, text=True
+    )
     if res.returncode:
         sys.exit(f"mutmut could not generate mutants in {dst}:\n{res.stderr[-3000:]}")
     names: list[str] = []
@@ -466,8 +558,10 @@ def report(rows: list[dict[str, object]]) -> str:
     for r in rows:
         n = f"{r['mutants']} of {r['sampled_from']}" if r.get("sampled_from") else r["mutants"]
         n = f"{n} (re-check)" if r.get("only") else n
-        lines.append(f"| {r['target']} | `{r['module']}` | {n} | {r['killed']} | "
-                     f"{len(r['survived'])} | {r['equivalent']} | {r['minutes']} |")  # fmt: skip
+        lines.append(
+            f"| {r['target']} | `{r['module']}` | {n} | {r['killed']} | "
+            f"{len(r['survived'])} | {r['equivalent']} | {r['minutes']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -528,8 +622,11 @@ def main() -> None:
             else run_target(n, t, work, args.jobs, args.sample, args.seed, only, args.rev)
         )
         rows.append(r)
-        print(f"  {r['killed']}/{r['mutants']} killed, {len(r['survived'])} survived, "
-              f"{r['equivalent']} equivalent ({r['minutes']} min)", flush=True)  # fmt: skip
+        print(
+            f"  {r['killed']}/{r['mutants']} killed, {len(r['survived'])} survived, "
+            f"{r['equivalent']} equivalent ({r['minutes']} min)",
+            flush=True,
+        )
         for s in r["survived"]:
             print("   survived:", s)
         if args.json:

@@ -52,14 +52,21 @@ class Case:
     chunk: int = 0  # RL: LM head chunk (positions)
 
     def shape(self) -> ModelShape:
-        return ModelShape(self.name, self.layers, self.hidden, self.inter, self.heads, self.kv,
-                          VOCAB, True)  # fmt: skip
+        return ModelShape(
+            self.name, self.layers, self.hidden, self.inter, self.heads, self.kv, VOCAB, True
+        )
 
     def step(self) -> Step:
         if self.kind == "sft":
             # the SFT trainer always puts the head through train/chunked.py's chunks
-            return Step(self.rows, self.row_len, self.rows * (self.row_len - 1),
-                        chunk_size(VOCAB), self.ckpt, masked=True)  # fmt: skip
+            return Step(
+                self.rows,
+                self.row_len,
+                self.rows * (self.row_len - 1),
+                chunk_size(VOCAB),
+                self.ckpt,
+                masked=True,
+            )
         resp = self.row_len - self.prompt
         return Step(self.rows, self.row_len, self.rows * resp, self.chunk, self.ckpt, gather=True)
 
@@ -88,8 +95,10 @@ def _rss_now() -> float:
 def _sft_batch(c: Case):
     g = torch.Generator().manual_seed(0)
     n = c.row_len // 4  # four samples per packed row
-    samples = [Sample(torch.randint(3, VOCAB, (n,), generator=g).tolist(), [1] * n, False)
-               for _ in range(4 * c.rows)]  # fmt: skip
+    samples = [
+        Sample(torch.randint(3, VOCAB, (n,), generator=g).tolist(), [1] * n, False)
+        for _ in range(4 * c.rows)
+    ]
     rows = [list(range(4 * r, 4 * r + 4)) for r in range(c.rows)]
     return collate(samples, rows, 0, packed=True)
 
@@ -98,16 +107,25 @@ def _rl_batch(c: Case):
     g = torch.Generator().manual_seed(0)
     resp = c.row_len - c.prompt
     prompts = [torch.randint(3, VOCAB, (c.prompt,), generator=g).tolist() for _ in range(c.rows)]
-    comps = [Completion(text="", token_ids=torch.randint(3, VOCAB, (resp,), generator=g).tolist())
-             for _ in range(c.rows)]  # fmt: skip
+    comps = [
+        Completion(text="", token_ids=torch.randint(3, VOCAB, (resp,), generator=g).tolist())
+        for _ in range(c.rows)
+    ]
     return build_batch(prompts, comps, 0)
 
 
 def _build(c: Case):
-    cfg = Qwen2Config(vocab_size=VOCAB, hidden_size=c.hidden, intermediate_size=c.inter,
-                      num_hidden_layers=c.layers, num_attention_heads=c.heads,
-                      num_key_value_heads=c.kv, tie_word_embeddings=True, use_cache=False,
-                      max_position_embeddings=4096)  # fmt: skip
+    cfg = Qwen2Config(
+        vocab_size=VOCAB,
+        hidden_size=c.hidden,
+        intermediate_size=c.inter,
+        num_hidden_layers=c.layers,
+        num_attention_heads=c.heads,
+        num_key_value_heads=c.kv,
+        tie_word_embeddings=True,
+        use_cache=False,
+        max_position_embeddings=4096,
+    )
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32, attn_implementation="sdpa")
     if c.ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -145,8 +163,12 @@ def child(c: Case) -> dict:
 def run_case(c: Case) -> dict:
     root = str(Path(__file__).resolve().parents[1])  # this checkout's vibethinker, not another
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": path}  # fmt: skip
+    env = {
+        **os.environ,
+        "MALLOC_MMAP_THRESHOLD_": "65536",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": path,
+    }
     cmd = [sys.executable, __file__, "--child", json.dumps(asdict(c))]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if out.returncode:
@@ -154,13 +176,20 @@ def run_case(c: Case) -> dict:
     got = json.loads(out.stdout.strip().splitlines()[-1])
     pred = train_phase(c.shape(), c.step(), gpus=1, cuda=False).total
     measured = got["peak"] - got["base"]
-    return {"case": c, "params": got["params"], "measured": measured, "predicted": pred,
-            "ratio": pred / measured}  # fmt: skip
+    return {
+        "case": c,
+        "params": got["params"],
+        "measured": measured,
+        "predicted": pred,
+        "ratio": pred / measured,
+    }
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| model (L x h, I) | params | step | tokens | ckpt | measured GiB | predicted GiB "
-            "| predicted / measured |\n|---|---:|---|---:|---|---:|---:|---:|")  # fmt: skip
+    head = (
+        "| model (L x h, I) | params | step | tokens | ckpt | measured GiB | predicted GiB "
+        "| predicted / measured |\n|---|---:|---|---:|---|---:|---:|---:|"
+    )
     lines = [head]
     for r in rows:
         c = r["case"]
@@ -193,8 +222,10 @@ def main() -> int:
         with open(a.out, "w") as f:
             f.write(text + "\n")
     worst = max(abs(r["ratio"] - 1) for r in rows)
-    print(f"worst |predicted / measured - 1| = {worst:.2f} ({'within' if worst <= 0.2 else 'OVER'}"
-          " 20%)")  # fmt: skip
+    print(
+        f"worst |predicted / measured - 1| = {worst:.2f} ({'within' if worst <= 0.2 else 'OVER'}"
+        " 20%)"
+    )
     return 0 if worst <= 0.2 else 1
 
 

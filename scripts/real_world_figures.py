@@ -40,9 +40,15 @@ def problems(n: int, seed: int, start: int = 0) -> list[Problem]:
     out = []
     for i in range(n):
         a, b = rng.randint(0, 9), rng.randint(0, 9)
-        out.append(Problem(id=f"q{start + i}", domain="math", prompt=f"what is {a}+{b}?",
-                           answer=str(a + b),
-                           traces=[f"<think>{a}+{b}={a + b}</think>\\boxed{{{a + b}}}"]))  # fmt: skip
+        out.append(
+            Problem(
+                id=f"q{start + i}",
+                domain="math",
+                prompt=f"what is {a}+{b}?",
+                answer=str(a + b),
+                traces=[f"<think>{a}+{b}={a + b}</think>\\boxed{{{a + b}}}"],
+            )
+        )
     return out
 
 
@@ -51,17 +57,34 @@ def stopping(root: Path) -> None:
         root / "base", [p.prompt + " " + p.traces[0] for p in problems(200, 0)]
     )
     save_problems(root / "train.jsonl", problems(160, 1))
-    cfg = SFTConfig(model=base, data=str(root / "train.jsonl"), out=str(root / "sft"), epochs=8,
-                    global_batch=16, micro_batch=16, max_len=192, lr=3e-3, final_lr=3e-4,
-                    prompt_style="raw", device="cpu")  # fmt: skip
+    cfg = SFTConfig(
+        model=base,
+        data=str(root / "train.jsonl"),
+        out=str(root / "sft"),
+        epochs=8,
+        global_batch=16,
+        micro_batch=16,
+        max_len=192,
+        lr=3e-3,
+        final_lr=3e-4,
+        prompt_style="raw",
+        device="cpu",
+    )
     final = get("sft").fn(cfg)["model"]
     for label in ("turn end stops (now)", "checkpoint EOS only (before)"):
         s = make_sampler("hf", model=final, device="cpu")
         if "before" in label:
             s.eos_ids = [s.tokenizer.eos_token_id]
         t0 = time.perf_counter()
-        res = evaluate(s, problems(40, 7, 5000), 4, [1, 4], SamplingParams(max_new_tokens=512, seed=0),
-                       workers=1, prompt_fn=PROMPT_STYLES["raw"])  # fmt: skip
+        res = evaluate(
+            s,
+            problems(40, 7, 5000),
+            4,
+            [1, 4],
+            SamplingParams(max_new_tokens=512, seed=0),
+            workers=1,
+            prompt_fn=PROMPT_STYLES["raw"],
+        )
         m = res.metrics["all"]
         print(
             f"{label}: avg@4 {m['avg@n']:.3f}, mean tokens {m['mean_tokens']:.1f}, "
@@ -70,17 +93,22 @@ def stopping(root: Path) -> None:
 
 
 def serve(root: Path) -> None:
-    texts = [f"what is {a}+{b}? <think>{a}+{b}={a + b}</think>\\boxed{{{a + b}}}"
-             for a in range(10) for b in range(10)]  # fmt: skip
+    texts = [
+        f"what is {a}+{b}? <think>{a}+{b}={a + b}</think>\\boxed{{{a + b}}}"
+        for a in range(10)
+        for b in range(10)
+    ]
     model = build_tiny_model(root / "served", texts, "1m", 300, 0)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     exe = Path(sys.executable).with_name("transformers")
-    proc = subprocess.Popen([str(exe), "serve", model, "--host", "127.0.0.1", "--port", str(port),
-                             "--device", "cpu"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    proc = subprocess.Popen(
+        [str(exe), "serve", model, "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     try:
         while True:
             try:
@@ -93,8 +121,13 @@ def serve(root: Path) -> None:
         for label in ("a seed per follow-up (now)", "first seed re-sent (before)"):
             if "before" in label:
                 openai_engine.request_seed = lambda seed, i, first: seed + i
-            s = make_sampler("openai", base_url=f"http://127.0.0.1:{port}/v1", model=model,
-                             concurrency=1, tokenizer=model)  # fmt: skip
+            s = make_sampler(
+                "openai",
+                base_url=f"http://127.0.0.1:{port}/v1",
+                model=model,
+                concurrency=1,
+                tokenizer=model,
+            )
             out = s.generate(prompts, 8, SamplingParams(max_new_tokens=16, seed=0))
             distinct = sum(len({c.text for c in g}) for g in out) / len(out)
             print(f"{label}: distinct samples per prompt {distinct:.2f} of 8")

@@ -39,27 +39,58 @@ def eval_model(path: str, data: str, seeds: list[int], n: int, limit: int, max_n
     sampler = make_sampler("hf", model=path, device="cpu")
     runs = []
     for s in seeds:
-        params = SamplingParams(temperature=1.0, top_p=0.95, top_k=0, max_new_tokens=max_new,
-                                seed=1000 + s)  # fmt: skip
+        params = SamplingParams(
+            temperature=1.0, top_p=0.95, top_k=0, max_new_tokens=max_new, seed=1000 + s
+        )
         runs.append(evaluate_policy(sampler, probs, n, params, paper_prompt, workers=2))
     acc = [r["accuracy"] for r in runs]
     lc = [r["len_correct"] for r in runs if r["len_correct"] is not None]
-    return {"model": path, "acc": acc, "acc_mean": statistics.mean(acc),
-            "acc_spread": max(acc) - min(acc), "len_correct": lc,
-            "len_correct_mean": statistics.mean(lc) if lc else None,
-            "trunc": statistics.mean(r["trunc_rate"] for r in runs)}  # fmt: skip
+    return {
+        "model": path,
+        "acc": acc,
+        "acc_mean": statistics.mean(acc),
+        "acc_spread": max(acc) - min(acc),
+        "len_correct": lc,
+        "len_correct_mean": statistics.mean(lc) if lc else None,
+        "trunc": statistics.mean(r["trunc_rate"] for r in runs),
+    }
 
 
-def run_rl(out: Path, model: str, data: str, seed: int, steps: int, cap: float, max_new: int,
-           lr: float, **kw) -> str:  # fmt: skip
+def run_rl(
+    out: Path,
+    model: str,
+    data: str,
+    seed: int,
+    steps: int,
+    cap: float,
+    max_new: int,
+    lr: float,
+    **kw,
+) -> str:
     from vibethinker.stages import get
 
     spec = get("rl")
-    base = dict(model=model, data=data, domain="math", out=str(out), steps=steps,
-                prompts_per_step=16, group_size=8, lr=lr, final_lr=lr / 10, max_new_tokens=max_new,
-                filter_rollouts=4, max_prompts=400, eval_every=max(1, steps // 4), eval_n=2,
-                eval_limit=60, save_every=max(1, steps // 4), max_seconds=cap, seed=seed,
-                device="cpu")  # fmt: skip
+    base = dict(
+        model=model,
+        data=data,
+        domain="math",
+        out=str(out),
+        steps=steps,
+        prompts_per_step=16,
+        group_size=8,
+        lr=lr,
+        final_lr=lr / 10,
+        max_new_tokens=max_new,
+        filter_rollouts=4,
+        max_prompts=400,
+        eval_every=max(1, steps // 4),
+        eval_n=2,
+        eval_limit=60,
+        save_every=max(1, steps // 4),
+        max_seconds=cap,
+        seed=seed,
+        device="cpu",
+    )
     cfg = spec.config_cls(**{**base, **kw})
     return spec.fn(cfg)["model"]
 
@@ -71,19 +102,44 @@ def _pm(xs: list[float]) -> str:
     return f"{statistics.mean(xs):.3f} ± {sd:.3f} (range {min(xs):.3f}-{max(xs):.3f})"
 
 
-def main(sft: str, data: str, out: str, seeds: list[int], steps: int, max_seconds: float,
-         l2s_steps: int, eval_seeds: int, eval_n: int, eval_limit: int, max_new: int,
-         threads: int, lr: float = 3e-4) -> dict:  # fmt: skip
+def main(
+    sft: str,
+    data: str,
+    out: str,
+    seeds: list[int],
+    steps: int,
+    max_seconds: float,
+    l2s_steps: int,
+    eval_seeds: int,
+    eval_n: int,
+    eval_limit: int,
+    max_new: int,
+    threads: int,
+    lr: float = 3e-4,
+) -> dict:
     torch.set_num_threads(threads)
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     es = list(range(eval_seeds))
     ev = lambda p: eval_model(p, data, es, eval_n, eval_limit, max_new)  # noqa: E731
     t0 = time.time()
-    res: dict = {"start": ev(sft), "rl": {}, "cmd_args": {
-        "sft": sft, "data": data, "seeds": seeds, "steps": steps, "max_seconds": max_seconds,
-        "l2s_steps": l2s_steps, "eval_seeds": eval_seeds, "eval_n": eval_n,
-        "eval_limit": eval_limit, "max_new_tokens": max_new, "lr": lr}}  # fmt: skip
+    res: dict = {
+        "start": ev(sft),
+        "rl": {},
+        "cmd_args": {
+            "sft": sft,
+            "data": data,
+            "seeds": seeds,
+            "steps": steps,
+            "max_seconds": max_seconds,
+            "l2s_steps": l2s_steps,
+            "eval_seeds": eval_seeds,
+            "eval_n": eval_n,
+            "eval_limit": eval_limit,
+            "max_new_tokens": max_new,
+            "lr": lr,
+        },
+    }
     for s in seeds:
         final = run_rl(root / f"rl_math_seed{s}", sft, data, s, steps, max_seconds, max_new, lr)
         res["rl"][s] = ev(final)
@@ -129,8 +185,11 @@ def report(res: dict) -> str:
         "| model | accuracy | mean tokens, correct |",
         "|---|---|---:|",
     ]
-    for name, key in (("RL math (start)", "rl_start_for_l2s"), ("control (no shift)", "control"),
-                      ("Long2Short", "l2s")):  # fmt: skip
+    for name, key in (
+        ("RL math (start)", "rl_start_for_l2s"),
+        ("control (no shift)", "control"),
+        ("Long2Short", "l2s"),
+    ):
         r = res[key]
         lines.append(f"| {name} | {_pm(r['acc'])} | {r['len_correct_mean']:.2f} |")
     lines += ["", f"Wall time {res['wall_s']} s."]
@@ -153,6 +212,19 @@ if __name__ == "__main__":
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--lr", type=float, default=1e-4)
     a = ap.parse_args()
-    r = main(a.sft, a.data, a.out, a.seeds, a.steps, a.max_seconds, a.l2s_steps, a.eval_seeds,
-             a.eval_n, a.eval_limit, a.max_new_tokens, a.threads, a.lr)  # fmt: skip
+    r = main(
+        a.sft,
+        a.data,
+        a.out,
+        a.seeds,
+        a.steps,
+        a.max_seconds,
+        a.l2s_steps,
+        a.eval_seeds,
+        a.eval_n,
+        a.eval_limit,
+        a.max_new_tokens,
+        a.threads,
+        a.lr,
+    )
     print(report(r))

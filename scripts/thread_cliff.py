@@ -33,8 +33,9 @@ def setup(work: Path) -> None:
     if not (work / "data" / "train.jsonl").exists():
         get("data").fn(get("data").config_cls(kind="tiny", out=str(work / "data"), seed=0))
     if not (work / "model" / "config.json").exists():
-        cfg = get("model").config_cls(kind="tiny", data=str(work / "data"),
-                                      out=str(work / "model"), size="1m", seed=0)  # fmt: skip
+        cfg = get("model").config_cls(
+            kind="tiny", data=str(work / "data"), out=str(work / "model"), size="1m", seed=0
+        )
         get("model").fn(cfg)
 
 
@@ -46,10 +47,19 @@ def child(work: Path, threads: int, steps: int, out: Path) -> None:
     torch.set_num_threads(threads)
     load_all()
     spec = get("sft")
-    cfg = spec.config_cls(model=str(work / "model"), data=str(work / "data" / "train.jsonl"),
-                          out=str(out), max_steps=steps, global_batch=64, micro_batch=8,
-                          max_len=256, lr=2e-3, final_lr=2e-5, save_every=0,
-                          eval_data="")  # fmt: skip
+    cfg = spec.config_cls(
+        model=str(work / "model"),
+        data=str(work / "data" / "train.jsonl"),
+        out=str(out),
+        max_steps=steps,
+        global_batch=64,
+        micro_batch=8,
+        max_len=256,
+        lr=2e-3,
+        final_lr=2e-5,
+        save_every=0,
+        eval_data="",
+    )
     spec.fn(cfg)
 
 
@@ -64,9 +74,25 @@ def measure(work: Path, threads: int, policy: str, busy: bool, steps: int, i: in
         env["OMP_WAIT_POLICY"] = policy
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
     try:
-        subprocess.run([sys.executable, __file__, "--child", "--work", str(work), "--threads",
-                        str(threads), "--steps", str(steps), "--out", str(out)], env=env,
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                "--work",
+                str(work),
+                "--threads",
+                str(threads),
+                "--steps",
+                str(steps),
+                "--out",
+                str(out),
+            ],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     finally:
         if spinner is not None:
             spinner.kill()

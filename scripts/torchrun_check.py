@@ -44,15 +44,29 @@ def main() -> None:
     ap.add_argument("--nproc", type=int, default=2)
     a = ap.parse_args()
     start, out = Path(a.start), Path(a.out)
-    sft = ["sft1", "recipes/tiny.yaml", f"model={start}/model",
-           f"data={start}/data/train.jsonl", "max_steps=4", "eval_data="]  # fmt: skip
-    rl = ["rl_math", "recipes/tiny.yaml", f"model={start}/probe_merge/merged",
-          f"data={start}/data", "steps=3", "max_prompts=48", "eval_every=0",
-          "max_seconds=0"]  # fmt: skip
+    sft = [
+        "sft1",
+        "recipes/tiny.yaml",
+        f"model={start}/model",
+        f"data={start}/data/train.jsonl",
+        "max_steps=4",
+        "eval_data=",
+    ]
+    rl = [
+        "rl_math",
+        "recipes/tiny.yaml",
+        f"model={start}/probe_merge/merged",
+        f"data={start}/data",
+        "steps=3",
+        "max_prompts=48",
+        "eval_every=0",
+        "max_seconds=0",
+    ]
     report = {}
-    for name, args, keys in (("sft", sft, ("loss", "grad_norm", "lr", "loss_tokens")),
-                             ("rl", rl, ("accuracy", "reward", "trained_rows", "loss",
-                                         "grad_norm", "engine_kl", "lr"))):  # fmt: skip
+    for name, args, keys in (
+        ("sft", sft, ("loss", "grad_norm", "lr", "loss_tokens")),
+        ("rl", rl, ("accuracy", "reward", "trained_rows", "loss", "grad_norm", "engine_kl", "lr")),
+    ):
         runs = {}
         for n in (1, a.nproc):
             folder = out / f"{name}_{n}"
@@ -65,8 +79,10 @@ def main() -> None:
             print(f"  {r1['step']} | {vals}")
         report[name] = {n: [{k: r.get(k) for k in keys} for r in v] for n, v in runs.items()}
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")
-    print(f"\nwall seconds (process start-up included): "
-          f"{ {k: v for k, v in report.items() if k.endswith('seconds')} }")  # fmt: skip
+    print(
+        f"\nwall seconds (process start-up included): "
+        f"{ {k: v for k, v in report.items() if k.endswith('seconds')} }"
+    )
 
 
 if __name__ == "__main__":

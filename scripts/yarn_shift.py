@@ -50,21 +50,31 @@ def main() -> None:
     a = ap.parse_args()
     torch.set_num_threads(1)
     plain, tok = policy.load_policy(a.model, "cpu")
-    yarn, _ = policy.load_policy(a.model, "cpu", rope_yarn_factor=a.factor,
-                                 rope_original_len=a.original)  # fmt: skip
+    yarn, _ = policy.load_policy(
+        a.model, "cpu", rope_yarn_factor=a.factor, rope_original_len=a.original
+    )
     plain.eval(), yarn.eval()
     probs = [p for p in load_problems(a.data) if p.traces][: a.limit]
     samples = packing.build_samples([(p.prompt, p.traces[0]) for p in probs], tok, a.max_len)
     rows = [per_sequence(plain, yarn, s) for s in samples]
     toks = sum(r[4] for r in rows)
     per_seq = [r[0] / r[4] for r in rows if r[4]]
-    print(json.dumps({
-        "model": a.model, "data": a.data, "factor": a.factor, "sequences": len(rows),
-        "tokens": toks, "kl_per_token": sum(r[0] for r in rows) / toks,
-        "kl_stderr": statistics.stdev(per_seq) / len(per_seq) ** 0.5,
-        "argmax_changed": sum(r[1] for r in rows) / toks,
-        "loglik_plain": sum(r[2] for r in rows) / toks, "loglik_yarn": sum(r[3] for r in rows) / toks,
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "model": a.model,
+                "data": a.data,
+                "factor": a.factor,
+                "sequences": len(rows),
+                "tokens": toks,
+                "kl_per_token": sum(r[0] for r in rows) / toks,
+                "kl_stderr": statistics.stdev(per_seq) / len(per_seq) ** 0.5,
+                "argmax_changed": sum(r[1] for r in rows) / toks,
+                "loglik_plain": sum(r[2] for r in rows) / toks,
+                "loglik_yarn": sum(r[3] for r in rows) / toks,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":
