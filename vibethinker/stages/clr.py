@@ -186,20 +186,43 @@ def run_phases(cfg: ClrConfig, sampler: Any = None):
     verify_t = load_template(cfg.verify_prompt, "clr_verify.txt", ("{claim}",))
     sampler = sampler or cfg.make_engine(cfg.model, cfg.seed)
     count = prompt_counter(sampler, counters)
+    trajs, claim_eval, seconds = timed_phases(
+        cfg, sampler, problems, (extract_t, verify_t), count, counters
+    )
+    meta = run_meta(cfg, count is not None, seconds, claim_eval)
+    return problems, trajs, counters, meta
+
+
+def sample_pool(cfg: ClrConfig) -> int:
+    """Samples drawn per problem: CLR's R x K, or the majority-vote baseline's pool if larger."""
+    return max(cfg.k * cfg.repeats, cfg.maj_pool)
+
+
+def judge_params(cfg: ClrConfig, phase: int) -> SamplingParams:
+    """Sampling of extraction (phase 1), verification (2) and the claim evaluation (3)."""
+    return SamplingParams(
+        cfg.judge_temperature,
+        cfg.judge_top_p,
+        0,
+        cfg.judge_max_new_tokens,
+        seed=cfg.seed + phase,
+    )
+
+
+def timed_phases(
+    cfg: ClrConfig,
+    sampler: Any,
+    problems: list[Problem],
+    templates: tuple[str, str],
+    count: Any,
+    counters: Counter,
+) -> tuple[list[Trajectory], dict[str, Any], dict[str, float]]:
+    """Sample, extract, verify, claim_eval, cluster, each timed: (trajs, claim_eval, seconds)."""
+    extract_t, verify_t = templates
     prompts = [PROMPT_STYLES[cfg.prompt_style](p) for p in problems]
     texts = [problem_text(p) for p in prompts]  # {problem} of the judge templates
-    pool = max(cfg.k * cfg.repeats, cfg.maj_pool)
+    pool = sample_pool(cfg)
     sample_p = cfg.sampling_params(seed=cfg.seed)
-
-    def judge_p(phase: int) -> SamplingParams:
-        return SamplingParams(
-            cfg.judge_temperature,
-            cfg.judge_top_p,
-            0,
-            cfg.judge_max_new_tokens,
-            seed=cfg.seed + phase,
-        )
-
     log.info("clr: %d problems x %d samples (K=%d, R=%d)", len(problems), pool, cfg.k, cfg.repeats)
     how, seconds = CLAIM_VERIFIERS[cfg.claim_verifier], {}
     with timed(seconds, "sample"):
@@ -214,29 +237,35 @@ def run_phases(cfg: ClrConfig, sampler: Any = None):
             extract_t,
             cfg.m,
             clr_pool,
-            judge_p(1),
+            judge_params(cfg, 1),
             count,
             counters,
         )
     with timed(seconds, "verify"):
-        verify_phase(sampler, trajs, texts, verify_t, how, judge_p(2), count, counters)
+        verify_phase(sampler, trajs, texts, verify_t, how, judge_params(cfg, 2), count, counters)
     with timed(seconds, "claim_eval"):
         claim_eval = claim_eval_phase(
-            sampler, problems, texts, verify_t, cfg.claim_eval, judge_p(3), cfg.seed
+            sampler, problems, texts, verify_t, cfg.claim_eval, judge_params(cfg, 3), cfg.seed
         )
     with timed(seconds, "cluster"):
         cluster_phase(trajs, problems, cfg.m, short_claims=cfg.short_claims)
     log.info("clr phases (s): %s", {k: round(v, 1) for k, v in seconds.items()})
-    meta = {
+    return trajs, claim_eval, seconds
+
+
+def run_meta(
+    cfg: ClrConfig, counted: bool, seconds: dict[str, float], claim_eval: dict[str, Any]
+) -> dict[str, Any]:
+    """The run's `meta` (summary.json): the settings, the phase times, the claim evaluation."""
+    return {
         "model": cfg.model,
         "data": cfg.data,
         "k": cfg.k,
         "m": cfg.m,
         "repeats": cfg.repeats,
-        "pool": pool,
+        "pool": sample_pool(cfg),
         "claim_verifier": cfg.claim_verifier,
-        "prompt_tokens_counted": count is not None,
+        "prompt_tokens_counted": counted,
         "seconds": seconds,
         "claim_eval": claim_eval,
     }
-    return problems, trajs, counters, meta

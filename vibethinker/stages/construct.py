@@ -305,6 +305,17 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
     if cfg.on_bad_seed == "error":  # a bad seed is an error before any teacher call
         for _ in iter_seeds(cfg.seeds, "error", cfg.domains, cfg.pass_domains):
             pass
+    index = eval_index(cfg)
+    if cfg.mode == "decontaminate":
+        ctx = Context(None, SamplingParams(), "", "", index, settings(cfg))
+        decontaminate_file(str(split_file(cfg.seeds, "train.jsonl")), out / "train.jsonl", ctx)
+        hist: dict[str, dict] = {"lengths": {}, "difficulty": {}}
+        return _finish(cfg, out, ctx, Progress(), hist, 0)
+    return _build(cfg, out, index)
+
+
+def eval_index(cfg: ConstructConfig) -> EvalIndex | None:
+    """The n-gram index of the eval sets (None without eval sets), its size logged."""
     items = eval_items(cfg.eval_sets)
     index = (
         EvalIndex(items, cfg.decontam_n, cfg.decontam_template_share, cfg.decontam_template_min)
@@ -318,17 +329,11 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
             len(index),
             index.template_grams,
         )
-    if cfg.mode == "decontaminate":
-        ctx = Context(None, SamplingParams(), "", "", index, settings(cfg))
-        decontaminate_file(str(split_file(cfg.seeds, "train.jsonl")), out / "train.jsonl", ctx)
-        hist: dict[str, dict] = {"lengths": {}, "difficulty": {}}
-        return _finish(cfg, out, ctx, Progress(), hist, 0)
-    prog_path, data_path = out / "progress.json", out / "train.jsonl"
-    state = Progress.load(prog_path)
-    with open(data_path, "a+b") as f:  # drop a chunk that was half written when we stopped
-        f.truncate(state.bytes)
-    if state.seeds_done:
-        log.info("resuming after %d finished seeds", state.seeds_done)
+    return index
+
+
+def teacher_context(cfg: ConstructConfig, index: EvalIndex | None, state: Progress) -> Context:
+    """The pipeline's context: the teacher, its templates, and the counts saved in `state`."""
     ctx = Context(
         sampler=make_teacher(cfg),
         params=cfg.sampling_params(),
@@ -340,56 +345,23 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
         eval_hits=Counter(state.eval_hits),
     )
     ctx.planted.update(state.planted)
+    return ctx
+
+
+def _build(cfg: ConstructConfig, out: Path, index: EvalIndex | None) -> dict[str, str]:
+    """mode=build: stream the seeds chunk by chunk through the pipeline, resuming from progress."""
+    prog_path, data_path = out / "progress.json", out / "train.jsonl"
+    state = Progress.load(prog_path)
+    with open(data_path, "a+b") as f:  # drop a chunk that was half written when we stopped
+        f.truncate(state.bytes)
+    if state.seeds_done:
+        log.info("resuming after %d finished seeds", state.seeds_done)
+    ctx = teacher_context(cfg, index, state)
     hist = {
         "lengths": {d: Counter(v) for d, v in state.lengths.items()},
         "difficulty": {d: Counter(v) for d, v in state.difficulty.items()},
     }
     chunk: list = []
-    n_bad = state.bad_seeds
-
-    def flush() -> None:
-        nonlocal n_bad
-        good = [(i, p) for i, p, _, copy in chunk if p is not None and not copy]
-        passed = [p for _, p, _, copy in chunk if p is not None and copy]
-        n_bad += sum(p is None for _, p, _, _ in chunk)
-        try:
-            done = build_chunk(good, ctx, cfg.seed * 1_000_003 + 3 * (chunk[0][0] // cfg.chunk))
-        except SamplerError as e:
-            raise SamplerError(
-                f"teacher failed on seeds {chunk[0][0]}..{chunk[-1][0]}: {e}; "
-                f"{state.seeds_done} seeds are saved, rerun to resume"
-            ) from e
-        passed_in = Counter(p.domain for p in passed)
-        passed = _decontam_records(passed, ctx)
-        passed_out = Counter(p.domain for p in passed)
-        for d, n in passed_in.items():
-            ctx.funnel.step(d, "passed", n, passed_out[d])
-        with open(data_path, "ab") as f:
-            for p in done + passed:
-                f.write((json.dumps(problem_to_dict(p), ensure_ascii=False) + "\n").encode())
-            state.bytes = f.tell()
-        for p in done:
-            for c in p.meta["trace_chars"]:
-                hist["lengths"].setdefault(p.domain, Counter())[str(c // 20 * 20)] += 1
-            hist["difficulty"].setdefault(p.domain, Counter())[str(p.meta["difficulty"])] += 1
-        state.seeds_done, state.funnel, state.bad_seeds = (
-            chunk[-1][0] + 1,
-            ctx.funnel.state(),
-            n_bad,
-        )
-        state.eval_hits, state.planted = dict(ctx.eval_hits), dict(ctx.planted)
-        state.lengths = {d: dict(c) for d, c in hist["lengths"].items()}
-        state.difficulty = {d: dict(c) for d, c in hist["difficulty"].items()}
-        state.save(prog_path)
-        log.info(
-            "seeds %d..%d: %d problems kept, %d copied through",
-            chunk[0][0],
-            chunk[-1][0],
-            len(done),
-            len(passed),
-        )
-        chunk.clear()
-
     for i, p, line, copy in iter_seeds(cfg.seeds, cfg.on_bad_seed, cfg.domains, cfg.pass_domains):
         if cfg.max_seeds and i >= cfg.max_seeds:
             break
@@ -397,12 +369,64 @@ def run(cfg: ConstructConfig) -> dict[str, str]:
             continue
         chunk.append((i, p, line, copy))
         if len(chunk) >= cfg.chunk:
-            flush()
+            _flush(cfg, out, ctx, state, hist, chunk)
     if chunk:
-        flush()
+        _flush(cfg, out, ctx, state, hist, chunk)
+    n_bad = state.bad_seeds
     if n_bad:
         log.warning("%d seed(s) dropped: no supervision (on_bad_seed=drop) or unreadable", n_bad)
     return _finish(cfg, out, ctx, state, hist, n_bad)
+
+
+def _add_histograms(hist: dict, done: list) -> None:
+    """Count the constructed problems' trace lengths (20-char bins) and difficulties per domain."""
+    for p in done:
+        for c in p.meta["trace_chars"]:
+            hist["lengths"].setdefault(p.domain, Counter())[str(c // 20 * 20)] += 1
+        hist["difficulty"].setdefault(p.domain, Counter())[str(p.meta["difficulty"])] += 1
+
+
+def _flush(
+    cfg: ConstructConfig, out: Path, ctx: Context, state: Progress, hist: dict, chunk: list
+) -> None:
+    """Build one chunk, append it to train.jsonl, record it in progress.json, empty `chunk`."""
+    good = [(i, p) for i, p, _, copy in chunk if p is not None and not copy]
+    passed = [p for _, p, _, copy in chunk if p is not None and copy]
+    n_bad = state.bad_seeds + sum(p is None for _, p, _, _ in chunk)
+    try:
+        done = build_chunk(good, ctx, cfg.seed * 1_000_003 + 3 * (chunk[0][0] // cfg.chunk))
+    except SamplerError as e:
+        raise SamplerError(
+            f"teacher failed on seeds {chunk[0][0]}..{chunk[-1][0]}: {e}; "
+            f"{state.seeds_done} seeds are saved, rerun to resume"
+        ) from e
+    passed_in = Counter(p.domain for p in passed)
+    passed = _decontam_records(passed, ctx)
+    passed_out = Counter(p.domain for p in passed)
+    for d, n in passed_in.items():
+        ctx.funnel.step(d, "passed", n, passed_out[d])
+    with open(out / "train.jsonl", "ab") as f:
+        for p in done + passed:
+            f.write((json.dumps(problem_to_dict(p), ensure_ascii=False) + "\n").encode())
+        state.bytes = f.tell()
+    _add_histograms(hist, done)
+    state.seeds_done, state.funnel, state.bad_seeds = (
+        chunk[-1][0] + 1,
+        ctx.funnel.state(),
+        n_bad,
+    )
+    state.eval_hits, state.planted = dict(ctx.eval_hits), dict(ctx.planted)
+    state.lengths = {d: dict(c) for d, c in hist["lengths"].items()}
+    state.difficulty = {d: dict(c) for d, c in hist["difficulty"].items()}
+    state.save(out / "progress.json")
+    log.info(
+        "seeds %d..%d: %d problems kept, %d copied through",
+        chunk[0][0],
+        chunk[-1][0],
+        len(done),
+        len(passed),
+    )
+    chunk.clear()
 
 
 def _finish(cfg: ConstructConfig, out: Path, ctx: Context, state: Progress, hist: dict, n_bad: int):

@@ -229,8 +229,16 @@ class RLConfig(RL_SAMPLING, RL_ENGINE, RL_ROPE, DeviceFields):
 
 
 def check_rl(cfg: RLConfig) -> None:
-    """Every key's range and the cross-key rules; one error naming each bad key (config.Checks)."""
+    """Every key's range and cross-key rule; one error naming each bad key, in this call order."""
     c = Checks(cfg)
+    _check_sizes(c, cfg)
+    _check_ranges(c, cfg)
+    _check_choices(c, cfg)
+    c.done()
+
+
+def _check_sizes(c: Checks, cfg: RLConfig) -> None:
+    """The domain list, then the counts: steps, batch sizes, the group and the filter's rollouts."""
     c.domains("domain")
     if "," in cfg.domain and "instruct" in cfg.domain.split(","):
         c.bad("domain", "instruct cannot be mixed with other domains (its rewards differ)")
@@ -255,6 +263,10 @@ def check_rl(cfg: RLConfig) -> None:
             "must be 0 (off) or >= 2 (one rollout has accuracy 0 or 1: "
             "the filter would drop every prompt)",
         )
+
+
+def _check_ranges(c: Checks, cfg: RLConfig) -> None:
+    """The numeric keys' ranges: rates, coefficients, caps, intervals, fractions, LoRA alpha."""
     c.positive("lr", "temperature", "judge_timeout_s")
     c.at_least(
         0,
@@ -285,6 +297,10 @@ def check_rl(cfg: RLConfig) -> None:
     c.fraction("rubric_weight", "rubric_threshold", "rubric_fail_value")
     if cfg.lora_r:
         c.positive("lora_alpha")
+
+
+def _check_choices(c: Checks, cfg: RLConfig) -> None:
+    """The named choices, the vllm server's address, the device, the trackers, the data weights."""
     c.one_of("advantage", ADVANTAGE_NAMES)
     c.one_of("truncated_reward", ("zero", "verify"))
     c.one_of("on_empty_filter", ("error", "skip"))
@@ -298,4 +314,3 @@ def check_rl(cfg: RLConfig) -> None:
     c.device()
     c.report_to()
     c.data_probs()
-    c.done()
