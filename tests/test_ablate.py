@@ -177,8 +177,11 @@ def test_a_run_of_some_seeds_keeps_every_finished_seed_in_the_table(world):
 
 
 def test_consumed_budget_mismatch_is_reported(world):
-    path = study(world, arms={"a": {}, "b": {"arm.steps": 5}},
-                 budget={"consumed": {"rows": "arm/metrics.jsonl:rows * 2"}})  # fmt: skip
+    path = study(
+        world,
+        arms={"a": {}, "b": {"arm.steps": 5}},
+        budget={"consumed": {"rows": "arm/metrics.jsonl:rows * 2"}},
+    )
     res = ablate.run_study(load_study(path), {}, jobs=1, spawn=inproc)
     assert res["budget_mismatch"] == ["rows"]
     assert res["summary"]["b"]["budget"]["rows"] == (10.0, 10.0)
@@ -240,11 +243,24 @@ def test_mixed_domain_rl_pool_splits_max_prompts_over_domains(tmp_path):
 
 
 def test_per_seed_rows_print_token_counts_without_decimals(tmp_path):
-    s = Study(path="s.yaml", recipe="r.yaml", base_run="", out=str(tmp_path / "o"),
-                     arms=[Arm("a", ["x"], {}), Arm("b", ["x"], {})], seeds=[0, 1],
-                     metrics={"acc": "-", "tokens": "-"})  # fmt: skip
-    res = {"arms": {a: {str(k): {"metrics": {"acc": 0.25 + k / 8, "tokens": 120432.0 + k},
-                                 "budget": {}} for k in (0, 1)} for a in ("a", "b")},
-           "failed": []}  # fmt: skip
+    s = Study(
+        path="s.yaml",
+        recipe="r.yaml",
+        base_run="",
+        out=str(tmp_path / "o"),
+        arms=[Arm("a", ["x"], {}), Arm("b", ["x"], {})],
+        seeds=[0, 1],
+        metrics={"acc": "-", "tokens": "-"},
+    )
+    res = {
+        "arms": {
+            a: {
+                str(k): {"metrics": {"acc": 0.25 + k / 8, "tokens": 120432.0 + k}, "budget": {}}
+                for k in (0, 1)
+            }
+            for a in ("a", "b")
+        },
+        "failed": [],
+    }
     md = Path(write_outputs(s, res)["table"]).read_text()
     assert "| a | 0 | 0.2500 | 120432 |" in md and "| b | 1 | 0.3750 | 120433 |" in md

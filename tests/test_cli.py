@@ -196,8 +196,12 @@ def test_readme_links_resolve_and_terms_are_explained():
     readme = (ROOT / "README.md").read_text()
     for absent in ("DESIGN.md", "STYLE.md", "(PAPER.md)", " PAPER.md"):
         assert absent not in readme, absent
-    for link in ("https://arxiv.org/abs/2606.16140", "(docs/PAPER.md)", "(docs/REAL_WORLD.md)",
-                 "(docs/README.md)"):  # fmt: skip
+    for link in (
+        "https://arxiv.org/abs/2606.16140",
+        "(docs/PAPER.md)",
+        "(docs/REAL_WORLD.md)",
+        "(docs/README.md)",
+    ):
         assert link in readme, link
     for md in (ROOT / "README.md", ROOT / "docs" / "README.md"):
         for p in _local_links(md):
@@ -221,8 +225,10 @@ def test_openmp_threads_sleep_while_waiting_unless_the_user_says_otherwise():
     import subprocess
     import sys
 
-    code = ("import os, sys; from vibethinker.cli import main; assert 'torch' not in sys.modules; "
-            "main(['stages']); import torch; print('POLICY', os.environ['OMP_WAIT_POLICY'])")  # fmt: skip
+    code = (
+        "import os, sys; from vibethinker.cli import main; assert 'torch' not in sys.modules; "
+        "main(['stages']); import torch; print('POLICY', os.environ['OMP_WAIT_POLICY'])"
+    )
     clean = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     out = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True)
     assert "POLICY PASSIVE" in out.stdout, out.stderr[-2000:]

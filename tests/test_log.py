@@ -58,8 +58,9 @@ def test_sft_loop_writes_tensorboard_scalars(tiny, tmp_path):
         (f"what is {i}+1?", f"<think>{i}+1={i + 1}</think>\\boxed{{{i + 1}}}") for i in range(16)
     ]
     samples = packing.build_samples(pairs, tok, 128)
-    opts = sft_options(global_batch=8, micro_batch=8, max_len=128, lr=1e-3, epochs=2,
-                           report_to="tensorboard")  # fmt: skip
+    opts = sft_options(
+        global_batch=8, micro_batch=8, max_len=128, lr=1e-3, epochs=2, report_to="tensorboard"
+    )
     sft.train(model, tok, samples, opts, tmp_path / "sft")
     sc = _scalars(tmp_path / "sft" / "tensorboard")
     assert [s for s, _ in sc["loss"]] == [1, 2, 3, 4]
@@ -71,8 +72,9 @@ def test_rl_loop_writes_tensorboard_scalars(tiny, tmp_path):
 
     model, tok = policy.load_policy(tiny, "cpu")
     probs = [Problem(f"p{i}", "math", f"what is {i}+1?", answer=str(i + 1)) for i in range(4)]
-    opts = rl_options(steps=2, prompts_per_step=2, group_size=2, max_new_tokens=6,
-                     report_to="tensorboard")  # fmt: skip
+    opts = rl_options(
+        steps=2, prompts_per_step=2, group_size=2, max_new_tokens=6, report_to="tensorboard"
+    )
 
     def verify(ps, rs):
         return [Score(float("1" in r), "1" in r, "ok") for r in rs]

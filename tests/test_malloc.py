@@ -27,8 +27,14 @@ print(json.dumps({"tuned": tuned, "faults": faults() - before}))
 def _child(env_extra: dict[str, str]) -> dict:
     env = {**os.environ, **env_extra}
     env.pop("GLIBC_TUNABLES", None)
-    out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True,
-                         check=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

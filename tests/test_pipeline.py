@@ -104,8 +104,13 @@ def test_mini_recipe_end_to_end(tmp_path):
     manifest_before = (run / "manifest.json").read_text()
     eval_before = (run / "eval_final" / "summary.json").read_text()
     base = [sys.executable, "-m", "vibethinker.cli"]
-    one = subprocess.run([*base, "eval", str(recipe), "n=1", "limit=4", "--quiet"], env=env,
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    one = subprocess.run(
+        [*base, "eval", str(recipe), "n=1", "limit=4", "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert one.returncode == 0, one.stderr[-2000:]
     assert (run / "single" / "eval_final" / "summary.json").exists()
     assert (run / "manifest.json").read_text() == manifest_before

@@ -100,8 +100,11 @@ def test_sigint_mid_stage_then_resume(env):  # noqa: F811
     # SIGINT back to its default in the child: a test run started in the background of a
     # non-interactive shell (`cmd &`) inherits SIGINT ignored, and Python then never raises
     # KeyboardInterrupt
-    proc = subprocess.Popen([*cmd, "t_slow.sleep=0.3", "t_slow.n=400"], env=envv,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    proc = subprocess.Popen(
+        [*cmd, "t_slow.sleep=0.3", "t_slow.n=400"],
+        env=envv,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     ck = tmp / "run" / "t_slow" / "ckpt.json"
 
     def step() -> int:  # the stage rewrites the file in place: a torn read counts as 0
@@ -153,8 +156,14 @@ def test_resumable_stage_continues_from_checkpoint(env):  # noqa: F811
 
 # Seconds each capped stage of recipes/tiny.yaml took at most in the recorded 12.6-min demo
 # (2026-12-01, README "What the demo shows": every stage ran all its steps within these).
-DEMO_SECONDS = {"rl_math": 75, "rl_l2s": 50, "rl_code": 75, "rl_stem": 50, "rl_instruct": 60,
-                "reward_model": 45}  # fmt: skip
+DEMO_SECONDS = {
+    "rl_math": 75,
+    "rl_l2s": 50,
+    "rl_code": 75,
+    "rl_stem": 50,
+    "rl_instruct": 60,
+    "reward_model": 45,
+}
 
 
 def test_demo_trains_a_fixed_amount_with_caps_only_as_a_safety_net():

@@ -23,8 +23,12 @@ def stages() -> dict:
 
 def test_eval_has_the_papers_n_per_benchmark(stages):
     cfg = stages["eval_final"].config
-    probs = [Problem("a", "math", "x"), Problem("b", "math", "x", meta={"source": "imo-answerbench"}),
-             Problem("c", "stem", "x"), Problem("d", "code", "x")]  # fmt: skip
+    probs = [
+        Problem("a", "math", "x"),
+        Problem("b", "math", "x", meta={"source": "imo-answerbench"}),
+        Problem("c", "stem", "x"),
+        Problem("d", "code", "x"),
+    ]
     assert samples_per_problem(probs, n_profile(cfg)) == [64, 16, 16, 8]
 
 
@@ -68,8 +72,15 @@ def test_header_matches_what_the_recipe_holds():
     head = Path(RECIPE).read_text().split("run_dir:")[0]
     assert "Spectrum half" not in head and "stage 1)" not in head.split("\n")[0]
     assert "The trainer is one process" not in head and "whole pipeline" in head
-    for f in ("seeds.jsonl", "probe.jsonl", "rl_math.jsonl", "rl_code.jsonl", "rl_stem.jsonl",
-              "rl_instruct.jsonl", "eval.jsonl"):  # fmt: skip
+    for f in (
+        "seeds.jsonl",
+        "probe.jsonl",
+        "rl_math.jsonl",
+        "rl_code.jsonl",
+        "rl_stem.jsonl",
+        "rl_instruct.jsonl",
+        "eval.jsonl",
+    ):
         assert f"data/{f}" in head, f
     assert "index-url" in head and "GPU-hours" in head
 
@@ -112,8 +123,13 @@ def test_paper_references_point_at_docs_paper():
     root = Path(RECIPE).parents[1]
     assert (root / "docs" / "PAPER.md").read_text().count("arXiv") >= 2
     bare = re.compile(r"(?<![/\w])(PAPER|DESIGN)\.md")
-    for path in [*root.glob("vibethinker/**/*.py"), *root.glob("docs/*.md"), *root.glob("*.md"),
-                 *root.glob("recipes/*.yaml"), *root.glob("scripts/*.py"),
-                 *root.glob("tests/**/*.py")]:  # fmt: skip
+    for path in [
+        *root.glob("vibethinker/**/*.py"),
+        *root.glob("docs/*.md"),
+        *root.glob("*.md"),
+        *root.glob("recipes/*.yaml"),
+        *root.glob("scripts/*.py"),
+        *root.glob("tests/**/*.py"),
+    ]:
         if path.name not in (Path(__file__).name, "test_cli.py"):  # they name them to look for them
             assert not bare.search(path.read_text()), path

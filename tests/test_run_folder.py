@@ -134,8 +134,16 @@ def test_ctrl_c_saves_a_checkpoint_without_save_every(sft_tiny, tmp_path, monkey
     model, tok = policy.load_policy(sft_tiny, "cpu")
     pairs = [(p.prompt, t) for p in _problems(24, seed=3) for t in p.traces]
     samples = packing.build_samples(pairs, tok, 128)
-    opts = sft_options(epochs=1, global_batch=8, micro_batch=4, lr=1e-3, final_lr=1e-4,
-                           max_len=128, save_every=0, seed=0)  # fmt: skip
+    opts = sft_options(
+        epochs=1,
+        global_batch=8,
+        micro_batch=4,
+        lr=1e-3,
+        final_lr=1e-4,
+        max_len=128,
+        save_every=0,
+        seed=0,
+    )
     real, n = policy.optimizer_step, []
 
     def step_then_signal(*a, **k):
@@ -159,8 +167,16 @@ def test_epoch_counter_counts_data_epochs_under_max_steps(sft_tiny, tmp_path):  
     model, tok = policy.load_policy(sft_tiny, "cpu")
     pairs = [(p.prompt, t) for p in _problems(24, seed=3) for t in p.traces]
     samples = packing.build_samples(pairs, tok, 128)
-    opts = sft_options(epochs=1, max_steps=2, global_batch=8, micro_batch=4, lr=1e-3,
-                           final_lr=1e-4, max_len=128, seed=0)  # fmt: skip
+    opts = sft_options(
+        epochs=1,
+        max_steps=2,
+        global_batch=8,
+        micro_batch=4,
+        lr=1e-3,
+        final_lr=1e-4,
+        max_len=128,
+        seed=0,
+    )
     sft.train(model, tok, samples, opts, tmp_path)
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in rows] == [
@@ -176,8 +192,10 @@ def test_ctrl_c_in_rl_saves_a_checkpoint_at_that_step(tmp_path, monkeypatch):
     from vibethinker.models.tiny import build_tiny_model
     from vibethinker.train import rl
 
-    texts = [f"{p.prompt} <think>7+{i}={7 + i}</think>\\boxed{{{7 + i}}}"
-             for i, p in enumerate(t._problems(40))]  # fmt: skip
+    texts = [
+        f"{p.prompt} <think>7+{i}={7 + i}</think>\\boxed{{{7 + i}}}"
+        for i, p in enumerate(t._problems(40))
+    ]
     tiny = build_tiny_model(tmp_path / "tiny", texts, "d1", 300, 0)
     model, tok = policy.load_policy(tiny, "cpu")
     real, n = rl.rl_step, []

@@ -157,12 +157,15 @@ def test_uncached_hub_id_fails_at_once_when_the_hub_is_unreachable(tmp_path):
         k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
     }
     env.update(HF_HOME=str(tmp_path / "hf"), HF_ENDPOINT="http://127.0.0.1:9")  # refused at once
-    code = ("from vibethinker.models import load_model_and_tokenizer\n"
-            "try:\n    load_model_and_tokenizer('someorg/somemodel')\n"
-            "except OSError as e:\n    print(type(e).__name__, e)\n")  # fmt: skip
+    code = (
+        "from vibethinker.models import load_model_and_tokenizer\n"
+        "try:\n    load_model_and_tokenizer('someorg/somemodel')\n"
+        "except OSError as e:\n    print(type(e).__name__, e)\n"
+    )
     t0 = time.time()
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    ).stdout
     assert time.time() - t0 < 30, "fell back to transformers' retries"
     assert "HubUnavailableError" in out and "the hub (http://127.0.0.1:9) is unreachable" in out
     assert "hf download someorg/somemodel --local-dir DIR" in out
@@ -188,14 +191,17 @@ def test_hub_kwargs_cached_reachable_offline(monkeypatch):
 @pytest.mark.parametrize(
     "stage, values, expect",
     [
-        ("distill", {"n_samples": 0, "band_lo_pct": 90, "band_hi_pct": 80},
-         ["n_samples=0: must be >= 1", "band_lo_pct=90.0: must be <= band_hi_pct=80.0"]),
+        (
+            "distill",
+            {"n_samples": 0, "band_lo_pct": 90, "band_hi_pct": 80},
+            ["n_samples=0: must be >= 1", "band_lo_pct=90.0: must be <= band_hi_pct=80.0"],
+        ),
         ("distill", {"select": "lpp"}, ["did you mean lp?"]),
         ("probe_merge", {"by": "subdomian", "k": 0}, ["did you mean subdomain?", "k=0"]),
         ("reward_model", {"eval_frac": 1.5, "device": "gpu"}, ["eval_frac=1.5", "device='gpu'"]),
         ("headline", {"n": 0, "conf": 1.5}, ["n=0", "conf=1.5"]),
     ],
-)  # fmt: skip
+)
 def test_other_training_and_eval_stages_check_their_keys(stage, values, expect):
     from vibethinker import stages
 

@@ -173,8 +173,9 @@ def test_batch_advantages_defaults_and_estimators_pass_options():
     # defaults: lambda 0 (GRPO weights), eps 1e-6, std scaling on
     adv, w = batch_advantages(r, c)
     assert w.tolist() == [1.0, 1.0]
-    assert adv[0].tolist() == pytest.approx([0.75 / (0.433013 + 1e-6)] + [-0.25 / 0.433014] * 3,
-                                            abs=1e-5)  # fmt: skip
+    assert adv[0].tolist() == pytest.approx(
+        [0.75 / (0.433013 + 1e-6)] + [-0.25 / 0.433014] * 3, abs=1e-5
+    )
     with pytest.raises(ValueError, match="lambda must be >= 0"):
         batch_advantages(r, c, -0.5)
     for name in ("grpo", "mgpo"):  # both estimators forward eps and std_scale
@@ -182,7 +183,9 @@ def test_batch_advantages_defaults_and_estimators_pass_options():
         a, _ = est(r, c, lam=0.0, std_scale=False)
         assert a[0].tolist() == pytest.approx([0.75, -0.25, -0.25, -0.25])
         a, _ = est(r, c, lam=0.0, eps=0.5)
-        assert a[0].tolist() == pytest.approx([0.75 / 0.933013, -0.25 / 0.933013, -0.25 / 0.933013, -0.25 / 0.933013], abs=1e-5)  # fmt: skip
+        assert a[0].tolist() == pytest.approx(
+            [0.75 / 0.933013, -0.25 / 0.933013, -0.25 / 0.933013, -0.25 / 0.933013], abs=1e-5
+        )
 
 
 def test_batch_dme_zero_log_zero():

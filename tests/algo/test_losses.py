@@ -72,8 +72,12 @@ def test_n_seqs_makes_microbatches_add_up():
     mask = torch.rand(6, 5) > 0.3
     mask[:, 0] = True
     full, _ = clipped_surrogate(logp, old, adv, mask)
-    parts = sum(clipped_surrogate(logp[i : i + 2], old[i : i + 2], adv[i : i + 2],
-                                  mask[i : i + 2], n_seqs=6)[0] for i in (0, 2, 4))  # fmt: skip
+    parts = sum(
+        clipped_surrogate(
+            logp[i : i + 2], old[i : i + 2], adv[i : i + 2], mask[i : i + 2], n_seqs=6
+        )[0]
+        for i in (0, 2, 4)
+    )
     assert float(parts) == pytest.approx(float(full), abs=1e-6)
 
 
@@ -92,8 +96,17 @@ def test_micro_batch_stats_add_up_to_the_whole_batch():
     parts = LossStats()
     for i in (0, 2, 4):
         sl = slice(i, i + 2)
-        _, st = clipped_surrogate(logp[sl], old[sl], adv[sl], mask[sl], engine_logp=engine[sl],
-                                  tis_cap=1.2, ref_logp=ref[sl], kl_coef=0.1, n_seqs=6)  # fmt: skip
+        _, st = clipped_surrogate(
+            logp[sl],
+            old[sl],
+            adv[sl],
+            mask[sl],
+            engine_logp=engine[sl],
+            tis_cap=1.2,
+            ref_logp=ref[sl],
+            kl_coef=0.1,
+            n_seqs=6,
+        )
         parts = parts.add(st)
     for f in dataclasses.fields(LossStats):
         assert getattr(parts, f.name) == pytest.approx(getattr(whole, f.name), rel=1e-5), f.name
@@ -110,8 +123,9 @@ def test_defaults_and_off_switches():
     engine = torch.tensor([[L(0.25), L(4.0)]])  # pi_old / pi_engine = 4, 0.25
     ref = torch.tensor([[L(0.5), L(2.0)]])
     # A = 1: min(1.5, 1.2) and min(1.1, 1.1) -> -(1.2 + 1.1) / 2 = -1.15
-    loss, st = clipped_surrogate(logp, old, torch.tensor([1.0]), mask, engine_logp=engine,
-                                 ref_logp=ref)  # fmt: skip
+    loss, st = clipped_surrogate(
+        logp, old, torch.tensor([1.0]), mask, engine_logp=engine, ref_logp=ref
+    )
     assert float(loss) == pytest.approx(-1.15)
     s = st.summary()
     assert s["tis_mean"] == 1.0 and s["tis_capped_frac"] == 0.0 and s["kl"] > 0
@@ -119,8 +133,9 @@ def test_defaults_and_off_switches():
     k3 = [math.exp(d) - d - 1 for d in (L(4.0), L(0.25))]
     assert s["engine_kl"] == pytest.approx(sum(k3) / 2)
     # a cap below 1 is valid: weight 4 is capped to 0.5, 0.25 stays (one token capped)
-    loss, st = clipped_surrogate(logp, old, torch.tensor([1.0]), mask, engine_logp=engine,
-                                 tis_cap=0.5)  # fmt: skip
+    loss, st = clipped_surrogate(
+        logp, old, torch.tensor([1.0]), mask, engine_logp=engine, tis_cap=0.5
+    )
     assert float(loss) == pytest.approx(-(1.2 * 0.5 + 1.1 * 0.25) / 2)
     assert st.tis_capped == 1 and st.summary()["tis_capped_frac"] == 0.5
     # no reference, no engine logprobs, an empty mask: zero stats, not 1s
@@ -155,10 +170,12 @@ def test_matches_slow_loop_with_tis_and_kl():
     mask = torch.rand(4, 7) > 0.25
     mask[:, 0] = True
     w = tis_weights(old, engine, cap=1.5)
-    loss, st = clipped_surrogate(logp, old, adv, mask, 0.2, engine_logp=engine, tis_cap=1.5,
-                                 ref_logp=ref, kl_coef=0.05)  # fmt: skip
-    assert float(loss) == pytest.approx(_slow_loss(logp, old, adv, mask, 0.2, w, ref, 0.05),
-                                        abs=1e-5)  # fmt: skip
+    loss, st = clipped_surrogate(
+        logp, old, adv, mask, 0.2, engine_logp=engine, tis_cap=1.5, ref_logp=ref, kl_coef=0.05
+    )
+    assert float(loss) == pytest.approx(
+        _slow_loss(logp, old, adv, mask, 0.2, w, ref, 0.05), abs=1e-5
+    )
     assert float(w.max()) <= 1.5
     s = st.summary()
     assert s["kl"] == pytest.approx(float(masked_mean(kl_k3(logp, ref), mask)), abs=1e-6)
@@ -170,15 +187,17 @@ def test_matches_slow_loop_with_tis_and_kl():
     # TIS off (cap 0 or no engine logprobs): weights 1, nothing capped, same loss without w
     for kw in ({"engine_logp": engine, "tis_cap": 0.0}, {}):
         l0, s0 = clipped_surrogate(logp, old, adv, mask, 0.2, ref_logp=ref, kl_coef=0.05, **kw)
-        assert float(l0) == pytest.approx(_slow_loss(logp, old, adv, mask, 0.2, None, ref, 0.05),
-                                          abs=1e-5)  # fmt: skip
+        assert float(l0) == pytest.approx(
+            _slow_loss(logp, old, adv, mask, 0.2, None, ref, 0.05), abs=1e-5
+        )
         assert s0.tis_capped == 0 and s0.summary()["tis_mean"] == 1.0
 
 
 def test_kl_tis_entropy_hand_values():
     # k3 with logp = log .5, ref = log .25: d = log .5 = -0.693147 -> e^d - d - 1 = 0.193147
-    assert float(kl_k3(torch.tensor(L(0.5)), torch.tensor(L(0.25)))) == pytest.approx(0.193147,
-                                                                                   abs=1e-6)  # fmt: skip
+    assert float(kl_k3(torch.tensor(L(0.5)), torch.tensor(L(0.25)))) == pytest.approx(
+        0.193147, abs=1e-6
+    )
     assert float(kl_k3(torch.tensor(-1.0), torch.tensor(-1.0))) == 0.0
     # TIS: pi_old / pi_engine = .5 / .25 = 2, capped at 1.5; .25 / .5 = .5 stays
     w = tis_weights(torch.tensor([L(0.5), L(0.25)]), torch.tensor([L(0.25), L(0.5)]), 1.5)

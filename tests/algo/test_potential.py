@@ -54,15 +54,22 @@ def test_select_lp_by_hand():
     # bucket 1 = idx 5-8. Outlier cut: 90th pct of [1..7, 100] at position 6.3 = 7 + .3 * 93
     # = 34.9 -> idx 8 goes. Bucket 0 band [50th, 100th] of [1, 2, 3, 4] = [2.5, 4] -> idx 3, 4;
     # bucket 1 band of [5, 6, 7] = [6, 7] -> idx 6, 7.
-    sel = P.select_lp(LENGTHS, SCORES, n_buckets=2, min_tokens=5, outlier_pct=90,
-                      band_lo_pct=50, band_hi_pct=100)  # fmt: skip
+    sel = P.select_lp(
+        LENGTHS, SCORES, n_buckets=2, min_tokens=5, outlier_pct=90, band_lo_pct=50, band_hi_pct=100
+    )
     assert sel.edges == [15.0]
     assert sel.bucket == [-1, 0, 0, 0, 0, 1, 1, 1, 1]
     assert sel.outlier_cut == pytest.approx(34.9)
     assert sel.bands == [(2.5, 4.0), (6.0, 7.0)]
     assert sel.kept == [3, 4, 6, 7]
-    assert sel.counts == {"candidates": 9, "dropped_short": 1, "dropped_outlier": 1,
-                          "out_of_band": 3, "over_quota": 0, "kept": 4}  # fmt: skip
+    assert sel.counts == {
+        "candidates": 9,
+        "dropped_short": 1,
+        "dropped_outlier": 1,
+        "out_of_band": 3,
+        "over_quota": 0,
+        "kept": 4,
+    }
 
 
 def test_select_lp_quota_takes_buckets_in_proportion_highest_first():
@@ -109,11 +116,17 @@ def test_domain_quotas():
     avail = {"math": 100, "code": 30, "stem": 50}
     # shares .5/.25/.25: total = min(100/.5, 30/.25, 50/.25) = 120 -> 60, 30, 30
     assert P.domain_quotas(avail, shares={"math": 2, "code": 1, "stem": 1}) == {
-        "math": 60, "code": 30, "stem": 30}  # fmt: skip
+        "math": 60,
+        "code": 30,
+        "stem": 30,
+    }
     # a domain not named in shares gets none
     assert P.domain_quotas(avail, shares={"math": 1})["code"] == 0
     assert P.domain_quotas(avail, counts={"math": 10, "code": 500}) == {
-        "math": 10, "code": 30, "stem": None}  # fmt: skip
+        "math": 10,
+        "code": 30,
+        "stem": None,
+    }
     assert P.domain_quotas(avail) == {"math": None, "code": None, "stem": None}
     with pytest.raises(ValueError):
         P.domain_quotas(avail, shares={"math": 1}, counts={"math": 1})

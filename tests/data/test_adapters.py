@@ -54,15 +54,21 @@ def test_gpqa_csv_shuffled_deterministically(tmp_path):
                 "Incorrect Answer 2",
                 "Incorrect Answer 3",
                 "Subdomain",
-            ],  # fmt: skip
+            ],
         )
         w.writeheader()
         for i in range(40):
-            w.writerow({
-                "Record ID": f"r{i}", "Question": f"Q{i}?", "Correct Answer": f"right{i}",
-                "Incorrect Answer 1": f"w1-{i}", "Incorrect Answer 2": f"w2-{i}",
-                "Incorrect Answer 3": f"w3-{i}", "Subdomain": "Organic Chemistry",
-            })  # fmt: skip
+            w.writerow(
+                {
+                    "Record ID": f"r{i}",
+                    "Question": f"Q{i}?",
+                    "Correct Answer": f"right{i}",
+                    "Incorrect Answer 1": f"w1-{i}",
+                    "Incorrect Answer 2": f"w2-{i}",
+                    "Incorrect Answer 3": f"w3-{i}",
+                    "Subdomain": "Organic Chemistry",
+                }
+            )
     ps = load_adapter("gpqa", f, seed=0)
     assert len(ps) == 40
     for p in ps:
@@ -168,9 +174,11 @@ def test_ifeval_rows(tmp_path):
     assert p.id == "1000" and p.domain == "instruct"
     assert p.instructions == [
         {"id": "punctuation:no_comma", "kwargs": {}},
-        {"id": "length_constraints:number_words", "kwargs": {"relation": "less than",
-                                                              "num_words": 30}},
-    ]  # fmt: skip
+        {
+            "id": "length_constraints:number_words",
+            "kwargs": {"relation": "less than", "num_words": 30},
+        },
+    ]
 
 
 def test_unknown_format():

@@ -109,8 +109,10 @@ def test_dataset_columns_go_to_meta_with_one_warning(tmp_path, caplog):
     assert len(warns) == 1 and "level, source, url" in warns[0]
 
 
-@pytest.mark.parametrize("typo, field", [("anwser", "answer"), ("test", "tests"),
-                                         ("choice", "choices"), ("subdomian", "subdomain")])  # fmt: skip
+@pytest.mark.parametrize(
+    "typo, field",
+    [("anwser", "answer"), ("test", "tests"), ("choice", "choices"), ("subdomian", "subdomain")],
+)
 def test_typo_of_a_field_is_still_an_error(tmp_path, typo, field):
     row = {"id": "m", "domain": "math", "prompt": "p", "answer": "1", typo: "x"}
     with pytest.raises(DataError, match=f"did you mean '{field}'"):
@@ -118,9 +120,11 @@ def test_typo_of_a_field_is_still_an_error(tmp_path, typo, field):
 
 
 def test_numeric_answer_and_id_are_text(tmp_path):
-    rows = [{"id": 7, "domain": "math", "prompt": "2+2", "answer": 4},
-            {"id": "b", "domain": "math", "prompt": "1/2", "answer": 0.5},
-            {"id": "c", "domain": "math", "prompt": "2*2", "answer": 4.0}]  # fmt: skip
+    rows = [
+        {"id": 7, "domain": "math", "prompt": "2+2", "answer": 4},
+        {"id": "b", "domain": "math", "prompt": "1/2", "answer": 0.5},
+        {"id": "c", "domain": "math", "prompt": "2*2", "answer": 4.0},
+    ]
     probs = load_problems(_write(tmp_path / "n.jsonl", rows))
     assert [(p.id, p.answer) for p in probs] == [("7", "4"), ("b", "0.5"), ("c", "4")]
 
@@ -133,12 +137,23 @@ def test_duplicate_ids_warn(tmp_path, caplog):
 
 def test_chat_messages_format(tmp_path):
     rows = [
-        {"id": "a", "domain": "math", "answer": "2", "messages": [
-            {"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+1?"},
-            {"role": "assistant", "content": "<think>1+1=2</think>\\boxed{2}"}]},
-        {"id": "b", "domain": "math", "answer": "3", "messages": [
-            {"role": "user", "content": "1+2?"}]},
-    ]  # fmt: skip
+        {
+            "id": "a",
+            "domain": "math",
+            "answer": "2",
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "1+1?"},
+                {"role": "assistant", "content": "<think>1+1=2</think>\\boxed{2}"},
+            ],
+        },
+        {
+            "id": "b",
+            "domain": "math",
+            "answer": "3",
+            "messages": [{"role": "user", "content": "1+2?"}],
+        },
+    ]
     a, b = load_problems(_write(tmp_path / "c.jsonl", rows))
     assert a.prompt == "1+1?" and a.traces == ["<think>1+1=2</think>\\boxed{2}"]
     assert a.meta == {"system": "Be brief."} and b.prompt == "1+2?" and b.traces is None
@@ -210,8 +225,12 @@ def test_trl_prompt_solution_and_prompt_completion(tmp_path):
     ]
     path = _write(tmp_path / "trl.jsonl", rows)
     a, b, c = load_problems(path, shape=_shape(domain="math", ids=True))
-    assert (a.id, a.domain, a.answer, a.traces) == ("trl.jsonl-1", "math", "2",
-                                                    ["One plus one is \\boxed{2}."])  # fmt: skip
+    assert (a.id, a.domain, a.answer, a.traces) == (
+        "trl.jsonl-1",
+        "math",
+        "2",
+        ["One plus one is \\boxed{2}."],
+    )
     assert "solution" not in a.meta
     assert (b.id, b.answer, b.traces) == ("trl.jsonl-2", "4", ["<think>4</think> \\boxed{4}"])
     assert (c.prompt, c.answer, c.meta) == ("3+3?", "6", {"source": "x"})
@@ -230,8 +249,9 @@ def test_trl_conversational_prompt_completion_keeps_the_system_message(tmp_path)
 
 def test_answer_key_names_the_gold_column(tmp_path):
     rows = [{"id": "a", "prompt": "1+1?", "label": "2", "answer": "the whole solution"}]
-    (p,) = load_problems(_write(tmp_path / "a.jsonl", rows),
-                         shape=_shape(domain="math", answer_key="label"))  # fmt: skip
+    (p,) = load_problems(
+        _write(tmp_path / "a.jsonl", rows), shape=_shape(domain="math", answer_key="label")
+    )
     assert p.answer == "2"
     with pytest.raises(DataError, match="answer_key=target"):
         load_problems(tmp_path / "a.jsonl", shape=_shape(domain="math", answer_key="target"))
@@ -260,15 +280,24 @@ def test_a_chat_rows_system_message_reaches_the_template_and_is_recorded(tmp_pat
     )
     from vibethinker.stages.sft import train_render
 
-    rows = [{"messages": [{"role": "system", "content": "Be brief."},
-                          {"role": "user", "content": "1+1?"},
-                          {"role": "assistant", "content": "\\boxed{2}"}]},
-            {"prompt": "2+2?", "completion": "\\boxed{4}"}]  # fmt: skip
-    a, b = load_problems(_write(tmp_path / "c.jsonl", rows),
-                         shape=_shape(domain="math", ids=True, need_gold=False))  # fmt: skip
+    rows = [
+        {
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "1+1?"},
+                {"role": "assistant", "content": "\\boxed{2}"},
+            ]
+        },
+        {"prompt": "2+2?", "completion": "\\boxed{4}"},
+    ]
+    a, b = load_problems(
+        _write(tmp_path / "c.jsonl", rows), shape=_shape(domain="math", ids=True, need_gold=False)
+    )
     prompt = PROMPT_STYLES["paper"](a)
-    assert prompt == [{"role": "system", "content": "Be brief."},
-                      {"role": "user", "content": f"1+1? {MATH_SUFFIX}"}]  # fmt: skip
+    assert prompt == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": f"1+1? {MATH_SUFFIX}"},
+    ]
     assert PROMPT_STYLES["raw"](b) == "2+2?"  # no system message: the plain user turn
     tok = train_tokenizer(["Be brief. 1+1? 2+2? " + MATH_SUFFIX] * 20, vocab_size=300)
     rows = prompt_examples([a, b], PROMPT_STYLES["paper"], train_render(tok))

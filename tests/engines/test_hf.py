@@ -83,8 +83,13 @@ def test_batching_does_not_change_greedy(tiny):
     # and greedy agrees with HF generate (which sees one unpadded prompt at a time)
     for prompt, group in zip(PROMPTS, big):
         p = torch.tensor([HFSampler(model, tok).encode(prompt)])
-        ref = model.generate(p, attention_mask=torch.ones_like(p), do_sample=False,
-                             max_new_tokens=10, pad_token_id=tok.pad_token_id)  # fmt: skip
+        ref = model.generate(
+            p,
+            attention_mask=torch.ones_like(p),
+            do_sample=False,
+            max_new_tokens=10,
+            pad_token_id=tok.pad_token_id,
+        )
         assert ref[0, p.shape[1] :].tolist() == group[0].token_ids
 
 
@@ -201,8 +206,7 @@ def test_top_p_fast_path_matches_a_full_sort():
     for top_p in (0.5, 0.9):
         for rows in (slice(0, 3), slice(0, 6)):  # all peaked (fast) / mixed (full sort)
             vals, idx = nucleus(probs[rows], top_p, k0)
-            got = [{int(i): float(v) for v, i in zip(vr, ir) if v > 0}
-                   for vr, ir in zip(vals, idx)]  # fmt: skip
+            got = [{int(i): float(v) for v, i in zip(vr, ir) if v > 0} for vr, ir in zip(vals, idx)]
             want = _nucleus_reference(probs[rows], top_p)
             assert [set(x) for x in got] == [set(x) for x in want]
             for a, b in zip(got, want):

@@ -188,8 +188,11 @@ def test_unknown_lengths_report_none_in_the_metrics():
     from vibethinker.types import Completion, Group, Problem, Score
 
     p = Problem(id="1", domain="math", prompt="q", answer="1")
-    g = Group(p, [Completion("\\boxed{1}"), Completion("\\boxed{2}")],
-              [Score(1.0, True, "ok"), Score(0.0, False, "wrong")])  # fmt: skip
+    g = Group(
+        p,
+        [Completion("\\boxed{1}"), Completion("\\boxed{2}")],
+        [Score(1.0, True, "ok"), Score(0.0, False, "wrong")],
+    )
     m = aggregate([g], [group_stats(g, [1])], [1])["all"]
     assert m["mean_tokens"] is None and m["mean_correct_tokens"] is None
     assert m["tokens_per_correct"] is None and m["avg@n"] == 0.5

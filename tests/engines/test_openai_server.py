@@ -48,17 +48,32 @@ def server(tmp_path_factory):
     from vibethinker.models.tiny import build_tiny_model
 
     root = tmp_path_factory.mktemp("serve")
-    texts = [f"what is {a}+{b}? <think>{a}+{b}={a + b}</think>\\boxed{{{a + b}}}"
-             for a in range(10) for b in range(10)]  # fmt: skip
+    texts = [
+        f"what is {a}+{b}? <think>{a}+{b}={a + b}</think>\\boxed{{{a + b}}}"
+        for a in range(10)
+        for b in range(10)
+    ]
     model = build_tiny_model(root / "model", texts, "1m", 300, 0)
     port = _free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
     log = open(root / "serve.log", "w")
     proc = subprocess.Popen(
-        [*_serve_command(), model, "--host", "127.0.0.1", "--port", str(port), "--device", "cpu",
-         "--dtype", "float32"],
-        stdout=log, stderr=subprocess.STDOUT, env=env,
-    )  # fmt: skip
+        [
+            *_serve_command(),
+            model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--device",
+            "cpu",
+            "--dtype",
+            "float32",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 180
@@ -87,8 +102,13 @@ def server(tmp_path_factory):
 
 
 def test_real_server_n_seeds_and_usage(server):
-    s = make_sampler("openai", base_url=server["base_url"], model=server["model"],
-                     tokenizer=server["model"], concurrency=1)  # fmt: skip
+    s = make_sampler(
+        "openai",
+        base_url=server["base_url"],
+        model=server["model"],
+        tokenizer=server["model"],
+        concurrency=1,
+    )
     # (one request at a time: the server seeds a global RNG, so concurrent requests interleave)
     params = SamplingParams(max_new_tokens=8, seed=11)
     out = s.generate(["what is 1+2?", "what is 3+4?"], 4, params)
@@ -106,12 +126,26 @@ def test_real_server_n_seeds_and_usage(server):
 def test_eval_stage_against_the_real_server(server, tmp_path):
     from vibethinker.cli import main
 
-    problems = [Problem(id=f"p{i}", domain="math", prompt=f"what is {i}+{i}?", answer=str(2 * i))
-                for i in range(3)]  # fmt: skip
+    problems = [
+        Problem(id=f"p{i}", domain="math", prompt=f"what is {i}+{i}?", answer=str(2 * i))
+        for i in range(3)
+    ]
     save_problems(tmp_path / "eval.jsonl", problems)
-    rc = main(["eval", server["model"], str(tmp_path / "eval.jsonl"), "engine=openai",
-               f"base_url={server['base_url']}", "n=4", "k=1,4", "max_new_tokens=8",
-               f"out={tmp_path / 'out'}", "workers=1", "concurrency=2"])  # fmt: skip
+    rc = main(
+        [
+            "eval",
+            server["model"],
+            str(tmp_path / "eval.jsonl"),
+            "engine=openai",
+            f"base_url={server['base_url']}",
+            "n=4",
+            "k=1,4",
+            "max_new_tokens=8",
+            f"out={tmp_path / 'out'}",
+            "workers=1",
+            "concurrency=2",
+        ]
+    )
     assert rc in (0, None)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     m = summary["metrics"]["all"]

@@ -59,8 +59,10 @@ def has_digit(problems, responses):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> str:
-    texts = [f"{p.prompt} <think>{i}+{i}={2 * i}</think>\\boxed{{{2 * i}}}"
-             for i, p in enumerate(_problems())] * 4  # fmt: skip
+    texts = [
+        f"{p.prompt} <think>{i}+{i}={2 * i}</think>\\boxed{{{2 * i}}}"
+        for i, p in enumerate(_problems())
+    ] * 4
     return build_tiny_model(tmp_path_factory.mktemp("tiny"), texts, "d1", 300, 0)
 
 
@@ -80,10 +82,22 @@ def server(tiny, tmp_path_factory):
         port = sk.getsockname()[1]
     log = open(tmp_path_factory.mktemp("server") / "log", "w")  # noqa: SIM115
     env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", tiny,
-           "--served-model-name", "default", "--dtype", "float32", "--enforce-eager",
-           "--port", str(port), "--worker-extension-cls",
-           "vibethinker.engines.vllm.WeightSyncExtension"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        tiny,
+        "--served-model-name",
+        "default",
+        "--dtype",
+        "float32",
+        "--enforce-eager",
+        "--port",
+        str(port),
+        "--worker-extension-cls",
+        "vibethinker.engines.vllm.WeightSyncExtension",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -107,8 +121,9 @@ def server(tiny, tmp_path_factory):
 def _kl(engine, model, tok, seed: int) -> float:
     """Mean k3 KL between vLLM's sampled-token logprobs and the trainer's on the same tokens."""
     prompts = [p.prompt for p in _problems()[:4]]
-    outs = engine.generate(prompts, 2, SamplingParams(temperature=1.0, top_p=1.0,
-                                                      max_new_tokens=12, seed=seed))  # fmt: skip
+    outs = engine.generate(
+        prompts, 2, SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=12, seed=seed)
+    )
     comps = [c for cs in outs for c in cs]
     ids = [engine.encode(p) for p in prompts for _ in range(2)]
     b = build_batch(ids, comps, tok.pad_token_id or 0)
@@ -135,11 +150,29 @@ def test_update_weights_moves_the_engine(tiny, engine):
 def test_rl_steps_with_vllm_rollouts_and_weight_sync(tiny, engine, tmp_path):
     model, tok = policy.load_policy(tiny, "cpu")
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    opts = rl_options(model=tiny, engine="vllm", steps=3, prompts_per_step=4, group_size=4,
-                     lr=1e-2, final_lr=1e-2, max_new_tokens=12, seed=1, tis_cap=2.0,
-                     truncated_reward="verify")  # fmt: skip
-    res = rl.train(model, tok, _problems(), opts, tmp_path, prompt_fn=lambda p: p.prompt,
-                   verify=has_digit, sampler=engine)  # fmt: skip
+    opts = rl_options(
+        model=tiny,
+        engine="vllm",
+        steps=3,
+        prompts_per_step=4,
+        group_size=4,
+        lr=1e-2,
+        final_lr=1e-2,
+        max_new_tokens=12,
+        seed=1,
+        tis_cap=2.0,
+        truncated_reward="verify",
+    )
+    res = rl.train(
+        model,
+        tok,
+        _problems(),
+        opts,
+        tmp_path,
+        prompt_fn=lambda p: p.prompt,
+        verify=has_digit,
+        sampler=engine,
+    )
     rows = res["history"]
     assert len(rows) == 3
     assert all(r["t_sync"] > 0 for r in rows)  # the loop pushed weights after every step

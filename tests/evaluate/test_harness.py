@@ -48,13 +48,13 @@ TABLE = {
         ("\\boxed{0.5}", "stop"),
         ("\\boxed{3}", "stop"),
         ("\\boxed{ 3 }", "stop"),
-    ],  # fmt: skip
+    ],
     "noble": [
         ("\\boxed{B}", "stop"),
         ("\\boxed{A}", "stop"),
         ("\\boxed{A}", "stop"),
         ("I think", "length"),
-    ],  # fmt: skip
+    ],
 }
 
 

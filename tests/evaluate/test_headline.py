@@ -45,8 +45,10 @@ def test_lines_and_story_on_constructed_scores():
     assert cells["math"]["lo"] < 0.15 < cells["math"]["hi"]
     texts = [ln["text"] for ln in h["lines"]]
     # math +0.5 and code -0.5 on every problem: both beyond noise; `all` nets to 0: within
-    assert texts[0] == ("rl_math (vs sft1): math +0.500 [+0.500, +0.500] (beyond noise); "
-                        "code -0.500 [-0.500, -0.500] (beyond noise); others within noise (all)")  # fmt: skip
+    assert texts[0] == (
+        "rl_math (vs sft1): math +0.500 [+0.500, +0.500] (beyond noise); "
+        "code -0.500 [-0.500, -0.500] (beyond noise); others within noise (all)"
+    )
     assert (
         texts[1]
         == "rl_code (vs rl_math): the same checkpoint as rl_math (evaluated once): no change"
@@ -58,8 +60,10 @@ def test_lines_and_story_on_constructed_scores():
         "beat it on code",
     ]
     held = [c["text"] for c in h["checks"] if c["holds"]]
-    assert held == ["rl_code beats sft1 on math: math +0.500 [+0.500, +0.500]",
-                    "rl_math beats sft1 on math: math +0.500 [+0.500, +0.500]"]  # fmt: skip
+    assert held == [
+        "rl_code beats sft1 on math: math +0.500 [+0.500, +0.500]",
+        "rl_math beats sft1 on math: math +0.500 [+0.500, +0.500]",
+    ]
     md = headline_markdown({**h, "protocol": {"problems_per_domain": {"math": 8, "code": 8}}})
     assert "| rl_code (= rl_math, same checkpoint) | 0.650 [" in md
     assert "## Where the story does not hold\n\n- rl_code is WORSE than sft1 on code" in md
@@ -68,8 +72,9 @@ def test_lines_and_story_on_constructed_scores():
 def test_within_noise_and_a_story_that_holds():
     a = [0.0, 1.0, 0.5, 0.25] * 5
     b = [0.25, 0.75, 0.5, 0.5] * 5  # +0.25, -0.25, 0, +0.25: better on average, not resolved
-    h = build_headline([Row("sft1", "a"), Row("x", "b", "all")], {"sft1": a, "x": b},
-                       ["math"] * 20, n=2)  # fmt: skip
+    h = build_headline(
+        [Row("sft1", "a"), Row("x", "b", "all")], {"sft1": a, "x": b}, ["math"] * 20, n=2
+    )
     assert h["lines"][0]["text"].startswith("x (vs sft1): no change beyond noise (math +0.062 [-")
     assert h["not_holding"][0].startswith("x does not beat sft1 on math beyond noise: math +0.062")
     up = [x + 0.1 for x in a]
@@ -126,10 +131,20 @@ def tiny(tmp_path_factory) -> dict[str, str]:
 
 
 def _cfg(tiny, out, **kw) -> stage.HeadlineConfig:
-    base = dict(models=[{"name": "sft1", "model": tiny["a"]},
-                        {"name": "rl_math", "model": tiny["b"], "domain": "math"}],
-                data=tiny["data"], out=str(out), limit_per_domain=3, n=2, max_new_tokens=8,
-                n_boot=200, device="cpu", workers=1)  # fmt: skip
+    base = dict(
+        models=[
+            {"name": "sft1", "model": tiny["a"]},
+            {"name": "rl_math", "model": tiny["b"], "domain": "math"},
+        ],
+        data=tiny["data"],
+        out=str(out),
+        limit_per_domain=3,
+        n=2,
+        max_new_tokens=8,
+        n_boot=200,
+        device="cpu",
+        workers=1,
+    )
     base.update(kw)
     return stage.HeadlineConfig(**base)
 
@@ -182,8 +197,12 @@ def test_stage_end_to_end_report_top_and_resume(tiny, tmp_path, monkeypatch):
 
     def fake(cfg, row, problems):
         sampled.append(row.name)
-        return {"ids": [p.id for p in problems], "scores": [1.0] * len(problems),
-                "seconds": 0.0, "accuracy": 1.0}  # fmt: skip
+        return {
+            "ids": [p.id for p in problems],
+            "scores": [1.0] * len(problems),
+            "seconds": 0.0,
+            "accuracy": 1.0,
+        }
 
     monkeypatch.setattr(stage, "score_model", fake)
     h3 = json.loads(Path(get("headline").fn(_cfg(tiny, out))["headline"]).read_text())
@@ -194,8 +213,9 @@ def test_report_without_headline_is_unchanged(tmp_path):
     from vibethinker.report import write_report
 
     rec = {"stage": "eval", "status": "done", "config": {"out": str(tmp_path / "e")}, "seconds": 1}
-    (tmp_path / "manifest.json").write_text(json.dumps(
-        {"recipe": "r.yaml", "order": ["e"], "stages": {"e": rec}}))  # fmt: skip
+    (tmp_path / "manifest.json").write_text(
+        json.dumps({"recipe": "r.yaml", "order": ["e"], "stages": {"e": rec}})
+    )
     report = Path(write_report(str(tmp_path))).read_text()
     assert report.startswith("# Run report: ") and "Headline" not in report
     assert report.splitlines()[2].startswith("Recipe: `r.yaml`")
@@ -217,9 +237,11 @@ def test_same_checkpoint_is_evaluated_once_and_missing_model_is_named(tiny, tmp_
 
 
 def test_stage_line_names_every_column_within_noise():
-    d = {"math": {"diff": 0.1, "lo": 0.05, "hi": 0.15, "beyond": True},
-         "code": {"diff": 0.0, "lo": -0.1, "hi": 0.1, "beyond": False},
-         "all": {"diff": 0.05, "lo": -0.01, "hi": 0.11, "beyond": False}}  # fmt: skip
+    d = {
+        "math": {"diff": 0.1, "lo": 0.05, "hi": 0.15, "beyond": True},
+        "code": {"diff": 0.0, "lo": -0.1, "hi": 0.1, "beyond": False},
+        "all": {"diff": 0.05, "lo": -0.01, "hi": 0.11, "beyond": False},
+    }
     assert stage_line("rl_math", "sft2", d) == (
         "rl_math (vs sft2): math +0.100 [+0.050, +0.150] (beyond noise); others within noise "
         "(code, all)"
@@ -241,9 +263,13 @@ def test_headline_prints_each_stages_training_steps(tmp_path):
     assert training_steps(rl / "final") == {"done": 35, "planned": 60, "capped": True}
     assert training_steps(sft / "final") == {"done": 3, "planned": 3, "capped": False}
     assert training_steps(tmp_path / "merged" / "x") is None
-    h = build_headline([Row("sft1", "a"), Row("rl_math", "b", "math")],
-                       {"sft1": [0.5, 0.5], "rl_math": [0.5, 1.0]}, ["math", "math"], 2,
-                       n_boot=50)  # fmt: skip
+    h = build_headline(
+        [Row("sft1", "a"), Row("rl_math", "b", "math")],
+        {"sft1": [0.5, 0.5], "rl_math": [0.5, 1.0]},
+        ["math", "math"],
+        2,
+        n_boot=50,
+    )
     for r, st in zip(h["rows"], (training_steps(sft / "final"), training_steps(rl / "final"))):
         r["steps"] = st
     md = headline_markdown(h)
@@ -257,12 +283,22 @@ def test_rl_summary_explains_its_own_eval_and_a_capped_run(tmp_path):
     from vibethinker.reports.rl import cap_warning, write_summary
     from vibethinker.train.rl_config import RLConfig
 
-    cfg = RLConfig(model="m", data="d", domain="code", steps=25, max_seconds=75, eval_limit=40,
-                   eval_n=2)  # fmt: skip
-    row = {"step": 1, "seconds": 1.0, "accuracy": 0.5, "trained_rows": 4,
-           **{f"t_{k}": 0.1 for k in ("generate", "verify", "logprobs", "update")}}  # fmt: skip
-    res = {"history": [row], "evals": [{"step": 0, "accuracy": 0.713}, {"step": 11,
-           "accuracy": 0.637}], "resumed_at": 0, "steps_done": 11}  # fmt: skip
+    cfg = RLConfig(
+        model="m", data="d", domain="code", steps=25, max_seconds=75, eval_limit=40, eval_n=2
+    )
+    row = {
+        "step": 1,
+        "seconds": 1.0,
+        "accuracy": 0.5,
+        "trained_rows": 4,
+        **{f"t_{k}": 0.1 for k in ("generate", "verify", "logprobs", "update")},
+    }
+    res = {
+        "history": [row],
+        "evals": [{"step": 0, "accuracy": 0.713}, {"step": 11, "accuracy": 0.637}],
+        "resumed_at": 0,
+        "steps_done": 11,
+    }
     text = Path(write_summary(tmp_path / "s.md", cfg, res, {}, 80.0)).read_text()
     assert "the first 40 code problems x 2 samples" in text and "headline is the comparison" in text
     assert "stopped training after 11/25 steps" in text
@@ -279,13 +315,15 @@ def test_a_summarys_images_link_from_the_report_once(tmp_path):
 
     out = tmp_path / "construct"
     out.mkdir()
-    (out / "summary.md").write_text("# construct\n\n![lengths](lengths.png) "
-                                    "![difficulty](difficulty.png)\n")  # fmt: skip
+    (out / "summary.md").write_text(
+        "# construct\n\n![lengths](lengths.png) ![difficulty](difficulty.png)\n"
+    )
     for name in ("lengths", "difficulty", "funnel"):
         (out / f"{name}.png").write_bytes(b"\x89PNG")
     rec = {"stage": "construct", "status": "done", "dir": "construct", "seconds": 1}
-    (tmp_path / "manifest.json").write_text(json.dumps(
-        {"order": ["construct"], "stages": {"construct": rec}}))  # fmt: skip
+    (tmp_path / "manifest.json").write_text(
+        json.dumps({"order": ["construct"], "stages": {"construct": rec}})
+    )
     report = Path(write_report(str(tmp_path))).read_text()
     assert "![lengths](construct/lengths.png) ![difficulty](construct/difficulty.png)" in report
     assert report.count("lengths.png") == 1 and report.count("difficulty.png") == 1
@@ -327,8 +365,11 @@ def test_rl_panels_have_y_labels_and_clr_labels_sit_off_the_markers(tmp_path, mo
     plot_curves(hist, [{"step": 0, "accuracy": 0.4}], tmp_path / "c.png", "t")
     assert all(ax.get_ylabel() for ax in figs[-1].axes)
     rows = [{"k": k, "clr_tokens": 100 * k, "clr": 0.5} for k in (1, 2)]
-    comp = {"rows": rows, "maj_curve": [{"tokens": 100, "accuracy": 0.4}],
-            "avg": {"tokens": 50, "accuracy": 0.3}}  # fmt: skip
+    comp = {
+        "rows": rows,
+        "maj_curve": [{"tokens": 100, "accuracy": 0.4}],
+        "avg": {"tokens": 50, "accuracy": 0.3},
+    }
     clr_plot(tmp_path / "clr.png", comp, "t")
     notes = [t for t in figs[-1].axes[0].texts if t.get_text().startswith("k=")]
     assert len(notes) == 2 and all(t.get_position() != (0, 0) and t.xyann != t.xy for t in notes)

@@ -28,9 +28,15 @@ def _problems(n: int, seed: int = 0, start: int = 0) -> list[Problem]:
     out = []
     for i in range(n):
         a, b = rng.randint(0, 9), rng.randint(0, 9)
-        out.append(Problem(id=f"q{start + i}", domain="math", prompt=f"what is {a}+{b}?",
-                           answer=str(a + b),
-                           traces=[f"<think>{a}+{b}={a + b}</think>\\boxed{{{a + b}}}"]))  # fmt: skip
+        out.append(
+            Problem(
+                id=f"q{start + i}",
+                domain="math",
+                prompt=f"what is {a}+{b}?",
+                answer=str(a + b),
+                traces=[f"<think>{a}+{b}={a + b}</think>\\boxed{{{a + b}}}"],
+            )
+        )
     return out
 
 
@@ -47,8 +53,9 @@ def test_checkpoint_has_real_style_traits(qwen):
     end = tok.convert_tokens_to_ids("<|im_end|>")
     assert tok.eos_token == "<|endoftext|>" and gc["eos_token_id"] == tok.eos_token_id != end
     assert chat_end_token(tok) == end
-    assert "You are Qwen" in tok.apply_chat_template([{"role": "user", "content": "x"}],
-                                                     tokenize=False)  # fmt: skip
+    assert "You are Qwen" in tok.apply_chat_template(
+        [{"role": "user", "content": "x"}], tokenize=False
+    )
     assert model.config.max_position_embeddings == 32768
     # the loader makes the turn end an EOS of the in-memory generation config
     assert end in model.generation_config.eos_token_id
@@ -100,8 +107,15 @@ def test_rl_stage_refuses_a_cap_past_the_positions(qwen, tmp_path):
     from vibethinker.stages.rl import RLConfig
 
     save_problems(tmp_path / "train.jsonl", _problems(4))
-    cfg = RLConfig(model=qwen, data=str(tmp_path), out=str(tmp_path / "rl"), steps=1,
-                   max_new_tokens=65536, device="cpu", verify_workers=1)  # fmt: skip
+    cfg = RLConfig(
+        model=qwen,
+        data=str(tmp_path),
+        out=str(tmp_path / "rl"),
+        steps=1,
+        max_new_tokens=65536,
+        device="cpu",
+        verify_workers=1,
+    )
     with pytest.raises(ContextLengthError, match="rope_yarn_factor"):
         get("rl").fn(cfg)
     assert not (tmp_path / "rl" / "prompts.jsonl").exists()  # refused before any rollout
@@ -137,14 +151,29 @@ def test_sft_rl_eval_on_a_real_style_checkpoint(qwen, tmp_path):
     from vibethinker.stages.sft import SFTConfig
 
     train = _problems(160, seed=1)
-    long_one = Problem(id="long", domain="math", prompt="what is 1+1?", answer="2",
-                       traces=["<think>" + "1+1=2;" * 200 + "</think>\\boxed{2}"])  # fmt: skip
+    long_one = Problem(
+        id="long",
+        domain="math",
+        prompt="what is 1+1?",
+        answer="2",
+        traces=["<think>" + "1+1=2;" * 200 + "</think>\\boxed{2}"],
+    )
     save_problems(tmp_path / "train.jsonl", [*train, long_one])
     save_problems(tmp_path / "eval.jsonl", _problems(8, seed=2, start=1000))
 
-    sft_cfg = SFTConfig(model=qwen, data=str(tmp_path / "train.jsonl"), out=str(tmp_path / "sft"),
-                        epochs=8, global_batch=16, micro_batch=16, max_len=192, lr=3e-3,
-                        final_lr=3e-4, prompt_style="raw", device="cpu")  # fmt: skip
+    sft_cfg = SFTConfig(
+        model=qwen,
+        data=str(tmp_path / "train.jsonl"),
+        out=str(tmp_path / "sft"),
+        epochs=8,
+        global_batch=16,
+        micro_batch=16,
+        max_len=192,
+        lr=3e-3,
+        final_lr=3e-4,
+        prompt_style="raw",
+        device="cpu",
+    )
     sft_out = get("sft").fn(sft_cfg)
     stats = json.loads((tmp_path / "sft" / "stats.json").read_text())
     assert stats["samples_dropped_overlong"] == 1 and stats["samples_cut"] == 0
@@ -157,23 +186,45 @@ def test_sft_rl_eval_on_a_real_style_checkpoint(qwen, tmp_path):
     assert tok.eos_token_id in gc["eos_token_id"]
     # ... and so do our samplers: answers end at <|im_end|>, not at the token cap
     s = make_sampler("hf", model=sft_out["model"], device="cpu")
-    outs = s.generate([p.prompt for p in _problems(6, seed=3)], 2,
-                      SamplingParams(max_new_tokens=64, temperature=0.0))  # fmt: skip
+    outs = s.generate(
+        [p.prompt for p in _problems(6, seed=3)],
+        2,
+        SamplingParams(max_new_tokens=64, temperature=0.0),
+    )
     comps = [c for cs in outs for c in cs]
     assert all(c.finish_reason == "stop" and c.token_ids[-1] == end for c in comps)
     assert all("\\boxed{" in c.text and "<|im_end|>" not in c.text for c in comps)
 
-    rl_cfg = RLConfig(model=sft_out["model"], data=str(tmp_path), out=str(tmp_path / "rl"),
-                      steps=2, prompts_per_step=4, group_size=4, max_new_tokens=48, lr=1e-4,
-                      final_lr=1e-5, filter_rollouts=0, prompt_style="raw", device="cpu",
-                      verify_workers=1)  # fmt: skip
+    rl_cfg = RLConfig(
+        model=sft_out["model"],
+        data=str(tmp_path),
+        out=str(tmp_path / "rl"),
+        steps=2,
+        prompts_per_step=4,
+        group_size=4,
+        max_new_tokens=48,
+        lr=1e-4,
+        final_lr=1e-5,
+        filter_rollouts=0,
+        prompt_style="raw",
+        device="cpu",
+        verify_workers=1,
+    )
     rl_out = get("rl").fn(rl_cfg)
     rows = [json.loads(x) for x in open(rl_out["metrics"])]
     assert len(rows) == 2 and all(r["trunc_rate"] < 0.5 for r in rows)
 
-    ev_cfg = EvalConfig(model=rl_out["model"], data=str(tmp_path / "eval.jsonl"), n=2,
-                        k=[1, 2], max_new_tokens=48, prompt_style="raw", device="cpu",
-                        workers=1, out=str(tmp_path / "eval"))  # fmt: skip
+    ev_cfg = EvalConfig(
+        model=rl_out["model"],
+        data=str(tmp_path / "eval.jsonl"),
+        n=2,
+        k=[1, 2],
+        max_new_tokens=48,
+        prompt_style="raw",
+        device="cpu",
+        workers=1,
+        out=str(tmp_path / "eval"),
+    )
     ev = json.loads(Path(get("eval").fn(ev_cfg)["summary"]).read_text())
     m = ev["metrics"]["all"]
     assert m["samples"] == 16 and m["truncation_rate"] < 0.5

@@ -27,8 +27,7 @@ THREE_B = str(ROOT / "recipes" / "vibethinker-3b.yaml")
 
 def test_known_shapes_match_published_parameter_counts():
     # the safetensors totals of Qwen2.5-0.5B/1.5B/3B/7B (7B has an untied LM head)
-    want = {"0.5b": 494_032_768, "1.5b": 1_543_714_304, "3b": 3_085_938_688,
-            "7b": 7_615_616_512}  # fmt: skip
+    want = {"0.5b": 494_032_768, "1.5b": 1_543_714_304, "3b": 3_085_938_688, "7b": 7_615_616_512}
     assert {k: s.params() for k, s in KNOWN.items()} == want
 
 
@@ -38,9 +37,15 @@ def test_lookup_hub_ids_folders_and_unknowns(tmp_path):
     assert lookup("qwen/qwen2.5-7b-instruct").kv_heads == 4
     assert lookup("meta-llama/Llama-3-8B") is None
     assert lookup(str(tmp_path / "not-yet-written")) is None
-    cfg = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
-           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100,
-           "tie_word_embeddings": True}  # fmt: skip
+    cfg = {
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 100,
+        "tie_word_embeddings": True,
+    }
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     s = lookup(str(tmp_path))
     # per layer: q 64*64+64, k and v 64*32+32 each, o 64*64, MLP 3*64*128, norms 2*64
@@ -159,10 +164,13 @@ def test_parse_gpu_names_and_sizes():
 def test_predictor_within_20_percent_of_a_measured_cpu_peak():
     """One case of scripts/plan_check.py (a fresh process: 4-layer Qwen2, packed 2048-token
     row, checkpointing on, two AdamW steps): predicted / measured peak RSS within 20%."""
-    code = ("import sys; sys.argv = ['plan_check.py', '--only', '1']; "
-            "import runpy; runpy.run_path('scripts/plan_check.py', run_name='__main__')")  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         timeout=600)  # fmt: skip
+    code = (
+        "import sys; sys.argv = ['plan_check.py', '--only', '1']; "
+        "import runpy; runpy.run_path('scripts/plan_check.py', run_name='__main__')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "within 20%" in out.stdout
 
@@ -171,8 +179,12 @@ def test_predictor_within_20_percent_of_a_measured_cpu_peak():
 def test_one_gpu_recipe_first_stages_run_on_cpu_with_the_tiny_model(tmp_path):
     """model=<run_dir>/tiny_model swaps the tiny model in: data, model and two steps of sft1."""
     run_dir = tmp_path / "run"
-    over = {"run_dir": str(run_dir), "model": f"{run_dir}/tiny_model", "sft1.max_steps": "2",
-            "sft1.max_len": "1024"}  # fmt: skip
+    over = {
+        "run_dir": str(run_dir),
+        "model": f"{run_dir}/tiny_model",
+        "sft1.max_steps": "2",
+        "sft1.max_len": "1024",
+    }
     rec = load_recipe(ONE_GPU, over)
     for ps in rec.stages[:3]:
         stage_registry.get(ps.stage).fn(ps.config)

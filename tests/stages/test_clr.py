@@ -402,8 +402,13 @@ def test_math_clustering_uses_the_verifier_equivalence():
 def clr_world():
     from vibethinker.data import world
 
-    return world.generate(seed=3, n_train=300, n_probe=1, n_eval=40, domains=(
-        "math", "code", "stem", "instruct", "clr"))  # fmt: skip
+    return world.generate(
+        seed=3,
+        n_train=300,
+        n_probe=1,
+        n_eval=40,
+        domains=("math", "code", "stem", "instruct", "clr"),
+    )
 
 
 def test_world_clr_examples_are_the_stage_turns_and_parse(clr_world):
@@ -502,8 +507,14 @@ def _labelled(tmp_path):
     from vibethinker.data.io import save_problems
 
     ps = _problems()
-    ps[0].claims = [[{"text": "3*4=12", "true": True}, {"text": "3*4=13", "true": False},
-                     {"text": "12-2=10", "true": True}, {"text": "12-2=9", "true": False}]]  # fmt: skip
+    ps[0].claims = [
+        [
+            {"text": "3*4=12", "true": True},
+            {"text": "3*4=13", "true": False},
+            {"text": "12-2=10", "true": True},
+            {"text": "12-2=9", "true": False},
+        ]
+    ]
     save_problems(tmp_path / "p.jsonl", ps)
 
 
@@ -552,8 +563,15 @@ def test_variants_derived_from_a_both_run_equal_direct_runs(tmp_path):
     save_problems(tmp_path / "p.jsonl", _problems())
 
     def phases(how):
-        cfg = ClrConfig(model="fake", data=str(tmp_path / "p.jsonl"), k=4, repeats=1,
-                        claim_verifier=how, claim_eval=0, workers=1)  # fmt: skip
+        cfg = ClrConfig(
+            model="fake",
+            data=str(tmp_path / "p.jsonl"),
+            k=4,
+            repeats=1,
+            claim_verifier=how,
+            claim_eval=0,
+            workers=1,
+        )
         return run_phases(cfg, FakeModel())
 
     _, both, counters, _ = phases("both")

@@ -29,8 +29,15 @@ def world(tmp_path_factory) -> dict[str, str]:
 
 def cfg(world, out, **kw) -> ConstructConfig:
     teacher = {"data": world["train"], "eval": world["eval"], "n_planted": 2, "plant_rate": 0.3}
-    base = dict(seeds=world["train"], out=str(out), teacher_options=teacher, n_samples=4,
-                eval_sets=[world["eval"]], decontam_template_share=0.3, chunk=8)  # fmt: skip
+    base = dict(
+        seeds=world["train"],
+        out=str(out),
+        teacher_options=teacher,
+        n_samples=4,
+        eval_sets=[world["eval"]],
+        decontam_template_share=0.3,
+        chunk=8,
+    )
     base.update(kw)
     return ConstructConfig(**base)
 
@@ -108,13 +115,28 @@ def test_seed_without_supervision(world, tmp_path):
     # pass: a seed that reads as a Problem but has nothing to verify against (an open instruct
     # prompt: no rules) is copied unchanged with its own traces, counted as passed; the math
     # seed without an answer does not read as a Problem at all, so it is still dropped
-    rows.insert(2, {"id": "open-1", "domain": "instruct", "subdomain": "open",
-                    "prompt": "Summarize in one sentence: tea is made from leaves.",
-                    "traces": ["<think>open summary</think>\nTea is brewed from leaves."]})  # fmt: skip
+    rows.insert(
+        2,
+        {
+            "id": "open-1",
+            "domain": "instruct",
+            "subdomain": "open",
+            "prompt": "Summarize in one sentence: tea is made from leaves.",
+            "traces": ["<think>open summary</think>\nTea is brewed from leaves."],
+        },
+    )
     # ... and decontaminated like constructed ones: a copied record quoting an eval item is dropped
     leak = max(load_problems(world["eval"]), key=lambda p: len(p.prompt))
-    rows.insert(3, {"id": "open-leak", "domain": "instruct", "subdomain": "open",
-                    "prompt": "Rewrite this.", "traces": [f"Sure: {leak.prompt}"]})  # fmt: skip
+    rows.insert(
+        3,
+        {
+            "id": "open-leak",
+            "domain": "instruct",
+            "subdomain": "open",
+            "prompt": "Rewrite this.",
+            "traces": [f"Sure: {leak.prompt}"],
+        },
+    )
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
     res = stage.run(cfg(world, tmp_path / "p", seeds=str(bad), on_bad_seed="pass", max_seeds=8))
     funnel = json.loads(Path(res["funnel"]).read_text())
@@ -141,9 +163,13 @@ def test_unreadable_eval_file_is_an_error_before_any_teacher_call(world, tmp_pat
     monkeypatch.setattr(stage, "make_teacher", no_teacher)
     csv = tmp_path / "bench.csv"
     csv.write_text("question,answer\nWhat is 2+2?,4\n")
-    for i, (spec, why) in enumerate([(str(csv), "cannot read it as 'problems'"),
-                                     (str(tmp_path / "missing.jsonl"), "missing.jsonl"),
-                                     (f"gpqa:{csv}", "cannot read it as 'gpqa'")]):  # fmt: skip
+    for i, (spec, why) in enumerate(
+        [
+            (str(csv), "cannot read it as 'problems'"),
+            (str(tmp_path / "missing.jsonl"), "missing.jsonl"),
+            (f"gpqa:{csv}", "cannot read it as 'gpqa'"),
+        ]
+    ):
         out = tmp_path / f"o{i}"
         with pytest.raises(ValueError, match=why):
             stage.run(cfg(world, out, eval_sets=[world["eval"], spec]))
@@ -180,8 +206,15 @@ def test_openai_teacher_against_the_stub_server(world, tmp_path):
         return inner.generate([prompt], 1, params)[0][0].text
 
     with StubOpenAI(hook=hook) as srv:
-        c = cfg(world, tmp_path, teacher="openai", teacher_base_url=srv.base_url,
-                teacher_options={"max_retries": 0}, max_seeds=8, eval_sets=[])  # fmt: skip
+        c = cfg(
+            world,
+            tmp_path,
+            teacher="openai",
+            teacher_base_url=srv.base_url,
+            teacher_options={"max_retries": 0},
+            max_seeds=8,
+            eval_sets=[],
+        )
         out = load_problems(stage.run(c)["train"])
         assert srv.n_requests > 0
     assert out and all(p.traces for p in out)
@@ -198,8 +231,15 @@ def test_server_failing_mid_run_is_a_clear_error_then_resume(world, tmp_path):
     with StubOpenAI(hook=hook) as srv:
         n_first = None
         srv.script = [None] * 10_000
-        stage.run(cfg(world, tmp_path / "probe", teacher_base_url=srv.base_url, max_seeds=8,
-                      **{k: v for k, v in c.items() if k != "max_seeds"}))  # fmt: skip
+        stage.run(
+            cfg(
+                world,
+                tmp_path / "probe",
+                teacher_base_url=srv.base_url,
+                max_seeds=8,
+                **{k: v for k, v in c.items() if k != "max_seeds"},
+            )
+        )
         n_first = srv.n_requests  # requests for one chunk
         srv.script = [None] * (n_first + 2) + [500] * 10_000
         with pytest.raises(SamplerError, match="rerun to resume"):
@@ -247,8 +287,9 @@ def _clean_ids(world, c: ConstructConfig, records) -> set[str]:
     from vibethinker.construct.decontam import EvalIndex
     from vibethinker.construct.evalsets import eval_items
 
-    index = EvalIndex(eval_items(c.eval_sets), c.decontam_n, c.decontam_template_share,
-                      c.decontam_template_min)  # fmt: skip
+    index = EvalIndex(
+        eval_items(c.eval_sets), c.decontam_n, c.decontam_template_share, c.decontam_template_min
+    )
     out = set()
     for p in records:
         if not any(index.hits([p.prompt, *(p.traces or [])])):

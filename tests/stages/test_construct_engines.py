@@ -45,10 +45,19 @@ def setup(tmp_path_factory) -> dict[str, str]:
 
 def hf_cfg(setup, out, **kw) -> ConstructConfig:
     base = dict(
-        seeds=setup["train"], out=str(out), teacher="hf", teacher_model=setup["model"],
-        teacher_options={"device": "cpu", "dtype": "float32"}, max_new_tokens=8, n_samples=2,
-        max_seeds=6, chunk=4, eval_sets=[setup["eval"]], decontam_template_share=0.3, workers=1,
-    )  # fmt: skip
+        seeds=setup["train"],
+        out=str(out),
+        teacher="hf",
+        teacher_model=setup["model"],
+        teacher_options={"device": "cpu", "dtype": "float32"},
+        max_new_tokens=8,
+        n_samples=2,
+        max_seeds=6,
+        chunk=4,
+        eval_sets=[setup["eval"]],
+        decontam_template_share=0.3,
+        workers=1,
+    )
     base.update(kw)
     return ConstructConfig(**base)
 
@@ -136,8 +145,13 @@ def test_openai_teacher_garbage_replies_are_counted(setup, tmp_path):
     """The openai engine against the stub server answering garbage and empty replies (the world
     teacher behind the stub is in tests/stages/test_construct.py)."""
     with StubOpenAI(responses=["{not json at all", "", "VERDICT maybe", "\\boxed{7}"]) as srv:
-        c = hf_cfg(setup, tmp_path, teacher="openai", teacher_base_url=srv.base_url,
-                   teacher_options={"max_retries": 0})  # fmt: skip
+        c = hf_cfg(
+            setup,
+            tmp_path,
+            teacher="openai",
+            teacher_base_url=srv.base_url,
+            teacher_options={"max_retries": 0},
+        )
         res = stage.run(c)
         assert srv.n_requests > 0
     funnel = json.loads(Path(res["funnel"]).read_text())
@@ -154,8 +168,7 @@ def test_vllm_teacher_construct(setup, tmp_path):
     pytest.importorskip("vllm", reason="vllm is not installed (GPU-only extra)")
     if not torch.cuda.is_available():
         pytest.skip("vllm needs a GPU")
-    c = hf_cfg(setup, tmp_path, teacher="vllm",
-               teacher_options={"gpu_memory_utilization": 0.2})  # fmt: skip
+    c = hf_cfg(setup, tmp_path, teacher="vllm", teacher_options={"gpu_memory_utilization": 0.2})
     res = stage.run(c)
     funnel = json.loads(Path(res["funnel"]).read_text())
     out = load_problems(res["train"]) if Path(res["train"]).stat().st_size else []

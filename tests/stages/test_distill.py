@@ -47,24 +47,44 @@ class WorldSampler:
         for pr in prompts:
             p = self.by_prompt[pr]
             pool = list(p.wrong_traces or []) if self.wrong_only else [*p.traces, *p.wrong_traces]
-            out.append([Completion(text=pool[k % len(pool)],
-                                   finish_reason="length" if k == n - 1 else "stop")
-                        for k in range(n)])  # fmt: skip
+            out.append(
+                [
+                    Completion(
+                        text=pool[k % len(pool)], finish_reason="length" if k == n - 1 else "stop"
+                    )
+                    for k in range(n)
+                ]
+            )
         return out
 
 
 @pytest.fixture
 def fake_teachers(monkeypatch, world):
-    monkeypatch.setattr(distill_candidates, "make_teacher_sampler",
-                        lambda cfg, t: WorldSampler(t["data"]))  # fmt: skip
+    monkeypatch.setattr(
+        distill_candidates, "make_teacher_sampler", lambda cfg, t: WorldSampler(t["data"])
+    )
 
 
 def _cfg(world, out: str, **kw) -> distill.DistillConfig:
-    teachers = [{"model": world["model"], "data": world["data"], "domain": d}
-                for d in ("math", "stem")]  # fmt: skip
-    base = dict(teachers=teachers, student=world["model"], out=out, n_samples=N_SAMPLES,
-                max_prompts=0, n_buckets=2, min_tokens=4, epochs=1, global_batch=8,
-                max_steps=2, lr=1e-3, max_len=256, score_tokens=512, device="cpu")  # fmt: skip
+    teachers = [
+        {"model": world["model"], "data": world["data"], "domain": d} for d in ("math", "stem")
+    ]
+    base = dict(
+        teachers=teachers,
+        student=world["model"],
+        out=out,
+        n_samples=N_SAMPLES,
+        max_prompts=0,
+        n_buckets=2,
+        min_tokens=4,
+        epochs=1,
+        global_batch=8,
+        max_steps=2,
+        lr=1e-3,
+        max_len=256,
+        score_tokens=512,
+        device="cpu",
+    )
     base.update(kw)
     return distill.DistillConfig(**base)
 
@@ -104,8 +124,11 @@ def test_batched_s_lp_equals_one_at_a_time(world):
     alone = lp_score.score_samples(model, samples, tok.pad_token_id, "cpu", score_tokens=1)
     assert [v for v, _ in alone] == pytest.approx([v for v, _ in got], abs=1e-5)
     # traces of one prompt share its forward: fewer tokens than the samples hold
-    units = lp_score.plan_units([lp_score.split_sample(s)[0] for s in samples],
-                                [len(lp_score.split_sample(s)[1]) for s in samples], 300)  # fmt: skip
+    units = lp_score.plan_units(
+        [lp_score.split_sample(s)[0] for s in samples],
+        [len(lp_score.split_sample(s)[1]) for s in samples],
+        300,
+    )
     assert len(units) == len(problems) < len(samples)
     # a random model: S_LP near log(vocab) (uniform prediction), well above 0
     assert 0.5 * math.log(len(tok)) < sum(v for v, _ in got) / len(got) < 2 * math.log(len(tok))
@@ -121,8 +144,13 @@ def test_prefix_tree_by_hand():
     assert paths == [[0, 1, 2], [0, 1, 3], [4], [0, 1, 2]]
     # nothing shared: each response in order, one after another (the plain layout)
     tok, parent, depth, end, paths = lp_score.prefix_tree([[7, 8], [9, 7]])
-    assert (tok, parent, depth, end, paths) == ([7, 8, 9, 7], [-1, 0, -1, 2], [1, 2, 1, 2],
-                                                [2, 2, 4, 4], [[0, 1], [2, 3]])  # fmt: skip
+    assert (tok, parent, depth, end, paths) == (
+        [7, 8, 9, 7],
+        [-1, 0, -1, 2],
+        [1, 2, 1, 2],
+        [2, 2, 4, 4],
+        [[0, 1], [2, 3]],
+    )
 
 
 def test_split_sample_needs_a_prompt():
@@ -154,8 +182,15 @@ def test_shared_prefixes_score_exactly(world):
 def test_distill_end_to_end(world, fake_teachers, tmp_path):
     # held-out eval on the first 2 train problems of each domain (the stand-in teachers know
     # only train prompts): each teacher's first sample is a correct world trace -> 1.0
-    cfg = _cfg(world, str(tmp_path / "lp"), eval_data=str(Path(world["data"]) / "train.jsonl"),
-               eval_limit=2, eval_n=1, eval_max_new_tokens=8, eval_baselines=True)  # fmt: skip
+    cfg = _cfg(
+        world,
+        str(tmp_path / "lp"),
+        eval_data=str(Path(world["data"]) / "train.jsonl"),
+        eval_limit=2,
+        eval_n=1,
+        eval_max_new_tokens=8,
+        eval_baselines=True,
+    )
     res = distill.run(cfg)
     out = Path(cfg.out)
     funnel = json.loads((out / "funnel.json").read_text())
@@ -208,8 +243,9 @@ def test_distill_end_to_end(world, fake_teachers, tmp_path):
     assert {p.meta["s_lp"] for p in sel_r} != {p.meta["s_lp"] for p in selected}
 
 
-def test_sample_seed_shares_the_candidates_across_seeds(world, fake_teachers, tmp_path,
-                                                       monkeypatch):  # fmt: skip
+def test_sample_seed_shares_the_candidates_across_seeds(
+    world, fake_teachers, tmp_path, monkeypatch
+):
     out = tmp_path / "s"
     cands, _ = distill_candidates.load_or_build_candidates(
         _cfg(world, str(out), max_prompts=3), out
@@ -217,7 +253,8 @@ def test_sample_seed_shares_the_candidates_across_seeds(world, fake_teachers, tm
     # seed 1 with sample_seed 0: the same pool, read from the cache (the teachers stay idle)
     monkeypatch.setattr(distill_candidates, "make_teacher_sampler", lambda cfg, t: 1 / 0)
     again, _ = distill_candidates.load_or_build_candidates(
-        _cfg(world, str(out), max_prompts=3, seed=1, sample_seed=0), out)  # fmt: skip
+        _cfg(world, str(out), max_prompts=3, seed=1, sample_seed=0), out
+    )
     assert again == cands  # the same records, S_LP and lengths included
     # seed 1 alone: another prompt sample, so the teachers are asked again
     with pytest.raises(ZeroDivisionError):
@@ -227,8 +264,7 @@ def test_sample_seed_shares_the_candidates_across_seeds(world, fake_teachers, tm
 
 
 def test_mix_by_counts_and_max_len(world, fake_teachers, tmp_path):
-    cfg = _cfg(world, str(tmp_path / "c"), counts={"math": 3, "stem": 2}, max_steps=1,
-               max_len=150)  # fmt: skip
+    cfg = _cfg(world, str(tmp_path / "c"), counts={"math": 3, "stem": 2}, max_steps=1, max_len=150)
     res = distill.run(cfg)
     doms = [p.domain for p in load_problems(res["selected"])]
     assert doms.count("math") == 3 and doms.count("stem") == 2
@@ -247,8 +283,10 @@ def test_3b_recipe_distills_the_three_specialists():
     stages = {st.name: st for st, _ in plan(load_recipe(str(root / "recipes/vibethinker-3b.yaml")))}
     cfg = stages["distill"].config
     teachers = {t["domain"]: t["model"] for t in cfg.teachers}
-    assert teachers == {d: f"{stages[n].config.out}/final"
-                        for d, n in (("math", "rl_l2s"), ("code", "rl_code"), ("stem", "rl_stem"))}  # fmt: skip
+    assert teachers == {
+        d: f"{stages[n].config.out}/final"
+        for d, n in (("math", "rl_l2s"), ("code", "rl_code"), ("stem", "rl_stem"))
+    }
     assert cfg.student == f"{stages['probe2'].config.out}/merged"
 
 
@@ -276,8 +314,11 @@ def test_data_without_the_teachers_domain(world, tmp_path, monkeypatch):
 
 def test_selection_that_keeps_nothing(world, monkeypatch, tmp_path):
     # the stem teacher writes only wrong answers: nothing of stem survives verification
-    monkeypatch.setattr(distill_candidates, "make_teacher_sampler",
-                        lambda cfg, t: WorldSampler(t["data"], wrong_only=t["domain"] == "stem"))  # fmt: skip
+    monkeypatch.setattr(
+        distill_candidates,
+        "make_teacher_sampler",
+        lambda cfg, t: WorldSampler(t["data"], wrong_only=t["domain"] == "stem"),
+    )
     cfg = _cfg(world, str(tmp_path / "x"))
     with pytest.raises(ValueError, match=r"domain stem \(teacher .*\) keeps no trace.*correct 0"):
         distill.run(cfg)
@@ -294,9 +335,18 @@ def test_cli_with_the_hf_engine_reports_an_empty_domain(world, tmp_path, capsys)
     from vibethinker.cli import main
 
     teachers = f"[{{model: {world['model']}, data: {world['data']}, domain: math}}]"
-    rc = main(["distill", f"teachers={teachers}", f"student={world['model']}",
-               f"out={tmp_path / 'd'}", "n_samples=2", "max_prompts=3", "max_new_tokens=8",
-               "device=cpu"])  # fmt: skip
+    rc = main(
+        [
+            "distill",
+            f"teachers={teachers}",
+            f"student={world['model']}",
+            f"out={tmp_path / 'd'}",
+            "n_samples=2",
+            "max_prompts=3",
+            "max_new_tokens=8",
+            "device=cpu",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "domain math (teacher" in err and "sampled 6" in err
     assert not (tmp_path / "d" / "sft").exists()
@@ -318,12 +368,30 @@ def test_openai_engine_teachers_each_on_their_server(world, tmp_path):
         return answer
 
     with StubOpenAI(hook=hook(True)) as math_srv, StubOpenAI(hook=hook(False)) as stem_srv:
-        teachers = [{"model": "math-rl", "data": world["data"], "domain": "math",
-                     "base_url": math_srv.base_url},
-                    {"model": "stem-rl", "data": world["data"], "domain": "stem",
-                     "base_url": stem_srv.base_url}]  # fmt: skip
-        cfg = _cfg(world, str(tmp_path / "o"), engine="openai", teachers=teachers,
-                   max_prompts=4, n_samples=2, max_steps=1, on_empty_domain="warn")  # fmt: skip
+        teachers = [
+            {
+                "model": "math-rl",
+                "data": world["data"],
+                "domain": "math",
+                "base_url": math_srv.base_url,
+            },
+            {
+                "model": "stem-rl",
+                "data": world["data"],
+                "domain": "stem",
+                "base_url": stem_srv.base_url,
+            },
+        ]
+        cfg = _cfg(
+            world,
+            str(tmp_path / "o"),
+            engine="openai",
+            teachers=teachers,
+            max_prompts=4,
+            n_samples=2,
+            max_steps=1,
+            on_empty_domain="warn",
+        )
         res = distill.run(cfg)
         assert math_srv.requests and stem_srv.requests
     selected = load_problems(res["selected"])
@@ -336,14 +404,20 @@ def test_selection_filters_that_keep_nothing(world, fake_teachers, tmp_path):
     domain, its teacher and where its traces went; no SFT starts."""
     # a count of 0 for stem: stem's verified traces all go over quota
     cfg = _cfg(world, str(tmp_path / "q"), counts={"math": 3, "stem": 0})
-    with pytest.raises(ValueError, match=r"domain stem \(teacher .*\) keeps no trace.*"
-                       r"correct [1-9]\d*.*over quota [1-9]\d*, kept 0"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"domain stem \(teacher .*\) keeps no trace.*"
+        r"correct [1-9]\d*.*over quota [1-9]\d*, kept 0",
+    ):
         distill.run(cfg)
     assert not (tmp_path / "q" / "sft").exists()
     # every trace shorter than min_tokens: warn cannot rescue an empty mix
     cfg = _cfg(world, str(tmp_path / "q"), min_tokens=10**6, on_empty_domain="warn")
-    with pytest.raises(ValueError, match=r"domain math .*dropped short [1-9]\d*.*domain stem "
-                       r".*nothing to train on"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=r"domain math .*dropped short [1-9]\d*.*domain stem "
+        r".*nothing to train on",
+    ):
         distill.run(cfg)
     assert (
         not (tmp_path / "q" / "sft").exists() and not (tmp_path / "q" / "selected.jsonl").exists()

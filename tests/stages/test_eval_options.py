@@ -17,8 +17,10 @@ def test_default_k_follows_n():
 
 def test_limit_is_balanced_over_domains_and_domains_filter(tmp_path):
     rows = [{"id": f"m{i}", "domain": "math", "prompt": "p", "answer": "1"} for i in range(10)]
-    rows += [{"id": f"s{i}", "domain": "stem", "prompt": "p", "answer": "A", "choices": ["x"]}
-             for i in range(10)]  # fmt: skip
+    rows += [
+        {"id": f"s{i}", "domain": "stem", "prompt": "p", "answer": "A", "choices": ["x"]}
+        for i in range(10)
+    ]
     path = tmp_path / "mixed.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     got = load_eval_problems(EvalConfig(data=str(path), limit=4))
@@ -31,8 +33,11 @@ def test_failure_detail_reaches_eval_samples_only():
     p = Problem("c", "code", "p", tests=[{"input": "1\n", "output": "2\n"}])
     detail = case_detail("1\n", "2\n", "3\n" + "x" * 500, limit=10)
     assert detail.startswith("input '1\\n'; expected '2\\n'; got '3\\nxxxxxxxx'...[+492 chars]")
-    g = Group(p, [Completion("a"), Completion("b")],
-              [Score(0.0, False, "wrong_answer", detail), Score(1.0, True, "ok")])  # fmt: skip
+    g = Group(
+        p,
+        [Completion("a"), Completion("b")],
+        [Score(0.0, False, "wrong_answer", detail), Score(1.0, True, "ok")],
+    )
     res = EvalResult([g], {}, [], 2, [1], SamplingParams(), prompts=["p"])
     rows = res.sample_rows()
     assert rows[0]["detail"] == detail and "detail" not in rows[1]
@@ -58,8 +63,12 @@ def test_passk_axis_ticks_are_the_integer_ks():
 def test_code_wrong_answer_says_which_test():
     from vibethinker.verifiers.code import verify_code
 
-    p = Problem("c", "code", "p", tests=[{"input": "1 2\n", "output": "3\n"},
-                                         {"input": "2 2\n", "output": "4\n"}])  # fmt: skip
+    p = Problem(
+        "c",
+        "code",
+        "p",
+        tests=[{"input": "1 2\n", "output": "3\n"}, {"input": "2 2\n", "output": "4\n"}],
+    )
     s = verify_code(p, "```python\na, b = map(int, input().split())\nprint(a * b + 1)\n```")
     assert (s.reason, s.detail) == ("wrong_answer", "input '2 2\\n'; expected '4\\n'; got '5\\n'")
     assert verify_code(p, "```python\nprint(3)\n```").detail.startswith("input '2 2")
@@ -94,8 +103,11 @@ def test_quick_flag_and_trl_rows_and_a_domain_that_is_not_there(tmp_path, capsys
     path = tmp_path / "q.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     got = load_eval_problems(EvalConfig(data=str(path), domains=["math"]), answer_key="gold")
-    assert [(p.id, p.answer) for p in got] == [("q.jsonl-1", "1"), ("q.jsonl-2", "2"),
-                                               ("q.jsonl-3", "3")]  # fmt: skip
+    assert [(p.id, p.answer) for p in got] == [
+        ("q.jsonl-1", "1"),
+        ("q.jsonl-2", "2"),
+        ("q.jsonl-3", "3"),
+    ]
     mixed = tmp_path / "m.jsonl"
     mixed.write_text(json.dumps({"id": "a", "domain": "math", "prompt": "p", "answer": "1"}))
     assert main(["eval", "--quick", "model=m", f"data={mixed}", "domains=code"]) == 2

@@ -28,8 +28,10 @@ def tiny(tmp_path_factory) -> str:
 
 def test_overlong_samples_are_dropped_by_default_cut_on_request(tiny):
     _, tok = policy.load_policy(tiny, "cpu")
-    pairs = [("what is 1+1?", "<think>1+1=2</think>\\boxed{2}"),
-             ("what is 1+1?", "<think>" + "1+1=2;" * 40 + "</think>\\boxed{2}")]  # fmt: skip
+    pairs = [
+        ("what is 1+1?", "<think>1+1=2</think>\\boxed{2}"),
+        ("what is 1+1?", "<think>" + "1+1=2;" * 40 + "</think>\\boxed{2}"),
+    ]
     short = len(packing.encode_chat(tok, *pairs[0])[0])
     kept = packing.build_samples(pairs, tok, short + 5)
     assert len(kept) == 1 and not kept[0].truncated
@@ -48,14 +50,31 @@ def test_sft_stage_counts_dropped_samples(tiny, tmp_path):
     from vibethinker.stages import get
     from vibethinker.stages.sft import SFTConfig
 
-    probs = [Problem(f"p{i}", "math", f"what is {i}+1?", answer=str(i + 1),
-                     traces=[f"<think>{i}+1={i + 1}</think>\\boxed{{{i + 1}}}",
-                             "<think>" + "1+1=2;" * 60 + "</think>\\boxed{2}"])
-             for i in range(6)]  # fmt: skip
+    probs = [
+        Problem(
+            f"p{i}",
+            "math",
+            f"what is {i}+1?",
+            answer=str(i + 1),
+            traces=[
+                f"<think>{i}+1={i + 1}</think>\\boxed{{{i + 1}}}",
+                "<think>" + "1+1=2;" * 60 + "</think>\\boxed{2}",
+            ],
+        )
+        for i in range(6)
+    ]
     save_problems(tmp_path / "train.jsonl", probs)
-    cfg = SFTConfig(model=tiny, data=str(tmp_path / "train.jsonl"), out=str(tmp_path / "sft"),
-                    epochs=1, global_batch=4, micro_batch=4, max_len=96, prompt_style="raw",
-                    device="cpu")  # fmt: skip
+    cfg = SFTConfig(
+        model=tiny,
+        data=str(tmp_path / "train.jsonl"),
+        out=str(tmp_path / "sft"),
+        epochs=1,
+        global_batch=4,
+        micro_batch=4,
+        max_len=96,
+        prompt_style="raw",
+        device="cpu",
+    )
     get("sft").fn(cfg)
     stats = json.loads((tmp_path / "sft" / "stats.json").read_text())
     assert stats["samples"] == 6 and stats["samples_dropped_overlong"] == 6
@@ -84,8 +103,9 @@ def test_reference_filter_judges_truncation_by_one_rule_and_counts_it():
     from vibethinker.stages.sft import filter_easy_prompts
 
     probs = [Problem("cut", "math", "A", answer="2"), Problem("easy", "math", "B", answer="2")]
-    sampler = Canned({"A": [("\\boxed{2} and then on", "length")] * 4,
-                      "B": [("\\boxed{2}", "stop")] * 4})  # fmt: skip
+    sampler = Canned(
+        {"A": [("\\boxed{2} and then on", "length")] * 4, "B": [("\\boxed{2}", "stop")] * 4}
+    )
     kw = dict(rollouts=4, min_error=0.75, max_new_tokens=8, seed=0, verify=_has_answer)
     kept, counts = filter_easy_prompts(probs, sampler, **kw)  # default: "zero", as rl
     assert [p.id for p in kept] == ["cut"]  # cut rollouts count as errors: looks hard
@@ -98,8 +118,12 @@ def test_rl_filter_follows_the_stage_truncated_reward():
     from vibethinker.stages.rl import filter_prompts
 
     probs = [Problem("a", "math", "A", answer="2"), Problem("b", "math", "B", answer="2")]
-    sampler = Canned({"A": [("\\boxed{2}", "stop"), ("\\boxed{2} ...", "length")],
-                      "B": [("\\boxed{3}", "stop"), ("\\boxed{2}", "stop")]})  # fmt: skip
+    sampler = Canned(
+        {
+            "A": [("\\boxed{2}", "stop"), ("\\boxed{2} ...", "length")],
+            "B": [("\\boxed{3}", "stop"), ("\\boxed{2}", "stop")],
+        }
+    )
     params = None
     kept, c = filter_prompts(probs, sampler, 2, params, lambda p: p.prompt, _has_answer, "zero")
     assert [p.id for p in kept] == ["a", "b"] and c["truncation_decisions"] == 1
@@ -133,10 +157,16 @@ def test_per_domain_n_and_one_notion_of_correct():
     probs = [
         Problem("m", "math", "What is 1+1?", answer="2"),
         Problem("s", "stem", "Pick B", answer="B", choices=["x", "y", "z", "w"]),
-        Problem("i", "instruct", "Write two words",
-                instructions=[{"id": "punctuation:no_comma", "kwargs": {}},
-                              {"id": "change_case:english_lowercase", "kwargs": {}}]),
-    ]  # fmt: skip
+        Problem(
+            "i",
+            "instruct",
+            "Write two words",
+            instructions=[
+                {"id": "punctuation:no_comma", "kwargs": {}},
+                {"id": "change_case:english_lowercase", "kwargs": {}},
+            ],
+        ),
+    ]
     code = Problem("c", "code", "f", tests=[{"input": "", "output": ""}])
     assert samples_per_problem([*probs, code], PAPER_N) == [64, 16, 8, 8]
 
@@ -146,8 +176,10 @@ def test_per_domain_n_and_one_notion_of_correct():
         def generate(self, prompts, n, params):
             self.calls.append(n)
             texts = {"1+1": "\\boxed{2}", "Pick": "\\boxed{B}", "two": "hello, world"}
-            return [[Completion(next(v for k, v in texts.items() if k in p), [5] * 4)] * n
-                    for p in prompts]  # fmt: skip
+            return [
+                [Completion(next(v for k, v in texts.items() if k in p), [5] * 4)] * n
+                for p in prompts
+            ]
 
     rec = Rec()
     res = evaluate(rec, probs, n=PAPER_N, ks=[1, 8, 64], workers=1)

@@ -137,15 +137,25 @@ def test_sft_loss_and_gradients_at_the_real_vocabulary_equal_the_whole_logits_pa
     from vibethinker.train import sft
 
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=151_936, hidden_size=16, intermediate_size=32,
-                      num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                      tie_word_embeddings=False)  # fmt: skip
+    cfg = Qwen2Config(
+        vocab_size=151_936,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        tie_word_embeddings=False,
+    )
     model = Qwen2ForCausalLM(cfg)
     ids = torch.randint(0, cfg.vocab_size, (2, 600))
     labels = ids.clone()
     labels[:, :100] = -100  # a prompt
-    batch = {"input_ids": ids, "labels": labels, "attention_mask": None,
-             "position_ids": torch.arange(600).expand(2, -1)}  # fmt: skip
+    batch = {
+        "input_ids": ids,
+        "labels": labels,
+        "attention_mask": None,
+        "position_ids": torch.arange(600).expand(2, -1),
+    }
     assert chunked.chunk_size(cfg.vocab_size) < 2 * 499  # several chunks
 
     def grads(loss):

@@ -47,8 +47,18 @@ def _pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
 
 
 def _sft_opts(**kw) -> SFTConfig:
-    base = dict(epochs=1, global_batch=8, micro_batch=2, lr=1e-3, final_lr=1e-4,
-                warmup_frac=0.0, max_len=64, pack=True, seed=3, max_steps=2)  # fmt: skip
+    base = dict(
+        epochs=1,
+        global_batch=8,
+        micro_batch=2,
+        lr=1e-3,
+        final_lr=1e-4,
+        warmup_frac=0.0,
+        max_len=64,
+        pack=True,
+        seed=3,
+        max_steps=2,
+    )
     base.update(kw)
     return sft_options(**base)
 
@@ -98,18 +108,39 @@ class Scripted:
 
 
 def boxed_verify(problems, responses):
-    return [Score(float(ok), ok, "ok")
-            for ok in (f"boxed{{{p.answer}}}" in r for p, r in zip(problems, responses))]  # fmt: skip
+    return [
+        Score(float(ok), ok, "ok")
+        for ok in (f"boxed{{{p.answer}}}" in r for p, r in zip(problems, responses))
+    ]
 
 
 def run_rl(model_dir: str, out: str | Path, parallel: str = "auto", **kw) -> dict:
     """Two MGPO steps over scripted rollouts; the metrics rows."""
     model, tok = policy.load_policy(model_dir, "cpu")
-    opts = rl_options(steps=2, prompts_per_step=4, group_size=4, lr=1e-3, final_lr=1e-4,
-                     max_new_tokens=16, seed=1, tis_cap=0.7, micro_batch=3, parallel=parallel,
-                     truncated_reward="verify")  # fmt: skip
-    res = rl.train(model, tok, _problems(), opts, out, prompt_fn=lambda p: p.prompt,
-                   verify=boxed_verify, sampler=Scripted(tok), **kw)  # fmt: skip
+    opts = rl_options(
+        steps=2,
+        prompts_per_step=4,
+        group_size=4,
+        lr=1e-3,
+        final_lr=1e-4,
+        max_new_tokens=16,
+        seed=1,
+        tis_cap=0.7,
+        micro_batch=3,
+        parallel=parallel,
+        truncated_reward="verify",
+    )
+    res = rl.train(
+        model,
+        tok,
+        _problems(),
+        opts,
+        out,
+        prompt_fn=lambda p: p.prompt,
+        verify=boxed_verify,
+        sampler=Scripted(tok),
+        **kw,
+    )
     checkpoints.save_hf(model, tok, Path(out) / "final")
     return {"history": res["history"]}
 
@@ -141,8 +172,17 @@ def _worker(root: str, model_dir: str) -> None:
 def torchrun(*args: str, n: int = 2) -> None:
     """`torchrun --nproc-per-node n` this file as the worker; fails the test on a non-zero exit."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE.parents[2])}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n),
-           "--master-port", str(29500 + os.getpid() % 2000), str(HERE), *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        str(n),
+        "--master-port",
+        str(29500 + os.getpid() % 2000),
+        str(HERE),
+        *args,
+    ]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-6000:]
 
@@ -268,9 +308,18 @@ stages:
 
 def _torchrun_cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE.parents[2])}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-           "--master-port", str(27500 + os.getpid() % 2000), "-m", "vibethinker.cli",
-           *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "2",
+        "--master-port",
+        str(27500 + os.getpid() % 2000),
+        "-m",
+        "vibethinker.cli",
+        *args,
+    ]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -286,7 +335,8 @@ def test_torchrun_vibethinker_run_chains_stages(tmp_path):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-6000:]
     m = json.loads((run / "manifest.json").read_text())["stages"]
     assert {n: r["status"] for n, r in m.items()} == dict.fromkeys(
-        ("data", "model", "sft", "rl", "eval"), "done")  # fmt: skip
+        ("data", "model", "sft", "rl", "eval"), "done"
+    )
     log = (run / "run.log").read_text()
     assert "stage sft (sft): run on 2 processes" in log
     assert "stage rl (rl): run on 2 processes" in log and "stage eval (eval): run\n" in log

@@ -18,8 +18,17 @@ def _run(tiny: str, out, keep_last: int) -> list:
         (f"Compute {i}+1.", f"<think>{i}+1={i + 1}</think>\\boxed{{{i + 1}}}") for i in range(16)
     ]
     samples = packing.build_samples(pairs, tok, 64)
-    opts = sft_options(epochs=1, global_batch=4, micro_batch=2, lr=1e-3, final_lr=1e-4,
-                           max_len=64, save_every=1, keep_last=keep_last, seed=0)  # fmt: skip
+    opts = sft_options(
+        epochs=1,
+        global_batch=4,
+        micro_batch=2,
+        lr=1e-3,
+        final_lr=1e-4,
+        max_len=64,
+        save_every=1,
+        keep_last=keep_last,
+        seed=0,
+    )
     sft.train(model, tok, samples, opts, out)
     return checkpoints.list_checkpoints(out / "checkpoints")
 

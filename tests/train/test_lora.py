@@ -44,9 +44,21 @@ def test_lora_sft_then_one_rl_step(tiny, tmp_path, monkeypatch):  # noqa: F811
     save_problems(data / "train.jsonl", _problems(24, seed=3))
     save_problems(data / "eval.jsonl", _problems(4, seed=4))
     sft = get("sft")
-    cfg = sft.config_cls(model=tiny, data=str(data), out=str(tmp_path / "sft"), max_steps=4,
-                         global_batch=8, micro_batch=4, lr=1e-2, final_lr=1e-3, max_len=128,
-                         save_every=2, device="cpu", lora_r=4, lora_alpha=8)  # fmt: skip
+    cfg = sft.config_cls(
+        model=tiny,
+        data=str(data),
+        out=str(tmp_path / "sft"),
+        max_steps=4,
+        global_batch=8,
+        micro_batch=4,
+        lr=1e-2,
+        final_lr=1e-3,
+        max_len=128,
+        save_every=2,
+        device="cpu",
+        lora_r=4,
+        lora_alpha=8,
+    )
     outs = sft.fn(cfg)
     _check_outputs(tiny, outs["model"])
     ckpts = checkpoints.list_checkpoints(tmp_path / "sft" / "checkpoints")
@@ -73,10 +85,24 @@ def test_lora_sft_then_one_rl_step(tiny, tmp_path, monkeypatch):  # noqa: F811
 
     monkeypatch.setattr(rl_stage, "verify_batch", has_digit)
     rl = get("rl")
-    rcfg = rl.config_cls(model=outs["model"], data=str(data), out=str(tmp_path / "rl"), steps=1,
-                         prompts_per_step=4, group_size=4, max_new_tokens=8, filter_rollouts=0,
-                         lr=1e-2, final_lr=1e-2, temperature=1.5, device="cpu", lora_r=4,
-                         lora_alpha=8, seed=1, truncated_reward="verify")  # fmt: skip
+    rcfg = rl.config_cls(
+        model=outs["model"],
+        data=str(data),
+        out=str(tmp_path / "rl"),
+        steps=1,
+        prompts_per_step=4,
+        group_size=4,
+        max_new_tokens=8,
+        filter_rollouts=0,
+        lr=1e-2,
+        final_lr=1e-2,
+        temperature=1.5,
+        device="cpu",
+        lora_r=4,
+        lora_alpha=8,
+        seed=1,
+        truncated_reward="verify",
+    )
     routs = rl.fn(rcfg)
     (row,) = [__import__("json").loads(x) for x in open(routs["metrics"]).read().splitlines()]
     _check_outputs(outs["model"], routs["model"], trained=row["trained_rows"] > 0)

@@ -22,9 +22,14 @@ torch.set_num_threads(1)
 
 def _tiny_folder(path: Path, seed: int, shard: str | None = None) -> Path:
     cfg = Qwen2Config(
-        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
-    )  # fmt: skip
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(cfg)
     kw = {"max_shard_size": shard} if shard else {}
@@ -133,8 +138,12 @@ def test_shards_dtypes_metadata_and_a_reused_output(tmp_path):
     shards = sorted(p.name for p in out.glob("*.safetensors"))
     assert shards == ["model-00001.safetensors", "model-00002.safetensors"]
     index = json.loads((out / "model.safetensors.index.json").read_text())
-    assert index["weight_map"] == {"w0": shards[0], "w1": shards[0], "w2": shards[1],
-                                   "w3": shards[1]}  # fmt: skip
+    assert index["weight_map"] == {
+        "w0": shards[0],
+        "w1": shards[0],
+        "w2": shards[1],
+        "w3": shards[1],
+    }
     assert index["metadata"]["total_size"] == sum((out / x).stat().st_size for x in shards)
     from safetensors import safe_open
 
@@ -207,14 +216,34 @@ def test_probe_merge_stage_end_to_end(tmp_path):
     train, probe = _problems(40, seed=1), _problems(8, seed=9)
     save_problems(tmp_path / "train.jsonl", train)
     save_problems(tmp_path / "probe.jsonl", probe)
-    tiny = build_tiny_model(tmp_path / "tiny", [p.prompt + t for p in train for t in p.traces],
-                            "d1", 300, 0)  # fmt: skip
-    run_sft(SFTConfig(model=tiny, data=str(tmp_path / "train.jsonl"), out=str(tmp_path / "sft"),
-                      epochs=2, global_batch=16, micro_batch=4, lr=5e-3, final_lr=1e-4,
-                      max_len=128, save_every=5, device="cpu"))  # fmt: skip
-    cfg = ProbeMergeConfig(sft=[str(tmp_path / "sft")], probe=str(tmp_path / "probe.jsonl"),
-                           out=str(tmp_path / "pm"), k=2, n=2, max_new_tokens=24, workers=1,
-                           device="cpu")  # fmt: skip
+    tiny = build_tiny_model(
+        tmp_path / "tiny", [p.prompt + t for p in train for t in p.traces], "d1", 300, 0
+    )
+    run_sft(
+        SFTConfig(
+            model=tiny,
+            data=str(tmp_path / "train.jsonl"),
+            out=str(tmp_path / "sft"),
+            epochs=2,
+            global_batch=16,
+            micro_batch=4,
+            lr=5e-3,
+            final_lr=1e-4,
+            max_len=128,
+            save_every=5,
+            device="cpu",
+        )
+    )
+    cfg = ProbeMergeConfig(
+        sft=[str(tmp_path / "sft")],
+        probe=str(tmp_path / "probe.jsonl"),
+        out=str(tmp_path / "pm"),
+        k=2,
+        n=2,
+        max_new_tokens=24,
+        workers=1,
+        device="cpu",
+    )
     outs = run(cfg)
     res = json.loads(Path(outs["table"]).read_text())
     assert res["groups"] == ["math/algebra", "math/arithmetic"]
@@ -240,21 +269,36 @@ def test_probe_merge_stage_merges_the_specialists(tmp_path, monkeypatch):
     from vibethinker.stages import probe_merge
 
     folders = [_tiny_folder(tmp_path / f"c{i}", seed=i) for i in range(3)]
-    probe = [Problem(id=f"q{i}", domain="math", prompt="1+1", answer="2",
-                     subdomain="algebra" if i % 2 else "arithmetic") for i in range(4)]  # fmt: skip
+    probe = [
+        Problem(
+            id=f"q{i}",
+            domain="math",
+            prompt="1+1",
+            answer="2",
+            subdomain="algebra" if i % 2 else "arithmetic",
+        )
+        for i in range(4)
+    ]
     save_problems(tmp_path / "probe.jsonl", probe)
-    scores = {"c0": {"math/algebra": 0.2, "math/arithmetic": 0.3},
-              "c1": {"math/algebra": 0.9, "math/arithmetic": 0.1},
-              "c2": {"math/algebra": 0.4, "math/arithmetic": 0.8}}  # fmt: skip
+    scores = {
+        "c0": {"math/algebra": 0.2, "math/arithmetic": 0.3},
+        "c1": {"math/algebra": 0.9, "math/arithmetic": 0.1},
+        "c2": {"math/algebra": 0.4, "math/arithmetic": 0.8},
+    }
 
     def fake_probe(folder, groups, cfg, device):
         assert list(groups) == ["math/algebra", "math/arithmetic"]
         return scores.get(Path(folder).name, {"math/algebra": 0.7, "math/arithmetic": 0.7})
 
     monkeypatch.setattr(probe_merge, "probe_model", fake_probe)
-    cfg = probe_merge.ProbeMergeConfig(checkpoints=[str(f) for f in folders],
-                                       probe=str(tmp_path / "probe.jsonl"),
-                                       out=str(tmp_path / "pm"), k=1, n=1, device="cpu")  # fmt: skip
+    cfg = probe_merge.ProbeMergeConfig(
+        checkpoints=[str(f) for f in folders],
+        probe=str(tmp_path / "probe.jsonl"),
+        out=str(tmp_path / "pm"),
+        k=1,
+        n=1,
+        device="cpu",
+    )
     outs = probe_merge.run(cfg)
     res = json.loads(Path(outs["table"]).read_text())
     assert res["specialists"] == {"math/algebra": "c1", "math/arithmetic": "c2"}

@@ -16,8 +16,14 @@ from vibethinker.train.rl_update import frozen_logprobs, token_chunks, update
 from vibethinker.train.rollout import build_batch, packed_inputs, response_logprobs
 from vibethinker.types import Completion
 
-SMALL = dict(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-             num_attention_heads=4, num_key_value_heads=2)  # fmt: skip
+SMALL = dict(
+    vocab_size=97,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+)
 
 
 def _model(arch: str = "llama"):
@@ -25,8 +31,11 @@ def _model(arch: str = "llama"):
     if arch == "gemma2":  # soft-capped logits: the model's own (whole-logits) forward
         from transformers import Gemma2Config, Gemma2ForCausalLM
 
-        return Gemma2ForCausalLM(Gemma2Config(**SMALL, head_dim=8, final_logit_softcapping=2.0,
-                                              attn_implementation="eager"))  # fmt: skip
+        return Gemma2ForCausalLM(
+            Gemma2Config(
+                **SMALL, head_dim=8, final_logit_softcapping=2.0, attn_implementation="eager"
+            )
+        )
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     model = Qwen2ForCausalLM(Qwen2Config(**SMALL, attn_implementation="sdpa"))
@@ -123,8 +132,12 @@ class _Capture(torch.optim.SGD):
         self.grads: dict[str, torch.Tensor] = {}
 
     def step(self, closure=None):
-        self.grads = {self.names[id(p)]: p.grad.clone() for g in self.param_groups
-                      for p in g["params"] if p.grad is not None}  # fmt: skip
+        self.grads = {
+            self.names[id(p)]: p.grad.clone()
+            for g in self.param_groups
+            for p in g["params"]
+            if p.grad is not None
+        }
 
 
 def _opts(**kw) -> RLConfig:
@@ -184,24 +197,44 @@ def test_the_loop_with_a_token_budget_takes_the_padded_loops_first_step(tmp_path
     from vibethinker.train.rl import train
     from vibethinker.types import Problem, Score
 
-    probs = [Problem(f"p{i}", "math", f"Compute {i}+{i % 5}.", answer=str(i + i % 5))
-             for i in range(8)]  # fmt: skip
-    tiny = build_tiny_model(tmp_path / "tiny", [p.prompt + " 12345 ok" for p in probs] * 4,
-                            "d1", 300, 0)  # fmt: skip
+    probs = [
+        Problem(f"p{i}", "math", f"Compute {i}+{i % 5}.", answer=str(i + i % 5)) for i in range(8)
+    ]
+    tiny = build_tiny_model(
+        tmp_path / "tiny", [p.prompt + " 12345 ok" for p in probs] * 4, "d1", 300, 0
+    )
 
     def has_digit(problems, responses):
-        return [Score(float(ok), ok, "ok") for ok in (any(c.isdigit() for c in r)
-                                                      for r in responses)]  # fmt: skip
+        return [
+            Score(float(ok), ok, "ok") for ok in (any(c.isdigit() for c in r) for r in responses)
+        ]
 
     rows = {}
     for tokens in (0, 48):
         model, tok = policy.load_policy(tiny, "cpu")
         ref = copy.deepcopy(model).eval()
-        opts = rl_options(steps=1, prompts_per_step=4, group_size=4, max_new_tokens=12, seed=1,
-                         kl_coef=0.1, mini_batches=2, micro_batch=3, truncated_reward="verify",
-                         max_tokens_per_micro=tokens)  # fmt: skip
-        res = train(model, tok, probs, opts, tmp_path / f"run{tokens}", ref_model=ref,
-                    prompt_fn=lambda p: p.prompt, verify=has_digit)  # fmt: skip
+        opts = rl_options(
+            steps=1,
+            prompts_per_step=4,
+            group_size=4,
+            max_new_tokens=12,
+            seed=1,
+            kl_coef=0.1,
+            mini_batches=2,
+            micro_batch=3,
+            truncated_reward="verify",
+            max_tokens_per_micro=tokens,
+        )
+        res = train(
+            model,
+            tok,
+            probs,
+            opts,
+            tmp_path / f"run{tokens}",
+            ref_model=ref,
+            prompt_fn=lambda p: p.prompt,
+            verify=has_digit,
+        )
         rows[tokens] = res["history"][0]
     a, b = rows[0], rows[48]
     assert a["gen_tokens"] == b["gen_tokens"] and a["trained_rows"] == b["trained_rows"] == 16

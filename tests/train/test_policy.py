@@ -111,9 +111,17 @@ def test_cpu_optimizer_is_fused_and_steps_like_the_default():
 
 def _opts(**kw) -> SFTConfig:
     base = dict(
-        epochs=1, global_batch=8, micro_batch=2, lr=3e-3, final_lr=1e-4, warmup_frac=0.2,
-        max_len=64, pack=True, save_every=0, seed=3,
-    )  # fmt: skip
+        epochs=1,
+        global_batch=8,
+        micro_batch=2,
+        lr=3e-3,
+        final_lr=1e-4,
+        warmup_frac=0.2,
+        max_len=64,
+        pack=True,
+        save_every=0,
+        seed=3,
+    )
     base.update(kw)
     return sft_options(**base)
 

@@ -55,10 +55,14 @@ def test_length_batches_bucketed_or_random():
         b = length_batches(enc, 8, 1, bucket)
         assert sorted(i for x in b for i in x) == list(range(50))  # every pair once
         assert b == length_batches(enc, 8, 1, bucket)  # seeded
-    spread = [max(len(enc[i][1]) for i in x) - min(len(enc[i][1]) for i in x)
-              for x in length_batches(enc, 8, 1)]  # fmt: skip
-    spread_rand = [max(len(enc[i][1]) for i in x) - min(len(enc[i][1]) for i in x)
-                   for x in length_batches(enc, 8, 1, bucket=False)]  # fmt: skip
+    spread = [
+        max(len(enc[i][1]) for i in x) - min(len(enc[i][1]) for i in x)
+        for x in length_batches(enc, 8, 1)
+    ]
+    spread_rand = [
+        max(len(enc[i][1]) for i in x) - min(len(enc[i][1]) for i in x)
+        for x in length_batches(enc, 8, 1, bucket=False)
+    ]
     assert sum(spread) < sum(spread_rand) / 2  # buckets hold pairs of similar length
 
 
@@ -68,8 +72,12 @@ def test_world_preference_pairs(world):
     rule = next(p for p in probs if p.instructions and p.wrong_traces)
     opn = next(p for p in probs if p.subdomain == "open")
     rows_rule, rows_open = preference_pairs(rule, rng), preference_pairs(opn, rng)
-    assert {r["kind"] for r in rows_open} == {"wrong", "ignores_instruction", "truncated",
-                                              "rambling"}  # fmt: skip
+    assert {r["kind"] for r in rows_open} == {
+        "wrong",
+        "ignores_instruction",
+        "truncated",
+        "rambling",
+    }
     assert "ignores_instruction" in {r["kind"] for r in rows_rule}
     for r in rows_rule + rows_open:
         assert r["chosen"] != r["rejected"] and "</think>" not in r["chosen"] + r["rejected"]
@@ -82,9 +90,18 @@ def test_world_preference_pairs(world):
 
 def test_stage_trains_a_head_that_loads_and_ranks(world, tmp_path):
     root, _, model = world
-    cfg = RewardModelConfig(model=str(model), data=str(root), out=str(tmp_path / "rm"),
-                            epochs=3, batch=8, lr=3e-3, final_lr=3e-4, max_len=128,
-                            eval_frac=0.2, device="cpu")  # fmt: skip
+    cfg = RewardModelConfig(
+        model=str(model),
+        data=str(root),
+        out=str(tmp_path / "rm"),
+        epochs=3,
+        batch=8,
+        lr=3e-3,
+        final_lr=3e-4,
+        max_len=128,
+        eval_frac=0.2,
+        device="cpu",
+    )
     out = run_rm(cfg)
     res = json.loads(open(out["eval"]).read())
     hist = [json.loads(x) for x in open(out["metrics"])]
@@ -94,11 +111,15 @@ def test_stage_trains_a_head_that_loads_and_ranks(world, tmp_path):
     assert res["held_out_accuracy"] > 0.6  # truncation / rambling / wrong answers are learnable
     # the folder is a sequence-classification model with its normalisation
     rm = RewardModelRubric(out["model"], batch_size=4)
-    pairs = [("Explain tea in two short sentences.", "Tea is made from leaves. Tea has caffeine."),
-             ("Explain tea in two short sentences.", "Tea is"),
-             ("Rewrite this request politely: Send me the notes on rain.",
-              "Could you please send me the notes on rain? Thank you."),
-             ("Write about cats. Use only lowercase letters.", "cats are small pets. " * 6)]  # fmt: skip
+    pairs = [
+        ("Explain tea in two short sentences.", "Tea is made from leaves. Tea has caffeine."),
+        ("Explain tea in two short sentences.", "Tea is"),
+        (
+            "Rewrite this request politely: Send me the notes on rain.",
+            "Could you please send me the notes on rain? Thank you.",
+        ),
+        ("Write about cats. Use only lowercase letters.", "cats are small pets. " * 6),
+    ]
     batched = rm.logits(pairs)
     single = [rm.logits([p])[0] for p in pairs]
     assert batched == pytest.approx(single, abs=1e-4)  # padding does not change a score
@@ -130,8 +151,11 @@ def test_folder_without_a_classification_head_is_refused(world, tmp_path):
     m.save_pretrained(tmp_path / "cls")
     AutoTokenizer.from_pretrained(model).save_pretrained(tmp_path / "cls")
     sd = load_file(tmp_path / "cls" / "model.safetensors")
-    save_file({k: v for k, v in sd.items() if not k.startswith("score")},
-              tmp_path / "cls" / "model.safetensors", metadata={"format": "pt"})  # fmt: skip
+    save_file(
+        {k: v for k, v in sd.items() if not k.startswith("score")},
+        tmp_path / "cls" / "model.safetensors",
+        metadata={"format": "pt"},
+    )
     with pytest.raises(ValueError, match="weights missing.*score"):
         load_reward_model(tmp_path / "cls")
 
@@ -147,11 +171,25 @@ def test_rl_instruct_stage_uses_the_reward_model_and_logs_metrics_by_source(worl
     rm.config.pad_token_id = 0
     rm.save_pretrained(tmp_path / "rm")
     AutoTokenizer.from_pretrained(model).save_pretrained(tmp_path / "rm")
-    cfg = RLConfig(model=str(model), data=str(root / "train.jsonl"), domain="instruct",
-                   out=str(tmp_path / "rl"), steps=1, prompts_per_step=4, group_size=2,
-                   max_new_tokens=8, filter_rollouts=0, max_prompts=0, lr=1e-4, final_lr=1e-5,
-                   rule_reward="strict", rubric_model=f"hf:{tmp_path / 'rm'}", device="cpu",
-                   verify_workers=1, seed=1)  # fmt: skip
+    cfg = RLConfig(
+        model=str(model),
+        data=str(root / "train.jsonl"),
+        domain="instruct",
+        out=str(tmp_path / "rl"),
+        steps=1,
+        prompts_per_step=4,
+        group_size=2,
+        max_new_tokens=8,
+        filter_rollouts=0,
+        max_prompts=0,
+        lr=1e-4,
+        final_lr=1e-5,
+        rule_reward="strict",
+        rubric_model=f"hf:{tmp_path / 'rm'}",
+        device="cpu",
+        verify_workers=1,
+        seed=1,
+    )
     run_rl(cfg)
     row = json.loads(open(tmp_path / "rl" / "metrics.jsonl").readline())
     assert row["n_rule"] + row["n_open"] == 8
@@ -163,18 +201,32 @@ def test_rl_instruct_stage_uses_the_reward_model_and_logs_metrics_by_source(worl
     assert not (tmp_path / "b" / "metrics.jsonl").exists()
 
 
-@pytest.mark.parametrize("change", [
-    {"rubric_model": "hf:/another/rm"}, {"rubric_threshold": 0.8}, {"rule_reward": "strict"},
-    {"rubric_weight": 0.3}, {"rubric_fail_value": 0.5}, {"rubric_prompt": "rubric2.txt"},
-    {"math_judge": "m@http://x"}])  # fmt: skip
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"rubric_model": "hf:/another/rm"},
+        {"rubric_threshold": 0.8},
+        {"rule_reward": "strict"},
+        {"rubric_weight": 0.3},
+        {"rubric_fail_value": 0.5},
+        {"rubric_prompt": "rubric2.txt"},
+        {"math_judge": "m@http://x"},
+    ],
+)
 def test_rl_filter_cache_is_not_reused_when_a_reward_setting_changes(tmp_path, change):
     from vibethinker.data.io import load_problems
     from vibethinker.stages.rl import training_prompts
     from vibethinker.train.rl_config import RLConfig
 
     save_problems(tmp_path / "train.jsonl", open_problems(3, 6))
-    cfg = RLConfig(model="m", data=str(tmp_path / "train.jsonl"), domain="instruct",
-                   out=str(tmp_path / "rl"), filter_rollouts=0, rubric_model="hf:/rm")  # fmt: skip
+    cfg = RLConfig(
+        model="m",
+        data=str(tmp_path / "train.jsonl"),
+        domain="instruct",
+        out=str(tmp_path / "rl"),
+        filter_rollouts=0,
+        rubric_model="hf:/rm",
+    )
     full, _ = training_prompts(cfg, None, None, None)
     cache = tmp_path / "rl" / "prompts.jsonl"
     cache.write_text(cache.read_text().splitlines()[0] + "\n")  # a recognisably stale cache
@@ -319,9 +371,17 @@ def rss_table() -> str:
 
     lines = ["| pairs per step | micro_batch 2 | one forward |", "|---:|---:|---:|"]
     for pairs in (2, 8, 16, 32):
-        peak = [float(subprocess.run([sys.executable, "-c", _RSS_STEP, str(pairs), str(m)],
-                                     capture_output=True, text=True, check=True).stdout)
-                for m in (2, pairs)]  # fmt: skip
+        peak = [
+            float(
+                subprocess.run(
+                    [sys.executable, "-c", _RSS_STEP, str(pairs), str(m)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
+            for m in (2, pairs)
+        ]
         lines.append(f"| {pairs} | {peak[0]:.0f} | {peak[1]:.0f} |")
     return "\n".join(lines)
 

@@ -21,9 +21,15 @@ from vibethinker.types import Problem, Score
 from vibethinker.verifiers import verify_batch
 from vibethinker.verifiers.rubric import JudgeRubric, RubricResult, load_rubric_prompt
 
-RULE = Problem("r1", "instruct", "Write about tea. Use only lowercase letters. Do not use any "
-               "commas.", instructions=[{"id": "change_case:english_lowercase", "kwargs": {}},
-                                        {"id": "punctuation:no_comma", "kwargs": {}}])  # fmt: skip
+RULE = Problem(
+    "r1",
+    "instruct",
+    "Write about tea. Use only lowercase letters. Do not use any commas.",
+    instructions=[
+        {"id": "change_case:english_lowercase", "kwargs": {}},
+        {"id": "punctuation:no_comma", "kwargs": {}},
+    ],
+)
 OPEN = Problem("o1", "instruct", "Explain tea in two short sentences.", subdomain="open")
 MATH = Problem("m1", "math", "1+1?", answer="2")
 GOOD = '{"helpfulness": 8, "coherence": 8, "instruction_adherence": 6, "redundancy": 10}'
@@ -41,8 +47,12 @@ class FakeRubric:
 
     def score(self, pairs):
         self.calls.append(list(pairs))
-        return [RubricResult(None, "judge_unparsed") if "FAIL" in a
-                else RubricResult(min(len(a.split()) / 10, 1.0), "ok") for _, a in pairs]  # fmt: skip
+        return [
+            RubricResult(None, "judge_unparsed")
+            if "FAIL" in a
+            else RubricResult(min(len(a.split()) / 10, 1.0), "ok")
+            for _, a in pairs
+        ]
 
 
 def test_rule_forms_and_mix():
@@ -67,15 +77,22 @@ def test_rule_prompts_strict_vs_partial_verdict_is_all_held():
 def test_open_prompts_get_the_rubric_and_threshold_defines_correct():
     rub = FakeRubric()
     r = InstructReward(base, rub, rubric_threshold=0.5)
-    resp = ["<think>a</think>\none two three", "<think>a</think>\n" + "w " * 7,
-            "<think>unclosed", "no think block at all here"]  # fmt: skip
+    resp = [
+        "<think>a</think>\none two three",
+        "<think>a</think>\n" + "w " * 7,
+        "<think>unclosed",
+        "no think block at all here",
+    ]
     s = r([OPEN] * 4, resp)
     assert [x.value for x in s] == [pytest.approx(0.3), pytest.approx(0.7), 0.0, 0.6]
     assert [x.correct for x in s] == [False, True, False, True]
     assert s[2].reason == "no_answer"
     # only the answer part is judged; the unanswered response costs no call
-    assert [a for _, a in rub.calls[0]] == ["one two three", ("w " * 7).strip(),
-                                            "no think block at all here"]  # fmt: skip
+    assert [a for _, a in rub.calls[0]] == [
+        "one two three",
+        ("w " * 7).strip(),
+        "no think block at all here",
+    ]
     m = r.metrics()
     assert m["n_open"] == 4 and m["n_rule"] == 0 and m["reward_open"] == pytest.approx(0.4)
     assert m["accuracy_open"] == 0.5 and m["rubric_fail"] == 0
@@ -175,8 +192,14 @@ def test_judge_down_fails_the_stage_start(tmp_path):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cfg = RLConfig(domain="instruct", data="train.jsonl", out=str(tmp_path), judge_retries=0,
-                   judge_timeout_s=1.0, rubric_model=f"openai:m@http://127.0.0.1:{port}/v1")  # fmt: skip
+    cfg = RLConfig(
+        domain="instruct",
+        data="train.jsonl",
+        out=str(tmp_path),
+        judge_retries=0,
+        judge_timeout_s=1.0,
+        rubric_model=f"openai:m@http://127.0.0.1:{port}/v1",
+    )
     with pytest.raises(RuntimeError, match="did not answer a test request"):
         instruct_reward(cfg, base, [RULE, OPEN])
     with pytest.raises(ValueError, match="hf:PATH or openai:MODEL@BASE_URL"):

@@ -94,7 +94,10 @@ class _ScriptedSampler:
         self.patterns = patterns
 
     def generate(self, prompts, n, params):
-        return [[Completion("7" if ok else "x", [1]) for ok in self.patterns[i][:n]] for i in range(len(prompts))]  # fmt: skip
+        return [
+            [Completion("7" if ok else "x", [1]) for ok in self.patterns[i][:n]]
+            for i in range(len(prompts))
+        ]
 
 
 def test_stage_start_filter_drops_p0_and_p1():
@@ -111,9 +114,19 @@ def test_stage_start_filter_drops_p0_and_p1():
 
 
 def _opts(**kw) -> RLConfig:
-    base = dict(steps=4, prompts_per_step=4, group_size=4, lr=3e-3, final_lr=3e-3,
-                max_new_tokens=8, save_every=2, seed=1, advantage="mgpo", lambda_mgpo=1.0,
-                truncated_reward="verify")  # fmt: skip
+    base = dict(
+        steps=4,
+        prompts_per_step=4,
+        group_size=4,
+        lr=3e-3,
+        final_lr=3e-3,
+        max_new_tokens=8,
+        save_every=2,
+        seed=1,
+        advantage="mgpo",
+        lambda_mgpo=1.0,
+        truncated_reward="verify",
+    )
     return rl_options(**{**base, **kw})
 
 
@@ -149,9 +162,22 @@ def test_rl_learns_a_planted_reward(tiny, tmp_path):  # noqa: F811
     acc = [r["accuracy"] for r in res["history"]]
     assert sum(acc[-4:]) / 4 > sum(acc[:4]) / 4 + 0.2, acc
     row = res["history"][-1]
-    for key in ("reward", "mgpo_weight", "frac_p01", "len_correct", "trunc_rate", "entropy", "kl",
-                "clip_frac", "ratio_mean", "engine_kl", "t_generate", "t_verify", "t_logprobs",
-                "t_update"):  # fmt: skip
+    for key in (
+        "reward",
+        "mgpo_weight",
+        "frac_p01",
+        "len_correct",
+        "trunc_rate",
+        "entropy",
+        "kl",
+        "clip_frac",
+        "ratio_mean",
+        "engine_kl",
+        "t_generate",
+        "t_verify",
+        "t_logprobs",
+        "t_update",
+    ):
         assert key in row
     assert abs(row["engine_kl"]) < 1e-4  # the hf engine's logprobs are the trainer's (fp32)
 
@@ -168,9 +194,20 @@ def test_rl_stage_end_to_end(tiny, tmp_path):  # noqa: F811
     save_problems(data / "eval.jsonl", _problems(4))
     spec = get("rl")
     assert spec.resumable
-    cfg = spec.config_cls(model=tiny, data=str(data), out=str(tmp_path / "rl"), steps=2,
-                          prompts_per_step=2, group_size=2, max_new_tokens=6, filter_rollouts=0,
-                          eval_every=1, eval_n=1, device="cpu", lr=1e-4)  # fmt: skip
+    cfg = spec.config_cls(
+        model=tiny,
+        data=str(data),
+        out=str(tmp_path / "rl"),
+        steps=2,
+        prompts_per_step=2,
+        group_size=2,
+        max_new_tokens=6,
+        filter_rollouts=0,
+        eval_every=1,
+        eval_n=1,
+        device="cpu",
+        lr=1e-4,
+    )
     outs = spec.fn(cfg)
     from transformers import AutoModelForCausalLM
 
@@ -238,8 +275,12 @@ def test_compute_advantages_all_correct_std_only_under_long2short():
     from vibethinker.train.rollout import Scored
 
     correct = torch.ones(1, 4, dtype=torch.bool)
-    sc = Scored(rewards=torch.ones(1, 4), correct=correct,
-                lengths=torch.tensor([[10, 20, 30, 40]]), truncated=torch.zeros(1, 4, dtype=torch.bool))  # fmt: skip
+    sc = Scored(
+        rewards=torch.ones(1, 4),
+        correct=correct,
+        lengths=torch.tensor([[10, 20, 30, 40]]),
+        truncated=torch.zeros(1, 4, dtype=torch.bool),
+    )
     small = compute_advantages(sc, rl_options(long2short=True, l2s_lambda=0.2))[0]
     assert small.abs().max().item() == pytest.approx(0.2 * 0.5, rel=1e-4)  # MGPO weight 0.5
     literal = compute_advantages(

@@ -26,8 +26,10 @@ from vibethinker.types import Score
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> str:
-    texts = [f"{p.prompt} <think>7+{i}={7 + i}</think>\\boxed{{{7 + i}}}"
-             for i, p in enumerate(_problems(40))]  # fmt: skip
+    texts = [
+        f"{p.prompt} <think>7+{i}={7 + i}</think>\\boxed{{{7 + i}}}"
+        for i, p in enumerate(_problems(40))
+    ]
     return build_tiny_model(tmp_path_factory.mktemp("tiny"), texts, "d1", 300, 0)
 
 
@@ -39,9 +41,16 @@ def _sgd_loop(model, tok, opts, lr):
     """The pieces of rl.Loop that logprob_inputs / update_all use, with plain SGD (a parameter's
     change is then -lr * its gradient) and no LR schedule."""
     sampler = make_sampler("hf", model=model, tokenizer=tok)
-    return SimpleNamespace(model=model, tokenizer=tok, sampler=sampler, opts=opts,
-                           prompt_fn=lambda p: p.prompt, ref_model=None,
-                           optimizer=torch.optim.SGD(model.parameters(), lr=lr), scheduler=None)  # fmt: skip
+    return SimpleNamespace(
+        model=model,
+        tokenizer=tok,
+        sampler=sampler,
+        opts=opts,
+        prompt_fn=lambda p: p.prompt,
+        ref_model=None,
+        optimizer=torch.optim.SGD(model.parameters(), lr=lr),
+        scheduler=None,
+    )
 
 
 def _groups(lp, n_prompts=3, g=4, seed=0):
@@ -148,8 +157,9 @@ def test_loop_advantages_match_the_reference(tiny, tmp_path, monkeypatch, kw):
     lam = 0.0 if kw["advantage"] == "grpo" else kw["lambda_mgpo"]
     any_weighted = False
     for (sc, adv, w), row in zip(seen, res["history"]):
-        want_adv, want_w = advantages(sc.rewards.tolist(), sc.correct.tolist(), lam,
-                                      std_scale=kw.get("std_scale", True))  # fmt: skip
+        want_adv, want_w = advantages(
+            sc.rewards.tolist(), sc.correct.tolist(), lam, std_scale=kw.get("std_scale", True)
+        )
         assert w.tolist() == pytest.approx(want_w, abs=1e-6)
         assert adv.tolist() == [pytest.approx(a, abs=1e-5) for a in want_adv]
         assert row["mgpo_weight"] == pytest.approx(sum(want_w) / len(want_w), abs=1e-6)
@@ -176,8 +186,11 @@ class _VariedLengths:
             cut = []
             for j, c in enumerate(group):
                 k = min(len(c.token_ids), 1 + (3 * j) % 7)
-                cut.append(Completion(self.inner.decode(c.token_ids[:k]), c.token_ids[:k],
-                                      c.logprobs[:k], "stop"))  # fmt: skip
+                cut.append(
+                    Completion(
+                        self.inner.decode(c.token_ids[:k]), c.token_ids[:k], c.logprobs[:k], "stop"
+                    )
+                )
             out.append(cut)
         return out
 
@@ -193,8 +206,9 @@ def test_long2short_through_the_loop(tiny, tmp_path, monkeypatch):
     res = train(model, tok, _problems(), opts, tmp_path / "l2s", verify=always)
     spread = 0
     for sc, adv, _ in seen:
-        for r, c, n, a in zip(sc.rewards.tolist(), sc.correct.tolist(), sc.lengths.tolist(),
-                              adv.tolist()):  # fmt: skip
+        for r, c, n, a in zip(
+            sc.rewards.tolist(), sc.correct.tolist(), sc.lengths.tolist(), adv.tolist()
+        ):
             shifted = long2short_rewards(r, c, n, 0.2)
             # all-correct groups are centred, not divided by their std (l2s_all_correct_std)
             ref = advantages([shifted], [c], 0.0, std_scale=not all(c))[0][0]
@@ -205,8 +219,14 @@ def test_long2short_through_the_loop(tiny, tmp_path, monkeypatch):
                 assert a[shortest] > 0 > a[longest]
     assert spread > 0 and sum(r["trained_rows"] for r in res["history"]) > 0
     model2, _ = policy.load_policy(tiny, "cpu")
-    plain = train(model2, tok, _problems(), _opts(advantage="grpo", group_size=6),
-                  tmp_path / "plain", verify=always)  # fmt: skip
+    plain = train(
+        model2,
+        tok,
+        _problems(),
+        _opts(advantage="grpo", group_size=6),
+        tmp_path / "plain",
+        verify=always,
+    )
     assert sum(r["trained_rows"] for r in plain["history"]) == 0
 
 
@@ -215,8 +235,15 @@ def test_reference_model_and_kl_through_the_loop(tiny, tmp_path):
     > 0 against another model; with kl_coef every row trains (the KL term has a gradient)."""
     model, tok = policy.load_policy(tiny, "cpu")
     ref = copy.deepcopy(model).eval()
-    res = train(model, tok, _problems(), _opts(kl_coef=0.1), tmp_path / "kl", ref_model=ref,
-                verify=has_digit)  # fmt: skip
+    res = train(
+        model,
+        tok,
+        _problems(),
+        _opts(kl_coef=0.1),
+        tmp_path / "kl",
+        ref_model=ref,
+        verify=has_digit,
+    )
     h = res["history"]
     assert h[0]["kl"] == pytest.approx(0.0, abs=1e-7) and h[1]["kl"] > 1e-6
     assert [r["trained_rows"] for r in h] == [16, 16]
@@ -225,8 +252,15 @@ def test_reference_model_and_kl_through_the_loop(tiny, tmp_path):
     with torch.no_grad():
         for p in other.parameters():
             p.add_(0.05 * torch.randn_like(p))
-    res = train(model2, tok, _problems(), _opts(kl_coef=0.0), tmp_path / "kl_other",
-                ref_model=other, verify=has_digit)  # fmt: skip
+    res = train(
+        model2,
+        tok,
+        _problems(),
+        _opts(kl_coef=0.0),
+        tmp_path / "kl_other",
+        ref_model=other,
+        verify=has_digit,
+    )
     assert res["history"][0]["kl"] > 1e-4
     assert res["history"][0]["trained_rows"] < 16  # no KL gradient: zero-advantage rows skipped
 
@@ -238,8 +272,9 @@ def test_tis_weights_and_cap_through_the_loop(tiny, tmp_path):
     for cap in (0.0, 0.5, 2.0):
         model, tok = policy.load_policy(tiny, "cpu")
         opts = _opts(tis_cap=cap, steps=1)
-        out[cap] = train(model, tok, _problems(), opts, tmp_path / f"tis{cap}",
-                         verify=has_digit)["history"][0]  # fmt: skip
+        out[cap] = train(model, tok, _problems(), opts, tmp_path / f"tis{cap}", verify=has_digit)[
+            "history"
+        ][0]
     assert out[0.0]["trained_rows"] > 0 and abs(out[0.0]["engine_kl"]) < 1e-5
     assert out[0.5]["tis_capped_frac"] == 1.0 and out[0.5]["tis_mean"] == pytest.approx(0.5)
     assert out[2.0]["tis_capped_frac"] == 0.0 and out[2.0]["tis_mean"] == pytest.approx(1.0, 1e-4)
@@ -269,8 +304,14 @@ def test_resume_refuses_changed_options(tiny, tmp_path):
             opts = _opts(**{"steps": 3, **changed})
             train(m, tok, _problems(), opts, tmp_path / "r", verify=has_digit)
     m, _ = policy.load_policy(tiny, "cpu")
-    res = train(m, tok, _problems(), _opts(steps=3, save_every=1, max_seconds=3600.0),
-                tmp_path / "r", verify=has_digit)  # fmt: skip
+    res = train(
+        m,
+        tok,
+        _problems(),
+        _opts(steps=3, save_every=1, max_seconds=3600.0),
+        tmp_path / "r",
+        verify=has_digit,
+    )
     assert res["resumed_at"] == 1 and res["steps_done"] == 3
 
 

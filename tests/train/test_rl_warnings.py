@@ -15,14 +15,19 @@ from vibethinker.types import Score
 
 
 def _row(step: int, trained: int, p0: float, p1: float) -> dict:
-    return {"step": step, "trained_rows": trained, "frac_p0": p0, "frac_p1": p1,
-            "frac_p01": p0 + p1, "trunc_rate": 0.0}  # fmt: skip
+    return {
+        "step": step,
+        "trained_rows": trained,
+        "frac_p0": p0,
+        "frac_p1": p1,
+        "frac_p01": p0 + p1,
+        "trunc_rate": 0.0,
+    }
 
 
 def test_filter_leaving_a_handful_of_prompts_warns():
     cfg = RLConfig(prompts_per_step=8)
-    counts = {"prompts_in": 48, "dropped_p0": 44, "dropped_p1": 2, "prompts_out": 2,
-              "rollouts": 4}  # fmt: skip
+    counts = {"prompts_in": 48, "dropped_p0": 44, "dropped_p1": 2, "prompts_out": 2, "rollouts": 4}
     (w,) = learning_warnings(cfg, counts, [_row(1, 16, 0.2, 0.1)])
     assert "kept only 2 of 48 prompts" in w and "stronger starting model" in w
     assert learning_warnings(cfg, {**counts, "prompts_out": 40}, [_row(1, 16, 0.2, 0.1)]) == []
@@ -42,8 +47,9 @@ def test_rl_on_solved_prompts_reports_it_in_the_summary(tiny, tmp_path):  # noqa
     """Degenerate groups (4-token responses are all cut, and a cut response scores 0: p = 0 in
     every group): the loop trains no row, and the summary says RL learned nothing."""
     model, tok = policy.load_policy(tiny, "cpu")
-    opts = rl_options(steps=2, prompts_per_step=4, group_size=2, max_new_tokens=4, eval_every=2,
-                     eval_n=2)  # fmt: skip
+    opts = rl_options(
+        steps=2, prompts_per_step=4, group_size=2, max_new_tokens=4, eval_every=2, eval_n=2
+    )
 
     def always(problems, responses):
         return [Score(1.0, True, "ok") for _ in responses]
@@ -94,8 +100,17 @@ def test_filter_keeping_nothing_stops_or_passes_the_model_through(tiny, tmp_path
 
     monkeypatch.setattr(rl_stage, "verify_batch", never)
     rl = get("rl")
-    base = dict(model=tiny, data=str(data), steps=1, prompts_per_step=2, group_size=2,
-                max_new_tokens=4, filter_rollouts=2, device="cpu", eval_every=0)  # fmt: skip
+    base = dict(
+        model=tiny,
+        data=str(data),
+        steps=1,
+        prompts_per_step=2,
+        group_size=2,
+        max_new_tokens=4,
+        filter_rollouts=2,
+        device="cpu",
+        eval_every=0,
+    )
     with pytest.raises(ValueError, match="left no prompt.*on_empty_filter=skip"):
         rl.fn(rl.config_cls(**base, out=str(tmp_path / "a")))
     outs = rl.fn(rl.config_cls(**base, out=str(tmp_path / "b"), on_empty_filter="skip"))

@@ -8,8 +8,14 @@ from vibethinker.train.rollout import build_batch, response_logprobs
 from vibethinker.train.sft import backbone_and_head
 from vibethinker.types import Completion
 
-SMALL = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-             num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+SMALL = dict(
+    vocab_size=64,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+)
 # rows of different prompt and response lengths: the long-prompt row's short response makes
 # its predicting positions run past the padded width (the index is clamped there)
 PROMPTS = [[3, 4, 5, 6, 7, 8, 9], [10, 11], [12, 13, 14]]
@@ -21,8 +27,11 @@ def _model(arch: str):
     if arch == "gemma2":  # soft-capped logits: the model's own forward, not the shortcut
         from transformers import Gemma2Config, Gemma2ForCausalLM
 
-        model = Gemma2ForCausalLM(Gemma2Config(**SMALL, head_dim=16, final_logit_softcapping=2.0,
-                                               attn_implementation="eager"))  # fmt: skip
+        model = Gemma2ForCausalLM(
+            Gemma2Config(
+                **SMALL, head_dim=16, final_logit_softcapping=2.0, attn_implementation="eager"
+            )
+        )
         with torch.no_grad():
             model.lm_head.weight.mul_(50.0)  # logits well past the cap, so capping matters
         assert backbone_and_head(model) is None

@@ -94,10 +94,12 @@ def test_packed_loss_equals_unpacked_loss(model_tok):
     rows = [[0, 1, 2], [3, 4], [5, 6, 7]]
     with torch.no_grad():
         packed, n_packed = sft.token_loss_sum(model, packing.collate(samples, rows, 0, True))
-        single = [sft.token_loss_sum(model, packing.collate(samples, [[i]], 0, False))
-                  for i in range(8)]  # fmt: skip
-        padded, _ = sft.token_loss_sum(model, packing.collate(samples, [[i] for i in range(8)],
-                                                              0, False))  # fmt: skip
+        single = [
+            sft.token_loss_sum(model, packing.collate(samples, [[i]], 0, False)) for i in range(8)
+        ]
+        padded, _ = sft.token_loss_sum(
+            model, packing.collate(samples, [[i] for i in range(8)], 0, False)
+        )
     assert n_packed == sum(n for _, n in single)
     ref = sum(float(x) for x, _ in single)
     assert float(packed) == pytest.approx(ref, rel=1e-5)
@@ -118,11 +120,16 @@ def test_token_loss_is_the_models_own_next_token_loss(model_tok, monkeypatch):
     Catches a wrong shift (hidden[:, 1:]) or a wrong target that the packing tests cannot see."""
     model, tok = model_tok
     pairs = [(p.prompt, t) for p in _problems(3, seed=7) for t in p.traces]
-    batch = packing.collate(packing.build_samples(pairs, tok, 256), [[i] for i in range(6)],
-                            0, False)  # fmt: skip
+    batch = packing.collate(
+        packing.build_samples(pairs, tok, 256), [[i] for i in range(6)], 0, False
+    )
     with torch.no_grad():
-        ref = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                    position_ids=batch["position_ids"], labels=batch["labels"]).loss  # fmt: skip
+        ref = model(
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            position_ids=batch["position_ids"],
+            labels=batch["labels"],
+        ).loss
         fast, n = sft.token_loss_sum(model, batch)
         monkeypatch.setattr(sft, "backbone_and_head", lambda m: None)
         full, n_full = sft.token_loss_sum(model, batch)
@@ -136,26 +143,40 @@ def test_token_loss_with_a_head_that_is_more_than_a_matmul(arch):
     """Gemma-2 soft-caps its logits, Cohere scales them: the hidden-state shortcut would skip
     that, so the loss must come from the model's own forward and equal `model(labels=...).loss`."""
     torch.manual_seed(0)
-    small = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                 num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+    small = dict(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+    )
     if arch == "gemma2":
         from transformers import Gemma2Config, Gemma2ForCausalLM
 
-        model = Gemma2ForCausalLM(Gemma2Config(**small, head_dim=16, final_logit_softcapping=2.0,
-                                               attn_implementation="eager")).eval()  # fmt: skip
+        model = Gemma2ForCausalLM(
+            Gemma2Config(
+                **small, head_dim=16, final_logit_softcapping=2.0, attn_implementation="eager"
+            )
+        ).eval()
     else:
         from transformers import CohereConfig, CohereForCausalLM
 
-        model = CohereForCausalLM(CohereConfig(**small, logit_scale=0.5, bos_token_id=0, eos_token_id=1,
-                                               pad_token_id=0)).eval()  # fmt: skip
+        model = CohereForCausalLM(
+            CohereConfig(**small, logit_scale=0.5, bos_token_id=0, eos_token_id=1, pad_token_id=0)
+        ).eval()
     with torch.no_grad():
         model.lm_head.weight.mul_(50.0)  # logits well past the cap, so capping matters
     assert sft.backbone_and_head(model) is None
     ids = torch.randint(0, 64, (2, 12))
     labels = ids.clone()
     labels[:, :5] = packing.IGNORE
-    batch = {"input_ids": ids, "labels": labels, "attention_mask": torch.ones_like(ids),
-             "position_ids": torch.arange(12).expand(2, -1)}  # fmt: skip
+    batch = {
+        "input_ids": ids,
+        "labels": labels,
+        "attention_mask": torch.ones_like(ids),
+        "position_ids": torch.arange(12).expand(2, -1),
+    }
     with torch.no_grad():
         ref = model(input_ids=ids, labels=labels).loss
         got, n = sft.token_loss_sum(model, batch)
@@ -175,8 +196,13 @@ def test_train_step_with_one_trained_token(model_tok):
     ids = torch.tensor([[5, 9, 12, 7, 3]])
     labels = torch.full_like(ids, packing.IGNORE)
     labels[0, 3] = 7
-    batch = {"input_ids": ids, "labels": labels, "attention_mask": torch.ones_like(ids),
-             "position_ids": torch.arange(5)[None], "n_tokens": 5}  # fmt: skip
+    batch = {
+        "input_ids": ids,
+        "labels": labels,
+        "attention_mask": torch.ones_like(ids),
+        "position_ids": torch.arange(5)[None],
+        "n_tokens": 5,
+    }
     with torch.no_grad():
         want = -torch.log_softmax(model(ids).logits[0, 2].float(), -1)[7]
     loss, n_loss, n_tok = sft.train_step(model, [batch], "cpu")
@@ -199,8 +225,12 @@ def test_train_step_gradient_is_the_whole_batch_token_mean(model_tok):
     samples = packing.build_samples(pairs, tok, 256)
     whole = packing.collate(samples, [[i] for i in range(6)], 0, False)
     model.zero_grad()
-    ref = model(input_ids=whole["input_ids"], attention_mask=whole["attention_mask"],
-                position_ids=whole["position_ids"], labels=whole["labels"]).loss  # fmt: skip
+    ref = model(
+        input_ids=whole["input_ids"],
+        attention_mask=whole["attention_mask"],
+        position_ids=whole["position_ids"],
+        labels=whole["labels"],
+    ).loss
     ref.backward()
     g_ref = model.get_output_embeddings().weight.grad.clone()
     model.zero_grad()
@@ -219,8 +249,17 @@ def test_packed_and_unpacked_training_take_the_same_steps(tiny, tmp_path):  # no
         model, tok = policy.load_policy(tiny, "cpu")
         pairs = [(p.prompt, t) for p in _problems(12, seed=2) for t in p.traces]
         samples = packing.build_samples(pairs, tok, 128)
-        opts = sft_options(epochs=1, global_batch=8, micro_batch=2, lr=3e-3, final_lr=1e-4,
-                               warmup_frac=0.0, max_len=128, pack=pack, seed=0)  # fmt: skip
+        opts = sft_options(
+            epochs=1,
+            global_batch=8,
+            micro_batch=2,
+            lr=3e-3,
+            final_lr=1e-4,
+            warmup_frac=0.0,
+            max_len=128,
+            pack=pack,
+            seed=0,
+        )
         sft.train(model, tok, samples, opts, out)
         return model.state_dict()
 
@@ -254,8 +293,7 @@ class _FakeSampler:
 
     def generate(self, prompts, n, params):
         self.prompts = prompts
-        return [[Completion(text="ok" if j < r else "bad") for j in range(n)]
-                for r in self.right]  # fmt: skip
+        return [[Completion(text="ok" if j < r else "bad") for j in range(n)] for r in self.right]
 
 
 def test_filter_easy_prompts_keeps_high_error_prompts():
@@ -284,9 +322,20 @@ def test_sft_stage_outputs_and_filters(tiny, tmp_path):  # noqa: F811
 
     data = tmp_path / "train.jsonl"
     save_problems(data, _problems(40, seed=3))
-    cfg = SFTConfig(model=tiny, data=str(data), out=str(tmp_path / "sft"), epochs=2,
-                    global_batch=16, micro_batch=4, lr=3e-3, final_lr=1e-4, max_len=128,
-                    save_every=3, min_trace_tokens=20, device="cpu")  # fmt: skip
+    cfg = SFTConfig(
+        model=tiny,
+        data=str(data),
+        out=str(tmp_path / "sft"),
+        epochs=2,
+        global_batch=16,
+        micro_batch=4,
+        lr=3e-3,
+        final_lr=1e-4,
+        max_len=128,
+        save_every=3,
+        min_trace_tokens=20,
+        device="cpu",
+    )
     outs = run(cfg)
     out = tmp_path / "sft"
     AutoModelForCausalLM.from_pretrained(outs["model"])

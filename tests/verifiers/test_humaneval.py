@@ -67,8 +67,13 @@ def test_prompt_code_found_in_the_wrapped_prompt_without_meta(problems):
     # code block: the trusted code (helpers such as poly) is still found, so no test name is
     # left to come from the submission
     for p in from_humaneval(list(problems.values())):
-        bare = Problem(id=p.id, domain="code", prompt=p.prompt, test_code=p.test_code,
-                       entry_point=p.entry_point)  # fmt: skip
+        bare = Problem(
+            id=p.id,
+            domain="code",
+            prompt=p.prompt,
+            test_code=p.test_code,
+            entry_point=p.entry_point,
+        )
         assert trusted_prompt(bare) == p.meta["code_prompt"], p.id
         assert missing_names(trusted_prompt(bare), str(p.test_code), str(p.entry_point)) == ()
     # as prose, the three problems whose tests call a prompt helper are refused
@@ -79,6 +84,6 @@ def test_prompt_code_found_in_the_wrapped_prompt_without_meta(problems):
             trusted_prompt(Problem(id="x", domain="code", prompt="Solve.")),
             p["test"],
             p["entry_point"],
-        )  # fmt: skip
+        )
     }
     assert refused == {"HumanEval/32", "HumanEval/38", "HumanEval/50"}

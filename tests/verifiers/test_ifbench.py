@@ -22,15 +22,61 @@ from vibethinker.verifiers.instruct import validate_instructions, verify_instruc
 ROOT = Path(__file__).resolve().parents[2]
 
 AFRICA = [
-    "Zimbabwe", "Zambia", "Uganda", "Tunisia", "Togo", "Tanzania", "Sudan", "South Sudan",
-    "South Africa", "Somalia", "Sierra Leone", "Seychelles", "Senegal", "São Tomé and Príncipe",
-    "Rwanda", "Nigeria", "Niger", "Namibia", "Mozambique", "Morocco", "Mauritius", "Mauritania",
-    "Mali", "Malawi", "Madagascar", "Libya", "Liberia", "Lesotho", "Kenya", "Guinea-Bissau",
-    "Guinea", "Ghana", "Gambia", "Gabon", "Ethiopia", "Eswatini", "Eritrea", "Equatorial Guinea",
-    "Egypt", "Djibouti", "DR Congo", "Côte d'Ivoire", "Congo", "Comoros", "Chad",
-    "Central African Republic", "Cameroon", "Cabo Verde", "Burundi", "Burkina Faso", "Botswana",
-    "Benin", "Angola", "Algeria",
-]  # fmt: skip
+    "Zimbabwe",
+    "Zambia",
+    "Uganda",
+    "Tunisia",
+    "Togo",
+    "Tanzania",
+    "Sudan",
+    "South Sudan",
+    "South Africa",
+    "Somalia",
+    "Sierra Leone",
+    "Seychelles",
+    "Senegal",
+    "São Tomé and Príncipe",
+    "Rwanda",
+    "Nigeria",
+    "Niger",
+    "Namibia",
+    "Mozambique",
+    "Morocco",
+    "Mauritius",
+    "Mauritania",
+    "Mali",
+    "Malawi",
+    "Madagascar",
+    "Libya",
+    "Liberia",
+    "Lesotho",
+    "Kenya",
+    "Guinea-Bissau",
+    "Guinea",
+    "Ghana",
+    "Gambia",
+    "Gabon",
+    "Ethiopia",
+    "Eswatini",
+    "Eritrea",
+    "Equatorial Guinea",
+    "Egypt",
+    "Djibouti",
+    "DR Congo",
+    "Côte d'Ivoire",
+    "Congo",
+    "Comoros",
+    "Chad",
+    "Central African Republic",
+    "Cameroon",
+    "Cabo Verde",
+    "Burundi",
+    "Burkina Faso",
+    "Botswana",
+    "Benin",
+    "Angola",
+    "Algeria",
+]
 CAPITALS = (
     "Reykjavík, Helsinki, Oslo, Tallinn, Stockholm, Riga, Moscow, Copenhagen, Vilnius, Minsk, "
     "Dublin, Berlin, Amsterdam, Warsaw, London, Brussels, Prague, Luxembourg, Paris, Vienna, "
@@ -238,8 +284,18 @@ def test_sentence_splitter_matches_reference_examples():
 
 def test_treebank_tokens():
     assert treebank_tokens('"Don\'t," she said (quietly).') == [
-        "``", "Do", "n't", ",", "''", "she", "said", "(", "quietly", ")", ".",
-    ]  # fmt: skip
+        "``",
+        "Do",
+        "n't",
+        ",",
+        "''",
+        "she",
+        "said",
+        "(",
+        "quietly",
+        ")",
+        ".",
+    ]
     assert treebank_tokens("I cannot go.") == ["I", "can", "not", "go", "."]
 
 

@@ -394,8 +394,12 @@ def test_reference_corpus_agreement_per_id():
     assert wrong == {}
     ids = {r["id"] for r in REFERENCE}
     assert IFEVAL_IDS <= ids
-    for iid in ("length_constraints:number_sentences", "change_case:capital_word_frequency",
-                "language:response_language", "change_case:english_lowercase"):  # fmt: skip
+    for iid in (
+        "length_constraints:number_sentences",
+        "change_case:capital_word_frequency",
+        "language:response_language",
+        "change_case:english_lowercase",
+    ):
         assert {r["expected"] for r in REFERENCE if r["id"] == iid} == {True, False}
 
 

@@ -354,8 +354,12 @@ def test_math_judge_second_opinion_only_where_rules_fail(stub_openai, tmp_path):
     body = stub_openai.requests[0]["body"]
     assert "<think>" not in body["messages"][1]["content"]  # the boxed answer only
     assert stats.as_dict() == {
-        "math_verdicts": 5, "consulted": 2, "overturned": 1, "errors": 0, "share": 0.2,
-    }  # fmt: skip
+        "math_verdicts": 5,
+        "consulted": 2,
+        "overturned": 1,
+        "errors": 0,
+        "share": 0.2,
+    }
     # cached: the same (problem, answer) again costs no request, also from the file
     second_opinion(problems, responses, scores, judge, stats)
     again = make_math_judge(f"judge-m@{stub_openai.base_url}", str(tmp_path / "c.json"))

@@ -216,7 +216,7 @@ def test_parser_bombs_screened(bomb):
         r"2^{2^{n}}",
         r"e^{\pi^2}",
         r"2^{10} \cdot 3^{5}",
-    ],  # fmt: skip
+    ],
 )
 def test_ordinary_answers_pass_the_screen(ok):
     assert screen(ok) is None
@@ -391,9 +391,40 @@ def test_answer_forms_never_raise_on_random_strings():
 
     from vibethinker.verifiers import math_forms as forms
 
-    atoms = ["{", "}", "(", ")", "[", "]", "\\{", "\\}", ",", "=", "\\pm", "\\text{ and }",
-             " or ", "x", "AB", "1", "0.", "\\overline{3}", "^", "\\circ", "°", "\\%", "\\$",
-             "\\text{cm}", "\\boxed{", "\\frac{1}{2}", " ", "\\left(", "-", "|", "_", "2"]  # fmt: skip
+    atoms = [
+        "{",
+        "}",
+        "(",
+        ")",
+        "[",
+        "]",
+        "\\{",
+        "\\}",
+        ",",
+        "=",
+        "\\pm",
+        "\\text{ and }",
+        " or ",
+        "x",
+        "AB",
+        "1",
+        "0.",
+        "\\overline{3}",
+        "^",
+        "\\circ",
+        "°",
+        "\\%",
+        "\\$",
+        "\\text{cm}",
+        "\\boxed{",
+        "\\frac{1}{2}",
+        " ",
+        "\\left(",
+        "-",
+        "|",
+        "_",
+        "2",
+    ]
     rng = random.Random(0)
     for _ in range(2000):
         s = "".join(rng.choice(atoms) for _ in range(rng.randint(0, 40)))
@@ -521,7 +552,7 @@ def test_restated_quantity_from_the_problem():
         (r"\frac{1}{2}", r"5 \text{ percent}", False),
         (r"10,\!080", r"10\ 080", True),
         (r"\frac{1}{2}", r"\text{0.5}", True),
-    ],  # fmt: skip
+    ],
 )
 def test_sets_vectors_and_text(gold, pred, ok):
     assert check_answer(gold, pred).correct is ok, (gold, pred)
