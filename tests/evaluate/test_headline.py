@@ -190,6 +190,8 @@ def test_stage_end_to_end_report_top_and_resume(tiny, tmp_path, monkeypatch):
     assert [r["scores"] for r in h2["rows"]] == [r["scores"] for r in h["rows"]]
     with pytest.raises(AssertionError, match="sampled a cached model"):  # another protocol
         get("headline").fn(_cfg(tiny, out, n=3))
+    with pytest.raises(AssertionError, match="sampled a cached model"):  # hf: batching = samples
+        get("headline").fn(_cfg(tiny, out, token_budget=64))
 
     # interrupted after the first model: only the missing one is sampled
     (out / "models" / "rl_math.json").unlink()

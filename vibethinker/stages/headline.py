@@ -47,8 +47,10 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 
 # The sampling and engine keys (temperature, top_p, top_k, max_new_tokens; engine, device, dtype,
 # token_budget, context_len) are declared once, in engines/settings.py; the headline's own
-# defaults and notes are here. Its token_budget is runtime: a model's cached scores are keyed
-# by the protocol, which leaves the batch size out.
+# defaults and notes are here. Its token_budget is runtime (a recipe does not re-run the stage
+# for it), but the hf engine draws every batch from one generator, so the batch size changes
+# its samples: with hf, token_budget is part of the protocol that keys each model's cached
+# scores, and a new budget re-scores every row (no table mixes two batchings).
 HEADLINE_SAMPLING = TopKFields.with_defaults(
     max_new_tokens=160,
     notes={"max_new_tokens": "headline: the same for every row."},
@@ -171,6 +173,7 @@ def protocol(cfg: HeadlineConfig, problems: list) -> dict[str, Any]:
         "engine": cfg.engine,
         "dtype": cfg.dtype,
         "context_len": cfg.context_len,
+        **({"token_budget": cfg.token_budget} if cfg.engine == "hf" else {}),
         "problem_ids": hashlib.sha256("\n".join(p.id for p in problems).encode()).hexdigest(),
     }
 
