@@ -176,6 +176,35 @@ def test_a_run_of_some_seeds_keeps_every_finished_seed_in_the_table(world):
     assert "Not finished (not in the table): a/seed9, b/seed9" in md
 
 
+def test_a_rerun_base_stage_makes_the_arms_run_again(world):
+    """The arms read `up` from the base run; when the base re-runs `up` (a new demo), finished
+    arms are stale though their own config is equal: they run again, the old results moved
+    aside (kept, not in the table). A run without a stamp (older runs) is trusted."""
+    from vibethinker.recipe import execute, load_recipe
+
+    path = study(world, seeds=[0])
+    ablate.run_study(load_study(path), {}, jobs=1, spawn=inproc)
+    out = world / "out"
+    assert json.loads((out / "a" / "seed0" / "base_stages.json").read_text())["up"]
+    assert len(calls(world)) == 2
+    # the base re-runs `up` with another knob (as `make demo` after a recipe change)
+    recipe = load_recipe(
+        str(world / "recipe.yaml"), {"run_dir": str(world / "base"), "up.knob": 2.0}
+    )
+    execute(recipe, quiet=True)
+    del_calls = len(calls(world))
+    s = load_study(path)
+    assert [ablate.is_done(s, a, 0) for a in s.arms] == [False, False]
+    res = ablate.run_study(s, {}, jobs=1, spawn=inproc)
+    assert len(calls(world)) == del_calls + 2  # both arms again
+    assert res["arms"]["a"]["0"]["metrics"]["score"] == pytest.approx(2.0, abs=0.02)
+    old = sorted(p.name for p in (out / "a").iterdir() if p.name.startswith("seed0.old-base-"))
+    assert len(old) == 1 and res["seeds"] == [0]
+    # no stamp: trusted (runs made before stamps were written)
+    (out / "b" / "seed0" / "base_stages.json").unlink()
+    assert ablate.is_done(s, s.arms[1], 0)
+
+
 def test_consumed_budget_mismatch_is_reported(world):
     path = study(
         world,

@@ -60,6 +60,8 @@ from vibethinker.ablate.study import (
     ensure_base,
     is_done,
     load_study,
+    retire_stale,
+    write_base_stamp,
 )
 from vibethinker.ablate.table import collect, write_outputs
 from vibethinker.log import get_logger
@@ -93,6 +95,7 @@ def run_one(study_path: str, cli: dict[str, str], arm_name: str, seed: int) -> N
 
     study = load_study(study_path, cli)
     arm = next(a for a in study.arms if a.name == arm_name)
+    write_base_stamp(study, arm, seed)  # what it reads from the base run (is_done checks it)
     execute(arm_recipe(study, arm, seed), quiet=True)
 
 
@@ -160,6 +163,8 @@ def run_study(
     threads = max(1, (os.cpu_count() or 1) // jobs)
     Path(study.out).mkdir(parents=True, exist_ok=True)
     todo = [(a, s) for s in study.seeds for a in study.arms if not is_done(study, a, s)]
+    for a, s in todo:
+        retire_stale(study, a, s)
     skipped = len(study.arms) * len(study.seeds) - len(todo)
     log.info(
         "study %s: %d arm x seed runs to do, %d already done; %d job(s)",

@@ -6,8 +6,10 @@ the base run, the fixed budget every arm must share, what is done).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -285,7 +287,66 @@ def describe(study: Study) -> str:
     return "\n".join(lines)
 
 
+# Which base-run stages an arm x seed read, and when each had last finished there: a base stage
+# re-run since (a new `make demo`) makes the arm's results stale though its own config is equal.
+BASE_STAMP = "base_stages.json"
+
+
+def seed_dir(study: Study, arm: Arm, seed: int) -> Path:
+    return Path(study.out) / arm.name / f"seed{seed}"
+
+
+def base_stamp(study: Study, arm: Arm) -> dict[str, str]:
+    """Each upstream stage the arm reads from the base run -> when it finished there and a hash
+    of its config (a re-run changes the first; one within the same second, the second)."""
+    base = _base_outs(study.base_run)
+    stamp = {}
+    for s in upstream(study, arm):
+        rec = base.get(s, {})
+        conf = json.dumps(rec.get("config"), sort_keys=True, default=str).encode()
+        stamp[s] = f"{rec.get('finished', '')} {hashlib.sha256(conf).hexdigest()[:16]}"
+    return stamp
+
+
+def stale_base(study: Study, arm: Arm, seed: int) -> list[str]:
+    """The upstream stages re-run in the base run since this arm x seed read them (none for a
+    run from before stamps were written: trusted as it is)."""
+    path = seed_dir(study, arm, seed) / BASE_STAMP
+    if not path.exists():
+        return []
+    then, now = json.loads(path.read_text()), base_stamp(study, arm)
+    return sorted(s for s in set(then) | set(now) if then.get(s) != now.get(s))
+
+
+def retire_stale(study: Study, arm: Arm, seed: int) -> None:
+    """Move an arm x seed made on an older base aside (`seedN.old-base-<time>`: kept, not in the
+    table), so that it runs again on the current base."""
+    stale = stale_base(study, arm, seed)
+    if not stale:
+        return
+    run_dir = seed_dir(study, arm, seed)
+    old = run_dir.with_name(f"{run_dir.name}.old-base-{time.strftime('%Y%m%dT%H%M%S')}")
+    run_dir.rename(old)
+    log.warning(
+        "%s seed %d: the base run re-ran %s since it ran; the old results moved to %s",
+        arm.name,
+        seed,
+        ", ".join(stale),
+        old,
+    )
+
+
+def write_base_stamp(study: Study, arm: Arm, seed: int) -> None:
+    run_dir = seed_dir(study, arm, seed)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / BASE_STAMP).write_text(json.dumps(base_stamp(study, arm), indent=1) + "\n")
+
+
 def is_done(study: Study, arm: Arm, seed: int) -> bool:
+    """Every stage of the arm x seed finished with its current config, on the base run's
+    current upstream stages."""
     from vibethinker.recipe import explain
 
+    if stale_base(study, arm, seed):
+        return False
     return all(action == "skip" for _, action, _ in explain(arm_recipe(study, arm, seed)))
