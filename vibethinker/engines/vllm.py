@@ -233,6 +233,7 @@ class RolloutSpec:
     device: str = "auto"  # "cpu" forces CPU even where CUDA is present
     gpu_memory_utilization: float = 0.3
     sleep: bool = True  # colocate on CUDA: sleep between rollouts
+    dtype: str = "auto"  # colocate: auto = bfloat16 on CUDA, float32 on CPU
     rope_yarn_factor: float = 0.0
     rope_original_len: int = 0
 
@@ -254,7 +255,7 @@ def rollout_sampler(spec: RolloutSpec, tokenizer: Any) -> Any:
 
     cuda = torch.cuda.is_available() and spec.device != "cpu"
     kw: dict[str, Any] = dict(
-        dtype="bfloat16" if cuda else "float32",
+        dtype=spec.dtype if spec.dtype != "auto" else ("bfloat16" if cuda else "float32"),
         gpu_memory_utilization=spec.gpu_memory_utilization,
         seed=spec.seed,
         enforce_eager=not cuda,

@@ -216,6 +216,10 @@ class RLConfig(RL_SAMPLING, RL_ENGINE, RL_ROPE, DeviceFields):
     vllm_gpu_memory_utilization: float = runtime(0.3)
     """vllm_mode=colocate on CUDA: the fraction of GPU memory vLLM may take (the trainer keeps
     the rest)."""
+    vllm_dtype: str = "auto"
+    """engine=vllm, colocate: the sampler's dtype: auto (bfloat16 on CUDA, float32 on CPU), bfloat16
+    or float32. The trainer keeps its own dtype, so bfloat16 here is the training-inference
+    mismatch of a real run (a bf16 sampler, an fp32 trainer); `engine_kl` measures it every step."""
     vllm_sleep: bool = runtime(True)
     """vllm_mode=colocate on CUDA: put vLLM to sleep between rollouts (weights to CPU, KV cache
     freed) so that the update gets the memory; vLLM's sleep mode is CUDA-only."""
@@ -308,6 +312,7 @@ def _check_choices(c: Checks, cfg: RLConfig) -> None:
     c.one_of("rule_reward", ("strict", "partial"))
     c.one_of("engine", ("hf", "vllm"))
     c.one_of("vllm_mode", ("colocate", "server"))
+    c.one_of("vllm_dtype", ("auto", "bfloat16", "float32"))
     c.one_of("parallel", ("auto", "fsdp", "ddp"))
     if cfg.engine == "vllm" and cfg.vllm_mode == "server" and not cfg.vllm_url:
         c.bad("vllm_url", "required with engine=vllm vllm_mode=server (the server's address)")

@@ -29,6 +29,7 @@ def vllm_spec(opts: RLConfig) -> Any:
         device=str(opts.device),
         gpu_memory_utilization=opts.vllm_gpu_memory_utilization,
         sleep=opts.vllm_sleep,
+        dtype=opts.vllm_dtype,
         rope_yarn_factor=opts.rope_yarn_factor,
         rope_original_len=opts.rope_original_len,
     )
