@@ -145,6 +145,17 @@ def run_rl(model_dir: str, out: str | Path, parallel: str = "auto", **kw) -> dic
     return {"history": res["history"]}
 
 
+def _stream_equals_gather(model_dir: str) -> bool:
+    """The weight-sync stream of an FSDP2 model (one tensor gathered at a time) equals the full
+    gathered state dict, name for name and value for value, on every process."""
+    model, _ = policy.load_policy(model_dir, "cpu")
+    model = dist.wrap(model, "fsdp")
+    full = dist.full_state_dict(model)
+    streamed = [(k, v.cpu()) for k, v in dist.iter_full_params(model)]
+    names_equal = [k for k, _ in streamed] == list(full)
+    return names_equal and all(torch.equal(v, full[k]) for k, v in streamed)
+
+
 def _worker(root: str, model_dir: str) -> None:
     """Everything the tests compare, in ONE 2-process launch (process start-up dominates)."""
     import shutil
@@ -157,6 +168,7 @@ def _worker(root: str, model_dir: str) -> None:
         "rl_fsdp": run_rl(model_dir, root_p / "rl_fsdp", "fsdp"),
         "rl_ddp": run_rl(model_dir, root_p / "rl_ddp", "ddp"),
     }
+    res["stream_equal"] = _stream_equals_gather(model_dir)
     # interrupted after step 1 (sharded checkpoint), then resumed by fresh models
     ckpt = root_p / "ckpt"
     run_sft(model_dir, ckpt, "fsdp", save_every=1, stop_at=1)
@@ -254,6 +266,10 @@ def test_rl_two_processes_equal_one(tiny, two, tmp_path, parallel):
     assert 0 < r1[0]["trained_rows"] < 16 and r1[0]["grad_norm"] > 0
     assert r1[0]["engine_kl"] > 0 and 0 < r1[0]["tis_capped_frac"] < 1
     _same_weights(tmp_path / "one" / "final", two / f"rl_{parallel}" / "final")
+
+
+def test_weight_sync_stream_equals_the_gathered_state_dict(two):
+    assert json.loads((two / "result.json").read_text())["stream_equal"]
 
 
 def test_sharded_checkpoint_resumes_exactly(tiny, two, tmp_path):

@@ -110,15 +110,28 @@ class VLLMSampler:
     sleep_between = False  # set by rollout_sampler (vllm_sleep on CUDA)
 
     def update_weights(self, weights: Iterable[tuple[str, Any]]) -> None:
-        """Load (name, tensor) pairs (HF names, e.g. the trainer's full state dict) into the
-        engine's model in place, then drop the prefix cache (KV of the old weights)."""
+        """Load (name, tensor) pairs (HF names, e.g. `dist.iter_full_params(model)`) into the
+        engine's model in place, then drop the prefix cache (KV of the old weights).
+
+        In-process engines (colocate: `VLLM_ENABLE_V1_MULTIPROCESSING=0`, one worker) read the
+        stream as it comes: each tensor goes from the trainer's parameter (on its device) into
+        vLLM's, cast to the engine's dtype by the copy, with no full state dict and no CPU round
+        trip. An engine whose workers are other processes gets the pairs as one list (pickled
+        to them), as before."""
         if self.sleeping:
             self.llm.wake_up(tags=["weights"])
-        batch = [(k, v) for k, v in weights]
-        self.llm.collective_rpc(_load_weights, args=(batch,))
+        if not self._in_process():
+            weights = [(k, v) for k, v in weights]
+        self.llm.collective_rpc(_load_weights, args=(weights,))
         self.llm.reset_prefix_cache()
         if self.sleeping:
             self.llm.sleep(level=1)
+
+    def _in_process(self) -> bool:
+        import os
+
+        single = self.llm.llm_engine.vllm_config.parallel_config.world_size == 1
+        return single and os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
 
     def _wake(self) -> None:
         if self.sleeping:
@@ -152,15 +165,23 @@ class VLLMSampler:
         return [[_completion(o) for o in r.outputs] for r in results]
 
 
-def _load_weights(worker: Any, weights: list[tuple[str, Any]]) -> int:
+def _load_weights(worker: Any, weights: Iterable[tuple[str, Any]]) -> int:
     """Runs in each vLLM worker (collective_rpc): the worker's in-place `reload_weights` (HF
     names through the model's own loader, then the backend's post-load processing, e.g. the CPU
-    backend's repacked layouts), or the model's `load_weights` on versions without it."""
+    backend's repacked layouts), or the model's `load_weights` on versions without it. Returns
+    how many tensors it read."""
+    count = [0]
+
+    def counted() -> Any:
+        for pair in weights:
+            count[0] += 1
+            yield pair
+
     if hasattr(worker, "reload_weights"):
-        worker.reload_weights(weights_iterator=iter(weights))
+        worker.reload_weights(weights_iterator=counted())
     else:
-        worker.model_runner.model.load_weights(weights=weights)
-    return len(weights)
+        worker.model_runner.model.load_weights(weights=counted())
+    return count[0]
 
 
 class WeightSyncExtension:

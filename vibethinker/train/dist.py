@@ -139,6 +139,18 @@ def full_state_dict(model: Any, to_cpu: bool = True) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu() if to_cpu else v.detach() for k, v in sd.items()}
 
 
+def iter_full_params(model: Any) -> Any:
+    """(name, full tensor) of the whole model, one tensor at a time, on the model's own device:
+    the stream a rollout engine's weight sync reads. In one process the tensors are the model's
+    own (no copy); under FSDP2 each is all-gathered on its own as it is asked for (every process
+    must iterate to the end, in the same order), so the peak extra memory is one tensor, not
+    the full state dict, and nothing goes through the CPU."""
+    m = inner(model)
+    for name, t in m.state_dict().items():
+        t = t.detach()
+        yield name, (t.full_tensor() if hasattr(t, "full_tensor") else t)
+
+
 def sync_context(model: Any, last: bool) -> Any:
     """Skip the gradient reduction on all but the last micro-batch of a step (gradient
     accumulation without a collective per micro-batch); a null context in one process."""

@@ -192,7 +192,7 @@ def _start(
     elif hasattr(sampler, "update_weights"):  # a given engine that takes weights gets them
 
         def sync() -> None:
-            sampler.update_weights(dist.full_state_dict(model).items())
+            sampler.update_weights(dist.iter_full_params(model))
 
     if sync is not None:
         sync()  # the engine starts from the trainer's (possibly resumed) weights

@@ -46,7 +46,7 @@ def rollout_engine(model: Any, tokenizer: Any, opts: RLConfig) -> tuple[Any, Cal
     engine = opts.engine
     if engine == "vllm":
         sampler = rollout_sampler(vllm_spec(opts), tokenizer)
-        return sampler, lambda: sampler.update_weights(dist.full_state_dict(model).items())
+        return sampler, lambda: sampler.update_weights(dist.iter_full_params(model))
     if engine != "hf":
         raise ValueError(f"rl: engine={engine!r}: the rollout engine is hf or vllm")
     if not dist.is_fsdp(model):
