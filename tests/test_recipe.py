@@ -175,3 +175,19 @@ def test_demo_trains_a_fixed_amount_with_caps_only_as_a_safety_net():
     assert set(capped) == set(DEMO_SECONDS)
     for name, cap in capped.items():
         assert cap == 0 or cap >= 4 * DEMO_SECONDS[name], (name, cap)
+
+
+def test_top_level_engine_switches_every_sampling_stage():
+    """`vibethinker run recipes/tiny.yaml engine=vllm`: one key for every stage that samples."""
+    base = load_recipe("recipes/tiny.yaml")
+    r = load_recipe("recipes/tiny.yaml", {"engine": "vllm", "eval_final.engine": "hf"})
+    switched = {}
+    for s in r.stages:
+        for key in ("engine", "filter_engine"):
+            if hasattr(s.config, key):
+                switched[f"{s.name}.{key}"] = getattr(s.config, key)
+    assert switched.pop("eval_final.engine") == "hf"  # a stage's own key wins
+    assert switched and set(switched.values()) == {"vllm"}
+    kinds = {s.stage for s in r.stages if hasattr(s.config, "engine")}
+    assert {"probe_merge", "rl", "distill", "eval", "headline", "clr"} <= kinds
+    assert all(getattr(s.config, "engine", "hf") == "hf" for s in base.stages)

@@ -58,7 +58,10 @@ from vibethinker.train import dist
 
 log = get_logger("recipe")
 _REF = re.compile(r"\$\{([A-Za-z0-9_.\-]+)\}")
-TOP_LEVEL = ("run_dir", "model")
+TOP_LEVEL = ("run_dir", "model", "engine")
+# `engine=vllm` (top level, in the recipe or on the command line) sets these keys on every stage
+# that has them and does not set them itself: one switch for every sampling stage.
+ENGINE_KEYS = ("engine", "filter_engine")
 # Stage types that train with torchrun (every process runs them); the others run on rank 0.
 DISTRIBUTED = ("sft", "rl", "distill")
 # Stage types whose training loop saves a checkpoint when Ctrl-C / SIGTERM arrives.
@@ -144,7 +147,7 @@ def load_recipe(path: str, overrides: dict[str, str] | None = None) -> Recipe:
         sname, _, k = key.partition(".")
         if sname not in names or not k:
             raise ConfigError(
-                f"override {key}={val}: expected run_dir=, model= or <stage>.<key>= with a stage "
+                f"override {key}={val}: expected run_dir=, model=, engine= or <stage>.<key>= with a stage "
                 f"in {sorted(names)}"
             )
         next(v for n, _, v in entries if n == sname)[k] = val
@@ -152,6 +155,8 @@ def load_recipe(path: str, overrides: dict[str, str] | None = None) -> Recipe:
     recipe = Recipe(path=str(path), run_dir=top["run_dir"], model=top["model"])
     for name, stype, values in entries:
         spec = stage_registry.get(stype)
+        if top["engine"]:
+            _apply_engine(values, spec.config_cls, str(top["engine"]))
         values.setdefault("out", f"{top['run_dir']}/{name}")
         values = {k: _substitute(v, scope, f"{path}: {name}.{k}") for k, v in values.items()}
         cfg = make_config(spec.config_cls, values, f"{path}: {name}")
@@ -159,6 +164,14 @@ def load_recipe(path: str, overrides: dict[str, str] | None = None) -> Recipe:
             scope[f"{name}.{f.name}"] = getattr(cfg, f.name)
         recipe.stages.append(PlannedStage(name, stype, cfg))
     return recipe
+
+
+def _apply_engine(values: dict[str, Any], config_cls: Any, engine: str) -> None:
+    """The recipe's top-level `engine` on a stage's engine keys that the stage leaves unset."""
+    names = {f.name for f in dataclasses.fields(config_cls)}
+    for key in ENGINE_KEYS:
+        if key in names and key not in values:
+            values[key] = engine
 
 
 def _now() -> str:

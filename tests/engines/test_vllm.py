@@ -234,3 +234,52 @@ def test_server_mode_weight_sync(tiny, server, tmp_path):
     engine.update_weights(model.state_dict().items())
     assert (tmp_path / "sync" / "weights.safetensors").exists()
     assert _kl(engine, model, tok, 3) < SYNCED_KL
+
+
+def test_probe_merge_stage_on_vllm(tmp_path):
+    """probe_merge with engine=vllm (what `vibethinker run recipes/tiny.yaml engine=vllm` sets):
+    one engine per checkpoint, each closed before the next; every checkpoint and the merge get
+    a Pass@K row."""
+    import json
+    from pathlib import Path
+
+    from tests.helpers.sft_data import _problems as sft_problems
+    from vibethinker.data.io import save_problems
+    from vibethinker.stages.probe_merge import ProbeMergeConfig
+    from vibethinker.stages.probe_merge import run as run_probe
+    from vibethinker.stages.sft import SFTConfig
+    from vibethinker.stages.sft import run as run_sft
+
+    train, probe = sft_problems(40, seed=1), sft_problems(8, seed=9)
+    save_problems(tmp_path / "train.jsonl", train)
+    save_problems(tmp_path / "probe.jsonl", probe)
+    texts = [p.prompt + t for p in train for t in p.traces]
+    model = build_tiny_model(tmp_path / "tiny", texts, "d1", 300, 0)
+    sft = SFTConfig(
+        model=model,
+        data=str(tmp_path / "train.jsonl"),
+        out=str(tmp_path / "sft"),
+        epochs=2,
+        global_batch=16,
+        micro_batch=4,
+        lr=5e-3,
+        final_lr=1e-4,
+        max_len=128,
+        save_every=5,
+        device="cpu",
+    )
+    run_sft(sft)
+    cfg = ProbeMergeConfig(
+        sft=[str(tmp_path / "sft")],
+        probe=str(tmp_path / "probe.jsonl"),
+        out=str(tmp_path / "pm"),
+        k=2,
+        n=2,
+        max_new_tokens=24,
+        workers=1,
+        device="cpu",
+        engine="vllm",
+    )
+    res = json.loads(Path(run_probe(cfg)["table"]).read_text())
+    assert list(res["table"]) == ["sft/step-000005", "sft/step-000010", "merged"]
+    assert set(res["specialists"]) == set(res["groups"])

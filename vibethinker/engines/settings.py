@@ -9,7 +9,7 @@ test_settings.py fails when a config class re-declares one):
       NucleusFields    + top_p                                            (rl, distill, construct)
         TopKFields       + top_k                                          (eval, clr, headline)
     DeviceFields     device                 (rl, sft, reward_model, distill, probe_merge)
-    EngineChoice     engine                                               (rl, distill)
+    EngineChoice     engine                                  (rl, distill, probe_merge)
     RopeFields       rope_yarn_factor, rope_original_len                  (rl, sft, distill)
     ServerFields     base_url                                             (distill)
       OpenAIFields     + endpoint, concurrency, timeout, tokenizer

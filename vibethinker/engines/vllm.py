@@ -75,6 +75,10 @@ class VLLMSampler:
     ):
         vllm = _import_vllm()
         self._vllm = vllm
+        import torch
+
+        if not torch.cuda.is_available():  # vLLM's CPU backend: no graph compilation
+            llm_kw.setdefault("enforce_eager", True)
         kw = dict(
             model=str(model),
             dtype=dtype,
@@ -103,6 +107,15 @@ class VLLMSampler:
 
     def encode(self, prompt: Prompt) -> list[int]:
         return encode_prompt(self.tokenizer, prompt, bool(self.use_chat_template))
+
+    def close(self) -> None:
+        """Shut the engine down and free its memory (a stage that builds one engine per model,
+        such as the probe over every checkpoint, calls it before building the next)."""
+        import gc
+
+        self.llm.llm_engine.engine_core.shutdown()
+        del self.llm
+        gc.collect()
 
     # --------------------------------------------------------------- RL: weight sync, sleep
 

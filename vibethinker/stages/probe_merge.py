@@ -24,7 +24,7 @@ from vibethinker.algo.passk import pass_at_k
 from vibethinker.config import PROMPT_STYLE_NAMES, Checks, runtime
 from vibethinker.data.io import load_problems
 from vibethinker.engines import make_sampler
-from vibethinker.engines.settings import DeviceFields, SamplingFields
+from vibethinker.engines.settings import DeviceFields, EngineChoice, SamplingFields
 from vibethinker.evaluate import PROMPT_STYLES, evaluate
 from vibethinker.log import get_logger
 from vibethinker.reports.probe_merge import plot_heatmap, summary_md
@@ -48,7 +48,7 @@ PROBE_SAMPLING = SamplingFields.with_defaults(
 
 
 @dataclass
-class ProbeMergeConfig(PROBE_SAMPLING, DeviceFields):
+class ProbeMergeConfig(PROBE_SAMPLING, EngineChoice, DeviceFields):
     sft: list[str] = field(default_factory=list)
     """SFT stage output folder(s); every checkpoint in their checkpoints/ is probed (the paper
     probes in both curriculum stages)."""
@@ -167,7 +167,10 @@ def probe_model(
     """Pass@K of one model on every probe group (one sampling pass over all groups)."""
 
     problems = [p for ps in groups.values() for p in ps]
-    sampler = make_sampler("hf", model=folder, device=device)
+    if cfg.engine == "vllm":  # one engine per checkpoint, in the checkpoint's dtype
+        sampler = make_sampler("vllm", model=folder, seed=cfg.seed)
+    else:
+        sampler = make_sampler("hf", model=folder, device=device)
     params = cfg.sampling_params(seed=cfg.seed)
     res = evaluate(
         sampler,
@@ -178,6 +181,8 @@ def probe_model(
         cfg.workers,
         prompt_fn=PROMPT_STYLES[cfg.prompt_style],
     )
+    if hasattr(sampler, "close"):  # vllm: free the engine before the next checkpoint's
+        sampler.close()
     scores: dict[str, list[float]] = {}
     for g in res.groups:
         c = sum(s.correct for s in g.scores)
