@@ -48,7 +48,7 @@ from tests.helpers.loop_options import rl_options  # noqa: E402
 from vibethinker.engines import SamplingParams  # noqa: E402
 from vibethinker.engines.vllm import VLLMServerSampler, rollout_sampler  # noqa: E402
 from vibethinker.models.tiny import build_tiny_model  # noqa: E402
-from vibethinker.train import policy, rl  # noqa: E402
+from vibethinker.train import dist, policy, rl  # noqa: E402
 from vibethinker.train.rl_engine import vllm_spec  # noqa: E402
 from vibethinker.train.rollout import build_batch, response_logprobs  # noqa: E402
 from vibethinker.types import Problem, Score  # noqa: E402
@@ -234,6 +234,23 @@ def test_server_mode_weight_sync(tiny, server, tmp_path):
     engine.update_weights(model.state_dict().items())
     assert (tmp_path / "sync" / "weights.safetensors").exists()
     assert _kl(engine, model, tok, 3) < SYNCED_KL
+
+
+def test_server_mode_weight_sync_over_a_process_group(tiny, server, tmp_path):
+    """vllm_sync=group: the weights stream over a gloo group with the server's workers; no file
+    is written, and the server samples the trainer's new weights (twice: the group is reused)."""
+    model, tok = policy.load_policy(tiny, "cpu")
+    model.eval()
+    engine = VLLMServerSampler(server, tok, str(tmp_path / "sync"), sync="group")
+    for seed in (5, 6):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.05 * torch.randn_like(p))
+        assert _kl(engine, model, tok, seed) > STALE_KL
+        engine.update_weights(dist.iter_full_params(model))
+        assert _kl(engine, model, tok, seed + 10) < SYNCED_KL
+    assert not (tmp_path / "sync").exists()
 
 
 def test_probe_merge_stage_on_vllm(tmp_path):

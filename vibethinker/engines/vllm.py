@@ -14,22 +14,27 @@ context (`max_model_len`); `rope_yarn_factor` extends it with YaRN (through `hf_
 RL rollouts (`rollout_sampler`, the rl stage's `engine=vllm`), two modes:
 - colocate (`vllm_mode=colocate`): an in-process `LLM` in every trainer process (engine core in
   the same process, `VLLM_ENABLE_V1_MULTIPROCESSING=0`); after every optimizer step the
-  trainer's gathered weights go straight into the model with `load_weights` (a
-  `collective_rpc` to the workers) and the prefix cache is reset, so the next rollout samples
+  trainer's parameters stream into the model (`dist.iter_full_params`: one tensor at a time,
+  gathered per tensor under FSDP2, on the trainer's device, cast by the copy; no full state
+  dict, no CPU round trip) through the worker's `reload_weights`, and the prefix cache is reset, so the next rollout samples
   the new policy. With `vllm_sleep` on CUDA the engine sleeps between rollouts (level 1: weights
   to CPU, KV cache freed) so that training gets the GPU memory back.
 - server (`vllm_mode=server`): a separate `vllm serve` started with
   `--worker-extension-cls vibethinker.engines.vllm.WeightSyncExtension` and
   VLLM_SERVER_DEV_MODE=1; rollouts go over its OpenAI API (token ids and logprobs returned),
-  and after every step rank 0 writes the weights to `vllm_sync_dir` (a shared filesystem) and
-  asks the server's workers to load them (`/collective_rpc`). NCCL broadcast of the weights
-  (no file) is not implemented.
+  and after every step rank 0 sends the weights: `vllm_sync=file` writes them to `vllm_sync_dir`
+  (a shared filesystem) and asks the server's workers to load them (`/collective_rpc`);
+  `vllm_sync=group` streams them tensor by tensor over a gloo process group that rank 0 opens
+  with the server's workers (no file; each tensor is loaded as it arrives). An NCCL group (GPU
+  to GPU without the host) is not implemented: on GPU the group path copies each tensor to the
+  host on both sides.
 The engine's sampled-token logprobs go into the loss's TIS correction, and the loop logs the
 engine-vs-trainer KL (`engine_kl`) every step.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,20 +204,121 @@ def _load_weights(worker: Any, weights: Iterable[tuple[str, Any]]) -> int:
 
 class WeightSyncExtension:
     """`vllm serve ... --worker-extension-cls vibethinker.engines.vllm.WeightSyncExtension`:
-    lets a trainer push new weights to a running server (POST /collective_rpc, method
-    `vt_load_weights_from_file`, with VLLM_SERVER_DEV_MODE=1)."""
+    lets a trainer push new weights to a running server (POST /collective_rpc, with
+    VLLM_SERVER_DEV_MODE=1): from a file (`vt_load_weights_from_file`), or over a process group
+    the trainer opens with the server's workers (`vt_join_sync_group`, then
+    `vt_load_weights_from_group` per sync: each tensor is broadcast by the trainer and goes into
+    the model as it arrives, no file and no full copy)."""
+
+    def vt_worker_count(self) -> int:
+        return 1
 
     def vt_load_weights_from_file(self, path: str) -> int:
         from safetensors.torch import load_file
 
         return _load_weights(self, list(load_file(path).items()))
 
+    def vt_join_sync_group(self, spec: str) -> int:
+        """Join the trainer's group (spec: JSON {host, port, world}); rank 1 + this worker's."""
+        import json
+
+        from torch.distributed import ProcessGroupGloo, TCPStore
+
+        s = json.loads(spec)
+        rank = 1 + int(getattr(self, "rank", 0))
+        store = TCPStore(s["host"], s["port"], s["world"], is_master=False)
+        self.vt_group = ProcessGroupGloo(store, rank, s["world"], timeout=_GROUP_TIMEOUT)
+        return rank
+
+    def vt_load_weights_from_group(self) -> int:
+        """Receive tensors from the trainer until its end header, loading each as it comes."""
+
+        def received() -> Any:
+            while (item := _receive_tensor(self.vt_group)) is not None:
+                yield item
+
+        return _load_weights(self, received())
+
+
+# The group's wire format, one tensor at a time: an int64 header [more, name bytes, dtype index,
+# ndim, dims...], the name as uint8, then the tensor; a header with more=0 ends the sync.
+_WIRE_DTYPES = ("float32", "bfloat16", "float16", "float64", "int64", "int32", "uint8", "bool")
+_HEADER = 16
+_GROUP_TIMEOUT = datetime.timedelta(seconds=600)  # a stalled peer fails the step
+
+
+def _send_tensor(group: Any, name: str, t: Any) -> None:
+    import torch
+
+    t = t.detach().cpu().contiguous()
+    if t.dim() > _HEADER - 4:
+        raise SamplerError(f"weight sync: {name} has {t.dim()} dims (at most {_HEADER - 4})")
+    raw = torch.tensor(list(name.encode()), dtype=torch.uint8)
+    head = [1, raw.numel(), _WIRE_DTYPES.index(str(t.dtype).removeprefix("torch.")), t.dim()]
+    header = torch.zeros(_HEADER, dtype=torch.int64)
+    header[: 4 + t.dim()] = torch.tensor(head + list(t.shape))
+    for x in (header, raw, t):
+        group.broadcast(x, 0).wait()
+
+
+def _receive_tensor(group: Any) -> tuple[str, Any] | None:
+    import torch
+
+    header = torch.zeros(_HEADER, dtype=torch.int64)
+    group.broadcast(header, 0).wait()
+    more, n, dtype, ndim = (int(x) for x in header[:4])
+    if not more:
+        return None
+    raw = torch.empty(n, dtype=torch.uint8)
+    group.broadcast(raw, 0).wait()
+    t = torch.empty(
+        [int(x) for x in header[4 : 4 + ndim]], dtype=getattr(torch, _WIRE_DTYPES[dtype])
+    )
+    group.broadcast(t, 0).wait()
+    return bytes(raw.tolist()).decode(), t
+
+
+class _Call:
+    """fn(*args) in a thread; `result()` joins it and raises what it raised."""
+
+    def __init__(self, fn: Any, *args: Any):
+        import threading
+
+        self.error: BaseException | None = None
+        self.value: Any = None
+        self.thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self.thread.start()
+
+    def _run(self, fn: Any, args: tuple) -> None:
+        try:
+            self.value = fn(*args)
+        except BaseException as e:  # noqa: BLE001 - re-raised in result()
+            self.error = e
+
+    def result(self) -> Any:
+        self.thread.join()
+        if self.error is not None:
+            raise SamplerError(f"vllm server weight sync: {self.error}") from self.error
+        return self.value
+
 
 class VLLMServerSampler:
     """RL rollouts from a running `vllm serve` (server mode): generation through the OpenAI
-    API with the sampled token ids and logprobs, weights pushed through a shared file."""
+    API with the sampled token ids and logprobs; weights pushed after every step through a
+    shared file (`sync="file"`) or over a gloo process group between the trainer's rank 0 and
+    the server's workers (`sync="group"`: no shared filesystem, no file written; the server's
+    host must reach the trainer's `sync_host:sync_port`)."""
 
-    def __init__(self, base_url: str, tokenizer: Any, sync_dir: str, model: str = "default"):
+    def __init__(
+        self,
+        base_url: str,
+        tokenizer: Any,
+        sync_dir: str,
+        model: str = "default",
+        sync: str = "file",
+        sync_host: str = "127.0.0.1",
+        sync_port: int = 0,
+    ):
         extra = {"return_tokens_as_token_ids": True, "skip_special_tokens": False}
         self.client = OpenAISampler(
             base_url=base_url, model=model, endpoint="chat", extra_body=extra, tokenizer=tokenizer
@@ -220,6 +326,10 @@ class VLLMServerSampler:
         self.base_url = base_url.rstrip("/").removesuffix("/v1")
         self.tokenizer = tokenizer
         self.sync_dir = Path(sync_dir)
+        if sync not in ("file", "group"):
+            raise ValueError(f"vllm server weight sync {sync!r}: file or group")
+        self.sync, self.sync_host, self.sync_port = sync, sync_host, sync_port
+        self.group: Any = None
 
     def encode(self, prompt: Prompt) -> list[int]:
         return encode_prompt(
@@ -229,29 +339,77 @@ class VLLMServerSampler:
     def generate(self, prompts, n, params=None):
         return self.client.generate(prompts, n, params or SamplingParams())
 
-    def update_weights(self, weights: Iterable[tuple[str, Any]]) -> None:
-        """Rank 0 writes the weights to `sync_dir` and asks the server to load them."""
+    def _post(self, path: str, body: dict | None = None) -> Any:
         import json
         import urllib.request
 
+        data = json.dumps(body).encode() if body is not None else b""
+        req = urllib.request.Request(
+            f"{self.base_url}{path}",
+            data=data,
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=600) as r:
+            if r.status != 200:
+                raise SamplerError(f"vllm server: {path} answered {r.status}")
+            raw = r.read()
+        return json.loads(raw) if raw.strip() else None
+
+    def update_weights(self, weights: Iterable[tuple[str, Any]]) -> None:
+        """Rank 0 sends the weights and asks the server to load them. Every process reads the
+        stream to its end: under FSDP2 each tensor is a gather all processes take part in."""
+        if not dist.is_main():
+            for _ in weights:
+                pass
+        elif self.sync == "group":
+            self._send_over_group(weights)
+        else:
+            self._send_through_file(weights)
+        if dist.is_main():
+            self._post("/reset_prefix_cache")
+        dist.barrier()
+
+    def _send_through_file(self, weights: Iterable[tuple[str, Any]]) -> None:
         from safetensors.torch import save_file
 
-        if dist.is_main():
-            self.sync_dir.mkdir(parents=True, exist_ok=True)
-            path = self.sync_dir / "weights.safetensors"
-            save_file({k: v.detach().clone().contiguous() for k, v in weights}, str(path))
-            body = json.dumps({"method": "vt_load_weights_from_file", "args": [str(path)]})
-            for url, data in (
-                (f"{self.base_url}/collective_rpc", body.encode()),
-                (f"{self.base_url}/reset_prefix_cache", b""),
-            ):
-                req = urllib.request.Request(
-                    url, data=data, method="POST", headers={"Content-Type": "application/json"}
-                )
-                with urllib.request.urlopen(req, timeout=600) as r:
-                    if r.status != 200:
-                        raise SamplerError(f"vllm server: {url} answered {r.status}")
-        dist.barrier()
+        self.sync_dir.mkdir(parents=True, exist_ok=True)
+        path = self.sync_dir / "weights.safetensors"
+        save_file({k: v.detach().clone().contiguous() for k, v in weights}, str(path))
+        self._post("/collective_rpc", {"method": "vt_load_weights_from_file", "args": [str(path)]})
+
+    def _join_group(self) -> None:
+        import json
+        import socket
+
+        from torch.distributed import ProcessGroupGloo, TCPStore
+
+        workers = len(self._post("/collective_rpc", {"method": "vt_worker_count"})["results"])
+        port = self.sync_port
+        if not port:
+            with socket.socket() as sk:
+                sk.bind((self.sync_host, 0))
+                port = sk.getsockname()[1]
+        world = 1 + workers
+        store = TCPStore(self.sync_host, port, world, is_master=True, wait_for_workers=False)
+        spec = json.dumps({"host": self.sync_host, "port": port, "world": world})
+        body = {"method": "vt_join_sync_group", "args": [spec]}
+        joined = _Call(self._post, "/collective_rpc", body)  # the workers wait in the
+        self.group = ProcessGroupGloo(store, 0, world, timeout=_GROUP_TIMEOUT)  # rendezvous
+        joined.result()
+        self._store = store
+
+    def _send_over_group(self, weights: Iterable[tuple[str, Any]]) -> None:
+        import torch
+
+        if self.group is None:
+            self._join_group()
+        body = {"method": "vt_load_weights_from_group"}
+        loading = _Call(self._post, "/collective_rpc", body)  # the workers read the stream
+        for name, t in weights:  # while this process writes it
+            _send_tensor(self.group, name, t)
+        self.group.broadcast(torch.zeros(_HEADER, dtype=torch.int64), 0).wait()
+        loading.result()
 
 
 @dataclass(frozen=True)
@@ -264,6 +422,9 @@ class RolloutSpec:
     mode: str = "colocate"  # colocate | server
     url: str = ""  # server: its OpenAI /v1 address
     sync_dir: str = ""  # server: the shared folder for weight files
+    sync: str = "file"  # server: file (through sync_dir) or group (a gloo process group)
+    sync_host: str = "127.0.0.1"  # server, sync=group: this trainer's address the server reaches
+    sync_port: int = 0  # server, sync=group: its port (0: a free one)
     device: str = "auto"  # "cpu" forces CPU even where CUDA is present
     gpu_memory_utilization: float = 0.3
     sleep: bool = True  # colocate on CUDA: sleep between rollouts
@@ -281,7 +442,14 @@ def rollout_sampler(spec: RolloutSpec, tokenizer: Any) -> Any:
             raise ValueError("rl: vllm_mode=server needs vllm_url (the server's /v1 address)")
         if not spec.sync_dir:
             raise ValueError("rl: vllm_mode=server needs a weight sync folder (vllm_sync_dir)")
-        return VLLMServerSampler(spec.url, tokenizer, spec.sync_dir)
+        return VLLMServerSampler(
+            spec.url,
+            tokenizer,
+            spec.sync_dir,
+            sync=spec.sync,
+            sync_host=spec.sync_host,
+            sync_port=spec.sync_port,
+        )
     if spec.mode != "colocate":
         raise ValueError(f"rl: vllm_mode={spec.mode!r}: colocate or server")
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # weights loaded in-process

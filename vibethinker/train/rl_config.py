@@ -213,6 +213,15 @@ class RLConfig(RL_SAMPLING, RL_ENGINE, RL_ROPE, DeviceFields):
     vllm_sync_dir: str = runtime("")
     """vllm_mode=server: a folder the trainer and the server both see, where rank 0 writes the
     weights after each step (empty: out/engine_weights)."""
+    vllm_sync: str = runtime("file")
+    """vllm_mode=server: how the weights reach the server after each step: "file" (rank 0 writes
+    them to vllm_sync_dir, the server reads them) or "group" (rank 0 streams them tensor by
+    tensor over a gloo process group with the server's workers: no file, no shared
+    filesystem)."""
+    vllm_sync_host: str = runtime("127.0.0.1")
+    """vllm_sync=group: the trainer's address as the server sees it."""
+    vllm_sync_port: int = runtime(0)
+    """vllm_sync=group: the trainer's port for the group's store (0: a free port)."""
     vllm_gpu_memory_utilization: float = runtime(0.3)
     """vllm_mode=colocate on CUDA: the fraction of GPU memory vLLM may take (the trainer keeps
     the rest)."""
@@ -313,6 +322,7 @@ def _check_choices(c: Checks, cfg: RLConfig) -> None:
     c.one_of("engine", ("hf", "vllm"))
     c.one_of("vllm_mode", ("colocate", "server"))
     c.one_of("vllm_dtype", ("auto", "bfloat16", "float32"))
+    c.one_of("vllm_sync", ("file", "group"))
     c.one_of("parallel", ("auto", "fsdp", "ddp"))
     if cfg.engine == "vllm" and cfg.vllm_mode == "server" and not cfg.vllm_url:
         c.bad("vllm_url", "required with engine=vllm vllm_mode=server (the server's address)")
