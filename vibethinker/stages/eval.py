@@ -54,7 +54,8 @@ class EvalConfig(EVAL_SAMPLING, EngineFields):
     """Problems to evaluate: a Problem JSONL/JSON/parquet file or folder, or a public-format file
     read with `format`."""
     format: str = "problems"
-    """`problems` (our records) or a public format: math (AIME/MATH), gpqa, livecodebench,
+    """`problems` (our records) or a public format: math (AIME/MATH), imo-answerbench (the math
+    reader; source imo-answerbench, so n_by's 16, not math's 64), gpqa, livecodebench,
     humaneval, ifeval (data/adapters.py)."""
     out: str = "runs/eval"
     """Output folder: samples.jsonl, summary.json, summary.md, passk.png."""
