@@ -114,8 +114,9 @@ class RLConfig(RL_SAMPLING, RL_ENGINE, RL_ROPE, DeviceFields):
     """Experiment tracking of the per-step metrics: none, tensorboard, wandb, trackio, or a
     comma list (log.py)."""
     tis_cap: float = 2.0
-    """Truncated importance sampling cap C on pi_old / pi_engine per token (0: off). Paper: asks
-    for the correction, C unpublished; we choose 2."""
+    """Truncated importance sampling cap C on pi_old / pi_engine per token (0: off). Paper: it
+    only "refers to off-policy / rollout-mismatch stabilisation" and names no method; TIS and
+    C = 2 are our choices."""
     filter_rollouts: int = 8
     """Stage-start filter: rollouts per prompt with the starting model; prompts with accuracy 0
     or 1 are dropped (0: no filter), except under `long2short`, which keeps p = 1 prompts (their
