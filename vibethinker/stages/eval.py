@@ -91,7 +91,9 @@ class EvalConfig(EVAL_SAMPLING, EngineFields):
     math_judge: str = ""
     """LLM judge as a second opinion for math, `MODEL@BASE_URL` (OpenAI-compatible; key from
     OPENAI_API_KEY): asked only where the rules cannot decide or say wrong; cached in `out`.
-    Paper: math-verify plus an LLM judge. Empty = rules only."""
+    summary.json's `math_judge` counts its work: `consulted`, `overturned` (the verdicts it
+    changed, wrong -> right), `errors`, `share`. Paper: math-verify plus an LLM judge. Empty =
+    rules only."""
 
     def __post_init__(self) -> None:
         check_eval(self)
@@ -270,10 +272,18 @@ def run(cfg: EvalConfig) -> dict[str, str]:
         prompt_fn=prompt_fn,
         verify_fn=judged,
     )
-    if judged is not None:
-        log.info("math judge: %s", judged.stats.as_dict())
+    meta: dict[str, Any] = {}
+    if judged is not None:  # how many verdicts the judge changed, in summary.json
+        meta["math_judge"] = judged.stats.as_dict()
+        log.info("math judge: %s", meta["math_judge"])
     outputs = write_outputs(
-        result, cfg.out, model=cfg.model, data=cfg.data, engine=cfg.engine, format=cfg.format
+        result,
+        cfg.out,
+        model=cfg.model,
+        data=cfg.data,
+        engine=cfg.engine,
+        format=cfg.format,
+        **meta,
     )
     log.info("eval results (%.0f s):\n%s", result.seconds, markdown_table(result.metrics))
     return outputs
