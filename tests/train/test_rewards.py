@@ -232,7 +232,8 @@ class TaskJudge:
 def test_rule_prompts_get_a_completion_check():
     """Issue 41 item 1: an answer meeting every IFEval constraint while ignoring the task paid 1;
     with the completion check it pays 0 and counts as wrong (MGPO's p)."""
-    off_task = "<think>x</think>\nbananas are a yellow fruit that grows in warm places"  # rules hold
+    # off_task meets both rules (lowercase English, no comma) and ignores the task (tea)
+    off_task = "<think>x</think>\nbananas are a yellow fruit that grows in warm places"
     on_task = "<think>x</think>\ntea is a warm drink"
     plain = InstructReward(base, None, rule_reward="strict")
     assert [s.value for s in plain([RULE, RULE], [off_task, on_task])] == [1.0, 1.0]  # before
