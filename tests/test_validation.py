@@ -113,12 +113,19 @@ def _rows(path, rows):
 
 
 def test_sft_trl_rows_missing_fields_all_named_before_the_model(tmp_path, capsys):
-    data = _rows(tmp_path / "trl.jsonl", [{"prompt": "1+1?", "completion": "2"}])
+    """A row without a domain trains as `chat` (SFT needs no verifier, issue 41 item 4); a row
+    without its prompt is still refused, naming the field, before any model loads."""
+    data = _rows(tmp_path / "trl.jsonl", [{"completion": "2", "answer": "2"}])
     argv = ["sft", f"model={tmp_path / 'no_model'}", f"data={data}", f"out={tmp_path / 'o'}"]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "trl.jsonl:1: field 'domain'" in err and "domains=math" in err, err
+    assert "trl.jsonl:1: field 'prompt'" in err and "messages" in err, err
     assert "no_model" not in err and not (tmp_path / "o").exists()
+    ok = _rows(tmp_path / "ok.jsonl", [{"prompt": "1+1?", "completion": "2"}])
+    assert (
+        main(["sft", f"model={tmp_path / 'no_model'}", f"data={ok}", f"out={tmp_path / 'o2'}"]) == 2
+    )
+    assert "no_model" in capsys.readouterr().err  # past the data check, at the model
 
 
 def test_sft_without_traces_says_so_before_the_model(tmp_path, capsys):

@@ -23,9 +23,13 @@ def as_messages(prompt: Prompt) -> list[Message]:
 
 
 DOMAINS = ("math", "code", "stem", "instruct")
-# SFT-only skill data, never a problem to verify: `clr` = the CLR judge tasks (claim extraction and
-# verification, data/world/claims.py). SFT trains on them; RL, eval and probing skip them.
-TRAIN_ONLY_DOMAINS = ("clr",)
+# SFT-only data, never a problem to verify: `clr` = the CLR judge tasks (claim extraction and
+# verification, data/world/claims.py); `chat` = general dialogue (a prompt and its reply, no
+# verifier: the reports' SFT stage 1 includes it). SFT trains on them; RL, eval and probing skip
+# them; construct passes them through its decontamination (`pass_domains`).
+TRAIN_ONLY_DOMAINS = ("clr", "chat")
+# The domain an SFT row without one takes (a TRL conversational `{"messages": [...]}` row).
+CHAT_DOMAIN = "chat"
 
 
 @dataclass

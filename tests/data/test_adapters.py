@@ -41,6 +41,34 @@ def test_math_answer_or_boxed_solution(tmp_path):
         load_adapter("math", bad)
 
 
+def test_imo_answerbench_keeps_its_benchmark_name_as_source(tmp_path):
+    """Issue 41 item 8: IMO-AnswerBench read through the math reader got source "math" and so
+    the paper's math n (64) instead of its own (16)."""
+    from vibethinker.evaluate import samples_per_problem
+    from vibethinker.stages.eval import PAPER_N
+
+    rows = [
+        {
+            "Problem ID": "imo-bench-algebra-001",
+            "Problem": "Find x.",
+            "Short Answer": "3",
+            "Category": "Algebra",
+        },
+    ]
+    f = tmp_path / "answerbench.csv"
+    with open(f, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    for fmt in ("imo-answerbench", "math"):
+        (p,) = load_adapter(fmt, f)
+        assert (p.id, p.answer, p.subdomain) == ("imo-bench-algebra-001", "3", "algebra")
+        assert p.meta["source"] == "imo-answerbench", fmt
+        assert samples_per_problem([p], PAPER_N) == [16]
+    other = write_jsonl(tmp_path / "m.jsonl", [{"problem": "1+1?", "answer": "2"}])
+    assert load_adapter("math", other)[0].meta["source"] == "math"
+
+
 def test_gpqa_csv_shuffled_deterministically(tmp_path):
     f = tmp_path / "gpqa.csv"
     with open(f, "w", newline="") as fh:

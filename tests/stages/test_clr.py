@@ -616,3 +616,45 @@ def test_stage_short_claims_default_is_the_papers_mean_over_m(tmp_path):
     assert sc["short_lists"] == sc["answered"] == 6  # every list is shorter than M = 5
     _, s2, _ = _run(tmp_path / "p", FakeModel(), k=4, repeats=1, m=5, short_claims="present")
     assert s2["short_claims"]["unverified"] == sc["unverified"]  # same verdicts, same figure
+
+
+def test_extraction_prompt_and_short_claims_rule_in_step(tmp_path):
+    """Issue 41 item 2: `unverified` counts missing claims as failed, so the prompt must ask for
+    exactly M; the short default asks for at most M (out of step: warned, reported), the verbose
+    one (the 3B recipe's, by its packaged name) for exactly M."""
+    from vibethinker.prompts import claim_count_rule, claims_in_step, load_template
+
+    short = load_template("", "clr_extract.txt", ("{response}",))
+    verbose = load_template("clr_extract_verbose.txt", "clr_extract.txt", ("{response}",))
+    assert claim_count_rule(short) == "at most" and claim_count_rule(verbose) == "exactly"
+    assert not claims_in_step(short, "unverified") and claims_in_step(short, "present")
+    assert claims_in_step(verbose, "unverified")
+    assert claim_count_rule("List up to {m} claims") == "at most"
+    assert claim_count_rule("List the claims") == "unstated"
+    _, s, _ = _run(tmp_path, FakeModel(), k=4, repeats=1, m=5)
+    assert s["extract_asks"] == "at most"
+
+
+def test_math_judge_second_opinion_is_counted_in_the_summary(tmp_path, monkeypatch):
+    """Issue 41 item 5: with `math_judge`, a wrong math verdict the judge calls equivalent turns
+    correct, and summary.json counts the verdicts it changed."""
+    from vibethinker.stages import clr as clr_stage
+    from vibethinker.types import Score
+    from vibethinker.verifiers import math_judge
+
+    class YesJudge:
+        def score_batch(self, pairs):
+            return [Score(1.0, True, "ok") for _ in pairs]
+
+    monkeypatch.setattr(
+        clr_stage,
+        "judged_verify",
+        lambda spec, out: math_judge.judged_verify(spec, out, judge=YesJudge()),
+    )
+    _, s, rows = _run(tmp_path, FakeModel(), k=4, repeats=1, m=5, math_judge="j@http://x/v1")
+    judge = s["math_judge"]
+    assert judge["overturned"] == judge["consulted"] == 2  # the two BADs; "" has no box
+    m1 = [r for r in rows if r["id"] == "m1"]
+    assert [r["correct"] for r in m1] == [True, True, True, False]
+    _, s0, _ = _run(tmp_path / "rules", FakeModel(), k=4, repeats=1, m=5)
+    assert "math_judge" not in s0

@@ -113,3 +113,42 @@ def test_quick_flag_and_trl_rows_and_a_domain_that_is_not_there(tmp_path, capsys
     assert main(["eval", "--quick", "model=m", f"data={mixed}", "domains=code"]) == 2
     err = capsys.readouterr().err
     assert "no problems of domains=code" in err and "(it has math 1)" in err, err
+
+
+def test_math_judge_changes_are_counted_in_summary_json(tmp_path, monkeypatch):
+    """Issue 41 item 5: the judge's changed verdicts are a count in the eval's summary.json."""
+    import json
+
+    from vibethinker.data.io import save_problems
+    from vibethinker.stages import eval as eval_stage
+    from vibethinker.types import Completion, Problem, Score
+    from vibethinker.verifiers import math_judge
+
+    class Canned:
+        def generate(self, prompts, n, params):
+            texts = ["\\boxed{10}", "\\boxed{11}"]
+            return [
+                [Completion(texts[j % 2], [1, 2], None, "stop") for j in range(n)] for _ in prompts
+            ]
+
+    class YesJudge:
+        def score_batch(self, pairs):
+            return [Score(1.0, True, "ok") for _ in pairs]
+
+    monkeypatch.setattr(eval_stage.EvalConfig, "make_engine", lambda self, m, s: Canned())
+    monkeypatch.setattr(
+        eval_stage,
+        "judged_verify",
+        lambda spec, out: math_judge.judged_verify(spec, out, judge=YesJudge()),
+    )
+    save_problems(tmp_path / "p.jsonl", [Problem("m1", "math", "3*4-2?", answer="10")])
+    base = {"model": "fake", "data": str(tmp_path / "p.jsonl"), "n": 4, "workers": 1}
+    out = eval_stage.run(
+        eval_stage.EvalConfig(**base, out=str(tmp_path / "j"), math_judge="j@http://x/v1")
+    )
+    s = json.loads(open(out["summary"]).read())
+    assert s["math_judge"]["overturned"] == s["math_judge"]["consulted"] == 2
+    assert s["metrics"]["all"]["avg@n"] == 1.0
+    plain = eval_stage.run(eval_stage.EvalConfig(**base, out=str(tmp_path / "r")))
+    s0 = json.loads(open(plain["summary"]).read())
+    assert "math_judge" not in s0 and s0["metrics"]["all"]["avg@n"] == 0.5

@@ -216,3 +216,53 @@ def test_rubric_prompt_file_is_checked(tmp_path):
     f.write_text("grade it\n{prompt} {response}\n")
     with pytest.raises(ValueError, match="=== user ==="):
         load_rubric_prompt(f)
+
+
+class TaskJudge:
+    """Completion back-end: an answer about tea carries out the task (1.0), any other 0.0."""
+
+    def __init__(self):
+        self.calls = []
+
+    def score(self, pairs):
+        self.calls.append(list(pairs))
+        return [RubricResult(1.0 if "tea" in a else 0.0, "ok") for _, a in pairs]
+
+
+def test_rule_prompts_get_a_completion_check():
+    """Issue 41 item 1: an answer meeting every IFEval constraint while ignoring the task paid 1;
+    with the completion check it pays 0 and counts as wrong (MGPO's p)."""
+    # off_task meets both rules (lowercase English, no comma) and ignores the task (tea)
+    off_task = "<think>x</think>\nbananas are a yellow fruit that grows in warm places"
+    on_task = "<think>x</think>\ntea is a warm drink"
+    plain = InstructReward(base, None, rule_reward="strict")
+    assert [s.value for s in plain([RULE, RULE], [off_task, on_task])] == [1.0, 1.0]  # before
+    done = TaskJudge()
+    r = InstructReward(base, None, rule_reward="strict", completion=done)
+    s = r([RULE, RULE, MATH, RULE], [off_task, on_task, "\\boxed{2}", "<think>unclosed"])
+    assert (s[0].value, s[0].correct) == (0.0, False) and s[0].reason.startswith("incomplete")
+    assert (s[1].value, s[1].correct) == (1.0, True)
+    assert s[2].correct and s[3].value == 0.0  # math untouched; no answer: no judge call
+    assert [len(c) for c in done.calls] == [2]
+    assert r.metrics()["rule_incomplete"] == 1 and r.metrics()["completion_calls"] == 2
+
+
+def test_completion_check_config_and_backend(tmp_path, stub_openai):  # noqa: F811
+    from vibethinker.config import ConfigError
+    from vibethinker.train.rewards import COMPLETION_PROMPT, completion_backend
+
+    with pytest.raises(ConfigError, match="rule_completion"):
+        RLConfig(domain="instruct", rule_completion=True)
+    assert completion_backend(RLConfig(domain="instruct"), object()) is None
+    assert "carries out the task" in load_rubric_prompt(COMPLETION_PROMPT)[0]
+    stub_openai.responses = ['{"score": 2}']
+    cfg = RLConfig(
+        domain="instruct",
+        out=str(tmp_path),
+        rule_completion=True,
+        rubric_model=f"openai:m@{stub_openai.base_url}",
+    )
+    back = completion_backend(cfg, object())
+    assert back.score([("Write about tea.", "bananas")]) == [RubricResult(0.2, "ok")]
+    sent = stub_openai.requests[-1]["body"]["messages"]
+    assert "carries out the task" in sent[0]["content"]

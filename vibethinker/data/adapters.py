@@ -4,6 +4,10 @@
 - `math` / `aime`: rows with a problem (`problem`/`question`/`prompt`) and an `answer` (or a
   `solution` whose last `\\boxed{}` is the answer); MATH's `subject` becomes the subdomain and its
   `level` the difficulty.
+- `imo-answerbench`: the same reader (IMO-AnswerBench's `Problem`, `Short Answer`, `Problem ID`,
+  `Category` columns), its problems' `meta.source` "imo-answerbench", the key of the paper's
+  n = 16 (stages/eval.py PAPER_N; math has 64). Read with `math`, a row whose id starts with
+  `imo-bench-` keeps that benchmark name as its source too, not "math".
 - `gpqa`: GPQA's CSV/JSONL columns (`Question`, `Correct Answer`, `Incorrect Answer 1..3`) or
   generic `question` + `options`/`choices` + `answer` (letter, index or option text). Options are
   shuffled deterministically per problem from (`seed`, id) and the gold letter recomputed, so the
@@ -77,22 +81,37 @@ def _id(row: Row, source: str, i: int, *keys: str) -> str:
 def from_math(rows: list[Row], source: str = "math", **_: Any) -> Iterator[Problem]:
     for i, row in enumerate(rows):
         text = _first(row, "problem", "question", "prompt", "Problem", "Question")
-        answer = _first(row, "answer", "Answer", "expected_answer", "final_answer", "gold")
+        answer = _first(
+            row, "answer", "Answer", "Short Answer", "expected_answer", "final_answer", "gold"
+        )
         if answer is None and _first(row, "solution", "Solution"):
             answer = last_boxed(str(_first(row, "solution", "Solution")))
         if text is None or answer is None:
             raise ValueError(f"{source} row {i}: needs a problem and an answer (or boxed solution)")
-        subject = _first(row, "subject", "type", "category")
+        subject = _first(row, "subject", "type", "category", "Category")
         level = str(_first(row, "level", "Level") or "").removeprefix("Level ").strip()
+        pid = _id(row, source, i, "Problem ID")
         yield Problem(
-            id=_id(row, source, i),
+            id=pid,
             domain="math",
             prompt=str(text).strip(),
             answer=str(answer).strip(),
             subdomain=str(subject).lower().replace(" ", "_") if subject else None,
             difficulty=int(level) if level.isdigit() else None,
-            meta={"source": source},
+            meta={"source": benchmark_source(source, pid)},
         )
+
+
+IMO_ANSWERBENCH = "imo-answerbench"
+
+
+def benchmark_source(source: str, pid: str) -> str:
+    """A math row's `meta.source`: the format's name, except that an IMO-AnswerBench row (id
+    `imo-bench-...`) read with the generic `math` format keeps its benchmark's name, whose
+    sample count differs (paper: IMO-AnswerBench 16, math 64)."""
+    if source == "math" and pid.lower().startswith("imo-bench-"):
+        return IMO_ANSWERBENCH
+    return source
 
 
 # ---- GPQA -----------------------------------------------------------------------------------
@@ -280,6 +299,7 @@ def from_ifeval(rows: list[Row], source: str = "ifeval", **_: Any) -> Iterator[P
 ADAPTERS: dict[str, Callable[..., Iterator[Problem]]] = {
     "math": from_math,
     "aime": from_math,
+    IMO_ANSWERBENCH: from_math,
     "gpqa": from_gpqa,
     "livecodebench": from_livecodebench,
     "humaneval": from_humaneval,

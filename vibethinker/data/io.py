@@ -38,6 +38,7 @@ _REQUIRED_BY_DOMAIN = {
     "code": (),  # tests or test_code+entry_point, checked below
     "instruct": ("instructions",),
     "clr": ("traces",),  # training-only (types.TRAIN_ONLY_DOMAINS): a prompt and its reply
+    "chat": ("traces",),  # training-only: general dialogue, a prompt and its reply
 }
 
 

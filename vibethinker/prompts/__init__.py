@@ -4,7 +4,9 @@
 - `clr_verify.txt`: CLR claim verification; placeholders `{problem}`, `{claim}`.
 - `clr_extract_verbose.txt`, `clr_verify_verbose.txt`: longer wordings of the same two tasks for
   a real model (the defaults are short because every word costs the tiny world's tokenizer
-  several tokens); same placeholders, same reply formats.
+  several tokens); same placeholders, same reply formats. The verbose extraction asks for
+  exactly {m} claims (the paper's M per trajectory, in step with `short_claims=unverified`);
+  the short one for at most {m}.
 - `rubric_judge.txt`: the rubric LLM judge of Instruct RL (verifiers/rubric.py): the system
   prompt, a line `=== user ===`, then the user turn with `{prompt}` and `{response}` (str.format:
   literal braces as `{{` `}}`); `rubric_prompt=` points at your own copy.
@@ -25,10 +27,41 @@ from vibethinker.prompts.paper import CHOICE_SUFFIX, MATH_SUFFIX
 PROMPTS_DIR = Path(__file__).resolve().parent
 
 
+def template_path(path: str, default: str) -> Path:
+    """The file of a template key: `path` as given, else (a bare name such as
+    `clr_extract_verbose.txt` that is no file here) the packaged prompt of that name; empty:
+    the packaged `default`."""
+    if not path:
+        return PROMPTS_DIR / default
+    p = Path(path)
+    if not p.exists() and p.name == path and (PROMPTS_DIR / path).is_file():
+        return PROMPTS_DIR / path
+    return p
+
+
+def claim_count_rule(template: str) -> str:
+    """What an extraction template asks of the claim count: "exactly" ({m} claims, no fewer),
+    "at most", or "unstated". CLR's `short_claims=unverified` (missing claims count as 0)
+    is in step only with "exactly": a prompt that allows fewer claims scores its short lists
+    as failed claims (4 true of 4 -> 0.8^5)."""
+    flat = " ".join(template.lower().split())
+    if re.search(r"\bat most \{m\}|\bup to \{m\}|\bno more than \{m\}", flat):
+        return "at most"
+    if re.search(r"\bexactly \{m\}", flat):
+        return "exactly"
+    return "unstated"
+
+
+def claims_in_step(template: str, short_claims: str) -> bool:
+    """Whether an extraction template and CLR's short-claims rule agree: `unverified` needs a
+    prompt asking for exactly {m}; `present` (the mean over the claims given) takes any."""
+    return short_claims != "unverified" or claim_count_rule(template) == "exactly"
+
+
 def load_template(path: str, default: str, required: tuple[str, ...]) -> str:
     """A prompt template (a config path, or the packaged default); refused before any sampling
     when it lacks a placeholder the phase cannot work without."""
-    text = Path(path or PROMPTS_DIR / default).read_text()
+    text = template_path(path, default).read_text()
     missing = [r for r in required if r not in text]
     if missing:
         raise ValueError(f"clr: template {path or default} lacks {', '.join(missing)}")

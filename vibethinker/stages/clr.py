@@ -33,7 +33,7 @@ from vibethinker.engines.settings import EngineFields, TopKFields
 from vibethinker.evaluate import PROMPT_STYLES
 from vibethinker.evaluate.clr import compare
 from vibethinker.log import get_logger
-from vibethinker.prompts import load_template, problem_text
+from vibethinker.prompts import claim_count_rule, claims_in_step, load_template, problem_text
 from vibethinker.reports.clr import write_clr_outputs
 from vibethinker.stages import register
 from vibethinker.stages.clr_phases import (
@@ -50,6 +50,7 @@ from vibethinker.stages.clr_phases import (
 )
 from vibethinker.stages.eval import load_eval_problems
 from vibethinker.types import Problem
+from vibethinker.verifiers.math_judge import judged_verify
 
 log = get_logger("stages.clr")
 
@@ -102,11 +103,20 @@ class ClrConfig(CLR_SAMPLING, EngineFields):
     """model (the paper), symbolic (checkable numeric claims by verifiers/claims.py, the rest by
     the model) or both (checkable claims need the model AND the symbolic check). Beyond the paper."""
     extract_prompt: str = ""
-    """Claim-extraction template ({problem}, {response}, {m}); empty = prompts/clr_extract.txt.
-    Paper: unpublished; ours is documented in docs/CLR.md."""
+    """Claim-extraction template ({problem}, {response}, {m}): a file, or the name of a packaged
+    one (`clr_extract_verbose.txt`, which asks for exactly {m} claims); empty =
+    prompts/clr_extract.txt (short, for the tiny tokenizer: at most {m}). Paper: unpublished; it
+    extracts M claims per trajectory. With `short_claims=unverified` the prompt should ask for
+    exactly {m} (missing claims count as failed): the stage warns, and summary.json's
+    `extract_asks` says, when the two are out of step. Ours are in docs/CLR.md."""
     verify_prompt: str = ""
-    """Claim-verification template ({problem}, {claim}); empty = prompts/clr_verify.txt.
-    Paper: unpublished."""
+    """Claim-verification template ({problem}, {claim}): a file or a packaged name
+    (`clr_verify_verbose.txt`); empty = prompts/clr_verify.txt. Paper: unpublished."""
+    math_judge: str = ""
+    """LLM judge as a second opinion on math trajectories' correctness, `MODEL@BASE_URL`
+    (OpenAI-compatible; key from OPENAI_API_KEY), as the eval stage's `math_judge`: asked only
+    where the rules cannot decide or say wrong; summary.json's `math_judge` counts the verdicts
+    it changed. Paper: math is scored by math-verify plus an LLM judge. Empty = rules only."""
     judge_temperature: float = 1.0
     """Temperature of extraction and verification. Paper silent: our choice, the paper's one
     sampling protocol (1.0), so a repeat re-runs the whole stochastic procedure."""
@@ -184,12 +194,24 @@ def run_phases(cfg: ClrConfig, sampler: Any = None):
         raise ValueError(f"clr: no math or stem problems in {cfg.data}")
     extract_t = load_template(cfg.extract_prompt, "clr_extract.txt", ("{response}",))
     verify_t = load_template(cfg.verify_prompt, "clr_verify.txt", ("{claim}",))
+    if not claims_in_step(extract_t, cfg.short_claims):
+        log.warning(
+            "clr: the extraction prompt asks for %s {m} claims while short_claims=%s counts "
+            "missing claims as failed; ask for exactly {m} (extract_prompt="
+            "clr_extract_verbose.txt) or set short_claims=present",
+            claim_count_rule(extract_t),
+            cfg.short_claims,
+        )
     sampler = sampler or cfg.make_engine(cfg.model, cfg.seed)
     count = prompt_counter(sampler, counters)
+    verify_fn = judged_verify(cfg.math_judge, cfg.out) if cfg.math_judge else None
     trajs, claim_eval, seconds = timed_phases(
-        cfg, sampler, problems, (extract_t, verify_t), count, counters
+        cfg, sampler, problems, (extract_t, verify_t), count, counters, verify_fn
     )
     meta = run_meta(cfg, count is not None, seconds, claim_eval)
+    meta["extract_asks"] = claim_count_rule(extract_t)
+    if verify_fn is not None:
+        meta["math_judge"] = verify_fn.stats.as_dict()
     return problems, trajs, counters, meta
 
 
@@ -216,6 +238,7 @@ def timed_phases(
     templates: tuple[str, str],
     count: Any,
     counters: Counter,
+    verify_fn: Any = None,
 ) -> tuple[list[Trajectory], dict[str, Any], dict[str, float]]:
     """Sample, extract, verify, claim_eval, cluster, each timed: (trajs, claim_eval, seconds)."""
     extract_t, verify_t = templates
@@ -226,7 +249,9 @@ def timed_phases(
     log.info("clr: %d problems x %d samples (K=%d, R=%d)", len(problems), pool, cfg.k, cfg.repeats)
     how, seconds = CLAIM_VERIFIERS[cfg.claim_verifier], {}
     with timed(seconds, "sample"):
-        trajs = sample_phase(sampler, prompts, problems, pool, sample_p, cfg.workers, counters)
+        trajs = sample_phase(
+            sampler, prompts, problems, pool, sample_p, cfg.workers, counters, verify_fn
+        )
     with timed(seconds, "extract"):
         clr_pool = cfg.k * cfg.repeats
         extract_phase(

@@ -164,8 +164,11 @@ def letters_equivalent(a: str, b: str) -> bool:
 EQUIVALENCE = {"math": math_equivalent, "stem": letters_equivalent}
 
 
-def sample_phase(sampler, prompts, problems, pool, params, workers, counters) -> list[Trajectory]:
-    """Phase 1: one call for R x K trajectories of every problem; verify; their answers."""
+def sample_phase(
+    sampler, prompts, problems, pool, params, workers, counters, verify_fn=None
+) -> list[Trajectory]:
+    """Phase 1: one call for R x K trajectories of every problem; verify (`verify_fn`, e.g. with
+    the math judge as second opinion; default the rule verifiers); their answers."""
     out = sampler.generate(prompts, pool, params)
     short = sum(max(0, pool - len(c)) for c in out) + pool * max(0, len(prompts) - len(out))
     counters.add("samples_missing", short)  # a sampler that returned fewer than asked
@@ -174,9 +177,8 @@ def sample_phase(sampler, prompts, problems, pool, params, workers, counters) ->
         for i, comps in enumerate(out)
         for j, c in enumerate(comps)
     ]
-    scores = verifiers.verify_batch(
-        [problems[t.problem] for t in trajs], [t.text for t in trajs], workers
-    )
+    verify = verify_fn or verifiers.verify_batch
+    scores = verify([problems[t.problem] for t in trajs], [t.text for t in trajs], workers=workers)
     for t, s in zip(trajs, scores):
         t.correct, t.reason = bool(s.correct), s.reason
         if not t.text.strip():

@@ -12,7 +12,7 @@ import json
 import random
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vibethinker import verifiers
 from vibethinker.data.io import load_problems, problem_from_dict, problem_to_dict
@@ -20,10 +20,8 @@ from vibethinker.engines import make_sampler
 from vibethinker.evaluate import PROMPT_STYLES
 from vibethinker.log import get_logger
 from vibethinker.models import check_context, load_model_and_tokenizer
+from vibethinker.stages.distill_config import DistillConfig
 from vibethinker.types import Candidate, Problem
-
-if TYPE_CHECKING:  # the config lives with the stage, which imports this module
-    from vibethinker.stages.distill import DistillConfig
 
 log = get_logger("stages.distill")  # the stage's logger: the same records as before
 

@@ -8,15 +8,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vibethinker.algo import potential
 from vibethinker.log import get_logger
 from vibethinker.reports.distill import FUNNEL_COLS
+from vibethinker.stages.distill_config import DistillConfig
 from vibethinker.types import Candidate, Problem
-
-if TYPE_CHECKING:  # the config lives with the stage, which imports this module
-    from vibethinker.stages.distill import DistillConfig
 
 log = get_logger("stages.distill")  # the stage's logger: the same records as before
 

@@ -54,7 +54,8 @@ class EvalConfig(EVAL_SAMPLING, EngineFields):
     """Problems to evaluate: a Problem JSONL/JSON/parquet file or folder, or a public-format file
     read with `format`."""
     format: str = "problems"
-    """`problems` (our records) or a public format: math (AIME/MATH), gpqa, livecodebench,
+    """`problems` (our records) or a public format: math (AIME/MATH), imo-answerbench (the math
+    reader; source imo-answerbench, so n_by's 16, not math's 64), gpqa, livecodebench,
     humaneval, ifeval (data/adapters.py)."""
     out: str = "runs/eval"
     """Output folder: samples.jsonl, summary.json, summary.md, passk.png."""
@@ -90,7 +91,9 @@ class EvalConfig(EVAL_SAMPLING, EngineFields):
     math_judge: str = ""
     """LLM judge as a second opinion for math, `MODEL@BASE_URL` (OpenAI-compatible; key from
     OPENAI_API_KEY): asked only where the rules cannot decide or say wrong; cached in `out`.
-    Paper: math-verify plus an LLM judge. Empty = rules only."""
+    summary.json's `math_judge` counts its work: `consulted`, `overturned` (the verdicts it
+    changed, wrong -> right), `errors`, `share`. Paper: math-verify plus an LLM judge. Empty =
+    rules only."""
 
     def __post_init__(self) -> None:
         check_eval(self)
@@ -269,10 +272,18 @@ def run(cfg: EvalConfig) -> dict[str, str]:
         prompt_fn=prompt_fn,
         verify_fn=judged,
     )
-    if judged is not None:
-        log.info("math judge: %s", judged.stats.as_dict())
+    meta: dict[str, Any] = {}
+    if judged is not None:  # how many verdicts the judge changed, in summary.json
+        meta["math_judge"] = judged.stats.as_dict()
+        log.info("math judge: %s", meta["math_judge"])
     outputs = write_outputs(
-        result, cfg.out, model=cfg.model, data=cfg.data, engine=cfg.engine, format=cfg.format
+        result,
+        cfg.out,
+        model=cfg.model,
+        data=cfg.data,
+        engine=cfg.engine,
+        format=cfg.format,
+        **meta,
     )
     log.info("eval results (%.0f s):\n%s", result.seconds, markdown_table(result.metrics))
     return outputs

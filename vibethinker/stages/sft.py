@@ -32,7 +32,7 @@ from vibethinker.prompts.paper import prompt_examples, write_prompt_examples
 from vibethinker.reports.sft import plot_loss, summary_md
 from vibethinker.stages import register
 from vibethinker.train.sft_config import SFTConfig
-from vibethinker.types import Problem
+from vibethinker.types import CHAT_DOMAIN, Problem
 
 log = get_logger("stages.sft")
 
@@ -42,9 +42,11 @@ log = get_logger("stages.sft")
 
 def row_shape(cfg: SFTConfig) -> RowShape:
     """How this stage reads rows in other tools' shapes: rows without an id are numbered, a sole
-    `domains` entry is the default domain, and answers are needed only by the stage-2 filter."""
+    `domains` entry is the default domain (else `chat`: SFT needs no verifier, so a TRL
+    conversational row, `{"messages": [...]}` alone, trains as dialogue), and answers are needed
+    only by the stage-2 filter."""
     return RowShape(
-        domain=cfg.domains[0] if len(cfg.domains) == 1 else "",
+        domain=cfg.domains[0] if len(cfg.domains) == 1 else CHAT_DOMAIN,
         answer_key=cfg.answer_key,
         ids=True,
         need_gold=bool(cfg.filter_ref_model),

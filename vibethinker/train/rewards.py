@@ -13,6 +13,13 @@ MGPO's p(q) needs a binary verdict per response (`Score.correct`): a rule prompt
 "every constraint holds" (whatever the reward form and weight); an open prompt's is
 rubric value >= `rubric_threshold`. The paper is silent on both; these are config values.
 
+Task completion (`rule_completion`): the report's rule validators check completion too, so an
+answer that meets every IFEval constraint while ignoring the task must not earn the reward. With
+the key on, each answered rule prompt is also judged by a completion back-end (the rubric
+back-end with prompts/completion_judge.txt: does the answer carry out the task, formatting
+aside?); below `completion_threshold` its rule reward is 0 and it counts as wrong ("incomplete"),
+counted per step as `rule_incomplete`.
+
 A rubric call that fails (endpoint down or slow past its retries, an unparseable reply, a reward
 model error) scores `rubric_fail_value` for that response, is counted (`rubric_fail` per step,
 `rubric_fail_total`) and logged; the step goes on. Per-step metrics (`InstructReward.metrics`)
@@ -30,11 +37,14 @@ from vibethinker.train.rl_config import RLConfig
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers.extract import answer_part
 from vibethinker.verifiers.instruct import validate_instructions
-from vibethinker.verifiers.rubric import make_rubric
+from vibethinker.verifiers.rubric import PROMPTS, make_rubric
 
 log = get_logger("train.rewards")
 RULE_FORMS = ("strict", "partial")
 BAD_RULE_INPUT = ("unknown_instruction:", "bad_kwargs:")
+COMPLETION_PROMPT = PROMPTS / "completion_judge.txt"
+# Per-call lists behind `metrics` (rewards and verdicts by source; incomplete rule answers).
+STAT_KEYS = ("rule_r", "rule_ok", "open_r", "open_ok", "rubric_on_rule", "open_words", "incomplete")
 
 
 def rule_value(score: Score, form: str) -> float:
@@ -117,6 +127,8 @@ class InstructReward:
         rubric_weight: float = 0.0,
         rubric_threshold: float = 0.5,
         fail_value: float = 0.0,
+        completion: Any = None,
+        completion_threshold: float = 0.5,
     ) -> None:
         if rule_reward not in RULE_FORMS:
             raise ValueError(f"rule_reward must be one of {RULE_FORMS}, got {rule_reward!r}")
@@ -127,14 +139,19 @@ class InstructReward:
         self.base, self.rubric = base, rubric
         self.form, self.weight = rule_reward, rubric_weight
         self.threshold, self.fail_value = rubric_threshold, fail_value
+        self.completion, self.completion_threshold = completion, completion_threshold
         self.fail_total = 0
         self._last: dict[str, Any] = {}
 
-    def _rubric(self, items: list[tuple[int, str, str]]) -> dict[int, tuple[float, str, bool]]:
-        """index -> (value, reason, failed) for (index, prompt, answer) items."""
-        if not items or self.rubric is None:
+    def _rubric(
+        self, items: list[tuple[int, str, str]], backend: Any = None
+    ) -> dict[int, tuple[float, str, bool]]:
+        """index -> (value, reason, failed) for (index, prompt, answer) items, scored by
+        `backend` (default: the rubric)."""
+        backend = backend if backend is not None else self.rubric
+        if not items or backend is None:
             return {}
-        res = self.rubric.score([(p, a) for _, p, a in items])
+        res = backend.score([(p, a) for _, p, a in items])
         out = {}
         for (i, _, _), r in zip(items, res):
             failed = r.value is None
@@ -155,14 +172,8 @@ class InstructReward:
             and (is_open(problems[i]) or self.weight > 0)
         ]
         judged = self._rubric(want)
-        stats: dict[str, list] = {
-            "rule_r": [],
-            "rule_ok": [],
-            "open_r": [],
-            "open_ok": [],
-            "rubric_on_rule": [],
-            "open_words": [],
-        }
+        done = self._completion(problems, answers, rule_idx)
+        stats: dict[str, list] = {k: [] for k in STAT_KEYS}
         bad_rule = 0
         for i, s in zip(rule_idx, base):
             p = problems[i]
@@ -171,8 +182,12 @@ class InstructReward:
                 continue
             bad_rule += s.reason.startswith(BAD_RULE_INPUT)
             rub = judged.get(i)
-            value = mix(rule_value(s, self.form), rub[0] if rub else None, self.weight)
-            scores[i] = Score(value, s.correct, s.reason, s.detail)
+            rule, ok, why = rule_value(s, self.form), s.correct, s.reason
+            if i in done and done[i][0] < self.completion_threshold:  # constraints met, task not
+                rule, ok, why = 0.0, False, f"incomplete:{done[i][1]}"
+                stats["incomplete"].append(i)
+            value = mix(rule, rub[0] if rub else None, self.weight)
+            scores[i] = Score(value, ok, why, s.detail)
             stats["rule_r"].append(value)
             stats["rule_ok"].append(float(s.correct))
             if rub:
@@ -191,11 +206,26 @@ class InstructReward:
                 stats["open_words"].append(len(answers[i].split()))
             stats["open_r"].append(scores[i].value)
             stats["open_ok"].append(float(scores[i].correct))
-        fails = [why for v, why, failed in judged.values() if failed]
+        fails = [why for _, why, failed in [*judged.values(), *done.values()] if failed]
         self.fail_total += len(fails)
         _warn(fails, len(judged), self.fail_value, bad_rule)
         self._last = self._metrics_of(stats, len(judged), len(fails), bad_rule)
+        self._last.update(completion_calls=len(done), rule_incomplete=len(stats["incomplete"]))
         return scores  # type: ignore[return-value]
+
+    def _completion(
+        self, problems: Sequence[Problem], answers: list[str | None], rule_idx: list[int]
+    ) -> dict[int, tuple[float, str, bool]]:
+        """index -> (value, reason, failed) of the completion check on answered instruct rule
+        prompts (none when `completion` is off); an unanswered one already scores 0."""
+        if self.completion is None:
+            return {}
+        items = [
+            (i, problems[i].prompt, answers[i])
+            for i in rule_idx
+            if problems[i].domain == "instruct" and answers[i] is not None
+        ]
+        return self._rubric(items, self.completion)
 
     def _metrics_of(
         self, stats: dict[str, list], n_judged: int, n_fails: int, bad_rule: int
@@ -267,4 +297,27 @@ def instruct_reward(
         cfg.rubric_weight,
         cfg.rubric_threshold,
         cfg.rubric_fail_value,
+        completion_backend(cfg, rubric, device) if n_rule else None,
+        cfg.completion_threshold,
+    )
+
+
+def completion_backend(cfg: RLConfig, rubric: Any, device: str = "cpu") -> Any:
+    """The completion check of rule prompts (`rule_completion`): the rubric's reward model
+    itself (`hf:`), or the same LLM judge asked with the completion prompt (`openai:`, its own
+    cache); None when the key is off."""
+    if not cfg.rule_completion:
+        return None
+    if rubric is None:
+        raise ValueError("rl instruct: rule_completion needs rubric_model")
+    if cfg.rubric_model.startswith("hf:"):
+        return rubric  # one reward model: "complete and not repetitive" is what it learned
+    return make_rubric(
+        cfg.rubric_model,
+        device=str(device),
+        cache_path=str(Path(cfg.out) / "completion_cache.json"),
+        prompt_path=cfg.completion_prompt or str(COMPLETION_PROMPT),
+        timeout_s=cfg.judge_timeout_s,
+        retries=cfg.judge_retries,
+        batch_size=cfg.rubric_batch,
     )

@@ -114,8 +114,9 @@ class RLConfig(RL_SAMPLING, RL_ENGINE, RL_ROPE, DeviceFields):
     """Experiment tracking of the per-step metrics: none, tensorboard, wandb, trackio, or a
     comma list (log.py)."""
     tis_cap: float = 2.0
-    """Truncated importance sampling cap C on pi_old / pi_engine per token (0: off). Paper: asks
-    for the correction, C unpublished; we choose 2."""
+    """Truncated importance sampling cap C on pi_old / pi_engine per token (0: off). Paper: it
+    only "refers to off-policy / rollout-mismatch stabilisation" and names no method; TIS and
+    C = 2 are our choices."""
     filter_rollouts: int = 8
     """Stage-start filter: rollouts per prompt with the starting model; prompts with accuracy 0
     or 1 are dropped (0: no filter), except under `long2short`, which keeps p = 1 prompts (their
@@ -194,6 +195,19 @@ class RLConfig(RL_SAMPLING, RL_ENGINE, RL_ROPE, DeviceFields):
     rubric_threshold: float = 0.5
     """An open prompt's response counts as correct for MGPO's p(q) when its rubric value (in
     [0, 1]) is >= this (rule prompts: every constraint holds). Paper: silent; our choice."""
+    rule_completion: bool = False
+    """Rule prompts also pass a task-completion check (docs/PAPER.md stage 5: the report's rule
+    validators check format, order, item count, keywords *and completion*): the rubric back-end
+    (`rubric_model`) judges whether the answer carries out the task, formatting aside (an LLM
+    judge with `completion_prompt`; a reward model's value); below `completion_threshold` the
+    rule reward is 0 and the response counts as wrong for MGPO's p. Paper: names completion
+    among the rules, not how it is checked. Off by default (rules alone); the 3B recipe sets it."""
+    completion_prompt: str = ""
+    """The completion judge's prompt file (empty: vibethinker/prompts/completion_judge.txt; a
+    0-10 "score" of whether the answer does the task, formatting ignored)."""
+    completion_threshold: float = 0.5
+    """A rule prompt's answer is complete when the completion value (in [0, 1]) is >= this; a
+    failed judge call scores `rubric_fail_value`. Paper: silent; our choice."""
     rubric_fail_value: float = 0.0
     """Reward of a response whose rubric call failed (endpoint down/slow past its retries,
     unparseable reply); counted per step as rubric_fail. Our choice: 0 (as an unanswered one)."""
@@ -307,7 +321,9 @@ def _check_ranges(c: Checks, cfg: RLConfig) -> None:
     c.in_range("top_p", 0, 1)
     c.in_range("vllm_gpu_memory_utilization", 0, 1)
     c.fraction("warmup_frac", upper_open=True)
-    c.fraction("rubric_weight", "rubric_threshold", "rubric_fail_value")
+    c.fraction("rubric_weight", "rubric_threshold", "rubric_fail_value", "completion_threshold")
+    if cfg.rule_completion and not cfg.rubric_model:
+        c.bad("rule_completion", "needs rubric_model (the judge or reward model that checks it)")
     if cfg.lora_r:
         c.positive("lora_alpha")
 

@@ -73,7 +73,8 @@ class SFTConfig(SFT_ROPE, DeviceFields):
     """Modules given adapters: "all-linear" or a comma list (q_proj,k_proj,v_proj,o_proj)."""
     domains: list[str] = field(default_factory=list)
     """Train only on these domains (empty: all). With one domain, it is also the domain of rows
-    that have none (TRL-style data: data/shapes.py)."""
+    that have none (TRL-style data: data/shapes.py); otherwise such rows are `chat` (general
+    dialogue, SFT-only: a `{"messages": [...]}` row trains as it is)."""
     answer_key: str = ""
     """The data's gold-answer column when it is not `answer` (e.g. `gold`); only the stage-2
     filter reads answers (data/shapes.py lists the shapes read)."""
