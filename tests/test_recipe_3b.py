@@ -209,3 +209,25 @@ def test_paper_md_attributions():
 
 def test_recipe_passes_plan():
     assert main(["plan", RECIPE]) == 0
+
+
+@pytest.mark.parametrize("recipe", [RECIPE, RECIPE.replace("vibethinker-3b", "qwen2.5-1.5b-1gpu")])
+def test_gpu_recipes_sample_with_vllm_and_hf_is_one_key(recipe):
+    """Every sampling stage of the GPU recipes uses vLLM (bf16 on CUDA, asleep in updates);
+    `engine=hf` is the stated fallback, one key for all of them."""
+    keys = ("engine", "filter_engine")
+
+    def engines(r):
+        return {
+            f"{s.name}.{k}": getattr(s.config, k)
+            for s in r.stages
+            for k in keys
+            if hasattr(s.config, k)
+        }
+
+    got = engines(load_recipe(recipe))
+    assert any(k.startswith("rl") for k in got) and set(got.values()) == {"vllm"}
+    rl = [s.config for s in load_recipe(recipe).stages if s.stage == "rl"]
+    assert rl and all(c.vllm_dtype == "auto" and c.vllm_sleep for c in rl)
+    flipped = engines(load_recipe(recipe, {"engine": "hf"}))
+    assert flipped.keys() == got.keys() and set(flipped.values()) == {"hf"}

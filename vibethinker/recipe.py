@@ -59,8 +59,9 @@ from vibethinker.train import dist
 log = get_logger("recipe")
 _REF = re.compile(r"\$\{([A-Za-z0-9_.\-]+)\}")
 TOP_LEVEL = ("run_dir", "model", "engine")
-# `engine=vllm` (top level, in the recipe or on the command line) sets these keys on every stage
-# that has them and does not set them itself: one switch for every sampling stage.
+# `engine: vllm` at the top of a recipe sets these keys on every stage that has them and does not
+# set them itself; `engine=hf` on the command line sets them on every stage (a `<stage>.engine=`
+# on the command line still wins): one switch for every sampling stage.
 ENGINE_KEYS = ("engine", "filter_engine")
 # Stage types that train with torchrun (every process runs them); the others run on rank 0.
 DISTRIBUTED = ("sft", "rl", "distill")
@@ -116,6 +117,7 @@ def _ref_hint(key: str, scope: dict[str, Any]) -> str:
 def load_recipe(path: str, overrides: dict[str, str] | None = None) -> Recipe:
     """Parse a recipe, apply overrides, resolve references; every error names the recipe."""
     overrides = dict(overrides or {})
+    forced = "engine" in overrides  # engine= on the command line: every stage but its own key
     raw = read_yaml(path, "recipe")
     if not isinstance(raw, dict) or not isinstance(raw.get("stages"), list):
         raise ConfigError(f"recipe {path}: expected a mapping with a `stages` list")
@@ -143,6 +145,7 @@ def load_recipe(path: str, overrides: dict[str, str] | None = None) -> Recipe:
             raise ConfigError(f"recipe {path}: duplicate stage name {name!r}; add `name:`")
         entries.append((name, stype, values))
     names = {n for n, _, _ in entries}
+    cli_keys: set[str] = set()
     for key, val in overrides.items():
         sname, _, k = key.partition(".")
         if sname not in names or not k:
@@ -151,12 +154,14 @@ def load_recipe(path: str, overrides: dict[str, str] | None = None) -> Recipe:
                 f"in {sorted(names)}"
             )
         next(v for n, _, v in entries if n == sname)[k] = val
+        cli_keys.add(key)
 
     recipe = Recipe(path=str(path), run_dir=top["run_dir"], model=top["model"])
     for name, stype, values in entries:
         spec = stage_registry.get(stype)
         if top["engine"]:
-            _apply_engine(values, spec.config_cls, str(top["engine"]))
+            keep = {k for k in ENGINE_KEYS if f"{name}.{k}" in cli_keys or not forced}
+            _apply_engine(values, spec.config_cls, str(top["engine"]), keep)
         values.setdefault("out", f"{top['run_dir']}/{name}")
         values = {k: _substitute(v, scope, f"{path}: {name}.{k}") for k, v in values.items()}
         cfg = make_config(spec.config_cls, values, f"{path}: {name}")
@@ -166,11 +171,13 @@ def load_recipe(path: str, overrides: dict[str, str] | None = None) -> Recipe:
     return recipe
 
 
-def _apply_engine(values: dict[str, Any], config_cls: Any, engine: str) -> None:
-    """The recipe's top-level `engine` on a stage's engine keys that the stage leaves unset."""
+def _apply_engine(values: dict[str, Any], config_cls: Any, engine: str, keep: set[str]) -> None:
+    """The top-level `engine` on a stage's engine keys: those it leaves unset, and those it sets
+    unless they are in `keep` (the recipe's top-level key keeps a stage's own value; `engine=`
+    on the command line keeps only a `<stage>.engine=` given there too)."""
     names = {f.name for f in dataclasses.fields(config_cls)}
     for key in ENGINE_KEYS:
-        if key in names and key not in values:
+        if key in names and (key not in values or key not in keep):
             values[key] = engine
 
 
