@@ -288,7 +288,9 @@ def logprob_inputs(
     p_ids = [lp.sampler.encode(lp.prompt_fn(g.problem)) for g in groups for _ in g.completions]
     pad_id = lp.tokenizer.pad_token_id if lp.tokenizer.pad_token_id is not None else 0
     tb = build_batch(p_ids, comps, pad_id)
-    rows = trained_rows(adv, opts.kl_coef)
+    if opts.mask_truncated:  # TRL's mask_truncated_completions: a cut response leaves the loss
+        tb.mask[torch.tensor([c.truncated for c in comps], dtype=torch.bool)] = False
+    rows = trained_rows(adv, opts.kl_coef, tb.mask if opts.mask_truncated else None)
     ref_lp = None
     if lp.ref_model is not None:
         ref_lp = frozen_logprobs(
@@ -320,26 +322,30 @@ def update_all(
     ref_lp: torch.Tensor | None,
     n_total: int | None = None,
 ) -> dict[str, float]:
-    """`mini_batches` optimizer steps over the trained rows; their stats merged. `n_total`: the
-    step's sequences over all processes (the 1/N of the loss; this process's rows by default)."""
+    """`mini_batches` optimizer steps; their stats merged. The batch's N rows are split into
+    `mini_batches` parts; each update trains the part's `rows` and divides by the part's OWN
+    counts over all processes (sequences, and tokens for token_mean), so uneven splits (16
+    rows in 3) weigh every row alike. `n_total` is kept for callers; the counts are summed
+    over the processes here."""
     opts = lp.opts
-    # each of the mini_batches updates averages over its share of the N sequences
-    share = max(1, (n_total or adv.numel()) // opts.mini_batches)
-    ustats = [
-        update(
-            lp.model,
-            lp.optimizer,
-            lp.scheduler,
-            tb,
-            adv,
-            part,
-            opts,
-            old_logp=old_lp,
-            ref_logp=ref_lp,
-            n_seqs=share,
+    ustats = []
+    for part in torch.arange(adv.numel()).tensor_split(opts.mini_batches):
+        seqs, toks = dist.all_sum([part.numel(), int(tb.mask[part].sum())])
+        ustats.append(
+            update(
+                lp.model,
+                lp.optimizer,
+                lp.scheduler,
+                tb,
+                adv,
+                part[torch.isin(part, rows)],
+                opts,
+                old_logp=old_lp,
+                ref_logp=ref_lp,
+                n_seqs=max(1, int(seqs)),
+                n_tokens=max(1, int(toks)),
+            )
         )
-        for part in rows.tensor_split(opts.mini_batches)
-    ]
     return ustats[-1] if len(ustats) == 1 else merge_stats(ustats)
 
 
