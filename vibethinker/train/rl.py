@@ -31,6 +31,7 @@ from vibethinker.train import checkpoints, dist, interrupt, policy
 from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rl_engine import default_verify, rollout_engine
 from vibethinker.train.rl_metrics import Timer, evaluate_policy, step_metrics
+from vibethinker.train.rl_sampling import collect_groups
 from vibethinker.train.rl_update import (
     compute_advantages,
     frozen_logprobs,
@@ -42,9 +43,6 @@ from vibethinker.train.rollout import (
     Batch,
     Scored,
     build_batch,
-    draw_prompts,
-    rollout,
-    score_groups,
 )
 from vibethinker.types import Group, Problem
 
@@ -246,18 +244,12 @@ def _run_steps(
 
 def rl_step(lp: Loop, step: int) -> dict[str, Any]:
     """One step: rollout -> verify -> advantages -> logprobs -> update; returns its metrics row."""
-    opts, timer, t0 = lp.opts, Timer(), time.perf_counter()
-    idx = draw_prompts(len(lp.problems), step, opts.prompts_per_step, opts.seed)
-    # N processes: each samples whole groups of its share of the step's prompts (its own seed)
-    batch_problems = [lp.problems[i] for i in dist.shard(idx)]
-    params = lp.sampling(opts.seed * 1_000_003 + step + 7_919 * dist.rank())
-    with timer("generate"):
-        groups = rollout(lp.sampler, batch_problems, lp.prompt_fn, opts.group_size, params)
-    with timer("verify"):
-        sc_mine = score_groups(groups, lp.verify, opts.truncated_reward)
+    timer, t0 = Timer(), time.perf_counter()
+    # rollout + verify (a refill with groups that carry signal under `dynamic_sampling`)
+    groups, sc_mine, sampled = collect_groups(lp, step, timer)
     # advantages and metrics over ALL groups of the step (each group is whole on one process)
     sc, mine = gather_scored(sc_mine)
-    adv, weights = compute_advantages(sc, opts)
+    adv, weights = compute_advantages(sc, lp.opts)
     adv_mine = adv[mine].flatten()
     with timer("logprobs"):
         tb, rows, old_lp, ref_lp = logprob_inputs(lp, groups, adv_mine)
@@ -269,6 +261,7 @@ def rl_step(lp: Loop, step: int) -> dict[str, Any]:
     return {
         "step": step + 1,
         **step_metrics(groups, sc, weights),
+        **sampled,
         **(lp.verify.metrics() if getattr(lp.verify, "metrics", None) else {}),  # by reward source
         **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in u.items()},
         "lr": policy.current_lr(lp.optimizer),

@@ -41,12 +41,8 @@ from vibethinker.train.rollout import (
 )
 
 
-def compute_advantages(sc: Scored, opts: RLConfig) -> tuple[torch.Tensor, torch.Tensor]:
-    """[B, G] advantages and [B] MGPO weights from the verified groups."""
-    # With std scaling, a group whose responses are ALL correct has a nonzero std after the
-    # Long2Short shift; dividing by it (the A_i formula applied to r' as written) rescales its
-    # shifts to unit size whatever l2s_lambda is. `l2s_all_correct_std=False` leaves them as
-    # the shift (RLConfig; docs/EVIDENCE.md has the measurement).
+def shaped_rewards(sc: Scored, opts: RLConfig) -> torch.Tensor:
+    """[B, G] rewards after the options' shaping: DAPO's overlong penalty, Long2Short's shift."""
     rewards = sc.rewards
     if opts.overlong_buffer:  # DAPO's soft overlong punishment, a reward term (not the verdict)
         pen = batch_overlong_penalty(
@@ -55,9 +51,24 @@ def compute_advantages(sc: Scored, opts: RLConfig) -> tuple[torch.Tensor, torch.
         rewards = rewards + pen.to(rewards.dtype)
     if opts.long2short:
         rewards = batch_long2short(rewards, sc.correct, sc.lengths, opts.l2s_lambda)
+    return rewards
+
+
+def has_signal(sc: Scored, opts: RLConfig) -> torch.Tensor:
+    """[B] True where a group's shaped rewards are not all equal (its advantages are not all 0)."""
+    r = shaped_rewards(sc, opts)
+    return r.amax(-1) > r.amin(-1)
+
+
+def compute_advantages(sc: Scored, opts: RLConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """[B, G] advantages and [B] MGPO weights from the verified groups."""
+    # With std scaling, a group whose responses are ALL correct has a nonzero std after the
+    # Long2Short shift; dividing by it (the A_i formula applied to r' as written) rescales its
+    # shifts to unit size whatever l2s_lambda is. `l2s_all_correct_std=False` leaves them as
+    # the shift (RLConfig; docs/EVIDENCE.md has the measurement).
     est = ADVANTAGE_ESTIMATORS[opts.advantage]
     return est(
-        rewards,
+        shaped_rewards(sc, opts),
         sc.correct,
         lam=opts.lambda_mgpo,
         eps=opts.adv_eps,
