@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
+from vibethinker.algo.correction import correction_weights, mismatch_sums
+
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Mean of x over the True entries of mask (0 when mask is empty)."""
@@ -66,8 +68,12 @@ class LossStats:
     ratio_max: float = 0.0
     kl_sum: float = 0.0  # sum of k3 over tokens (0 without a reference)
     tis_sum: float = 0.0  # sum of TIS weights (tokens when TIS is off)
-    tis_capped: float = 0.0  # tokens whose TIS weight hit the cap
+    tis_capped: float = 0.0  # tokens whose correction weight the rule changed (capped, masked)
     engine_kl_sum: float = 0.0  # sum of k3(engine, pi_old) over tokens (0 without engine logps)
+    engine_tokens: int = 0  # tokens with engine logprobs (the mismatch measures' count)
+    engine_absdiff_sum: float = 0.0  # sum of |log pi_old - log pi_engine|
+    engine_mult_err_sum: float = 0.0  # sum of exp(|log pi_old - log pi_engine|)
+    engine_ratio_max: float = 0.0  # largest pi_old / pi_engine
 
     def add(self, other: LossStats) -> LossStats:
         return LossStats(
@@ -80,6 +86,10 @@ class LossStats:
             tis_sum=self.tis_sum + other.tis_sum,
             tis_capped=self.tis_capped + other.tis_capped,
             engine_kl_sum=self.engine_kl_sum + other.engine_kl_sum,
+            engine_tokens=self.engine_tokens + other.engine_tokens,
+            engine_absdiff_sum=self.engine_absdiff_sum + other.engine_absdiff_sum,
+            engine_mult_err_sum=self.engine_mult_err_sum + other.engine_mult_err_sum,
+            engine_ratio_max=max(self.engine_ratio_max, other.engine_ratio_max),
         )
 
     def summary(self) -> dict[str, float]:
@@ -93,6 +103,12 @@ class LossStats:
             "tis_mean": self.tis_sum / n,
             "tis_capped_frac": self.tis_capped / n,
             "engine_kl": self.engine_kl_sum / n,
+            # NeMo-RL's token_mult_prob_error (1.0: no mismatch, also without engine logprobs)
+            "token_mult_prob_error": self.engine_mult_err_sum / self.engine_tokens
+            if self.engine_tokens
+            else 1.0,
+            "engine_logp_absdiff": self.engine_absdiff_sum / max(self.engine_tokens, 1),
+            "engine_ratio_max": self.engine_ratio_max,
         }
 
 
@@ -165,6 +181,8 @@ def clipped_surrogate(
     ref_logp: torch.Tensor | None = None,
     kl_coef: float = 0.0,
     n_seqs: int | None = None,
+    correction: str = "token_tis",
+    is_low: float = 0.0,
     agg: str = "seq_mean",
     level: str = "token",
     clip_c: float = 0.0,
@@ -174,15 +192,16 @@ def clipped_surrogate(
     """(scalar loss, stats) of the MGPO clipped surrogate; see the module docstring.
 
     logp carries gradients; old_logp, engine_logp and ref_logp are treated as constants. TIS
-    is on when `engine_logp` is given and `tis_cap` > 0. `agg` and `level` name entries of
+    is on when `engine_logp` is given and `tis_cap` > 0, by the rule `correction` (an entry of
+    algo/correction.IS_CORRECTIONS, lower bound `is_low`). `agg` and `level` name entries of
     LOSS_AGGREGATIONS and RATIO_LEVELS; `clip_c` > 1 is the dual clip; `n_seqs`, `n_tokens`
     and `max_len` are the whole batch's counts (`Norm`; this call's by default)."""
     aggregate, ratio_fn = LOSS_AGGREGATIONS[agg], RATIO_LEVELS[level]
     high = clip_eps if clip_eps_high is None else clip_eps_high
-    tis = None
-    if engine_logp is not None and tis_cap > 0:
-        tis = tis_weights(old_logp, engine_logp, tis_cap)
+    tis = changed = None
     m = mask.to(logp.dtype)
+    if engine_logp is not None and tis_cap > 0:
+        tis, changed = correction_weights(correction, old_logp, engine_logp, m, is_low, tis_cap)
     adv = advantages.to(logp.dtype)[:, None]
     ratio = ratio_fn(logp, old_logp.detach(), m)
     unclipped = ratio * adv
@@ -205,10 +224,12 @@ def clipped_surrogate(
         max_len=max_len,
     )
     loss = aggregate(tok_loss.expand_as(logp), m, norm)
-    stats = _stats(mask, ratio.expand_as(logp), clipped < unclipped, dual, kl, tis, tis_cap)
+    stats = _stats(mask, ratio.expand_as(logp), clipped < unclipped, dual, kl, tis, changed)
     if engine_logp is not None:
-        k3 = kl_k3(engine_logp.detach(), old_logp.detach())
-        stats.engine_kl_sum = float(k3[mask.bool()].sum())
+        mis = mismatch_sums(old_logp, engine_logp, mask)
+        stats.engine_kl_sum, stats.engine_tokens = mis["kl"], stats.tokens
+        stats.engine_absdiff_sum, stats.engine_mult_err_sum = mis["absdiff"], mis["mult_err"]
+        stats.engine_ratio_max = mis["ratio_max"]
     return loss, stats
 
 
@@ -233,7 +254,7 @@ def _stats(
     dual: torch.Tensor | None,
     kl: torch.Tensor | None,
     tis: torch.Tensor | None,
-    tis_cap: float,
+    changed: torch.Tensor | None,
 ) -> LossStats:
     """The token sums of one call (ratio and clip masks broadcast to [N, T])."""
     sel = mask.bool()
@@ -245,6 +266,6 @@ def _stats(
         ratio_sum=float(r.sum()),
         ratio_max=float(r.max()) if r.numel() else 0.0,
         kl_sum=float(kl[sel].sum()) if kl is not None else 0.0,
-        tis_sum=float(tis[sel].sum()) if tis is not None else float(sel.sum()),
-        tis_capped=float((tis >= tis_cap)[sel].sum()) if tis is not None else 0.0,
+        tis_sum=float(tis.expand_as(mask)[sel].sum()) if tis is not None else float(sel.sum()),
+        tis_capped=float(changed.expand_as(mask)[sel].sum()) if changed is not None else 0.0,
     )

@@ -170,9 +170,17 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
         f"| truncation rate | {fmt(e0.get('trunc_rate'))} | {fmt(e1.get('trunc_rate'))} |",
         "",
         f"Training batches (last 10 steps): accuracy {fmt(mean('accuracy'))}, mean MGPO weight "
-        f"{fmt(mean('mgpo_weight'))}, groups with p in {{0,1}} {fmt(mean('frac_p01'))}, "
+        f"{fmt(mean('mgpo_weight'))}, groups with p in {{0,1}} {fmt(mean('frac_p01'))} "
+        f"(zero-signal share of the first draw {fmt(mean('frac_zero_signal'))}), "
         f"entropy {fmt(mean('entropy'))}, clip fraction {fmt(mean('clip_frac'))}, "
         f"engine-vs-trainer KL {fmt(mean('engine_kl'), 6)}.",
+        "",
+        f"Engine-vs-trainer mismatch (last 10 steps): token_mult_prob_error "
+        f"{fmt(mean('token_mult_prob_error'), 4)} (limit {cfg.mismatch_limit or 'off'}), "
+        f"mean |delta logp| {fmt(mean('engine_logp_absdiff'), 6)}, largest ratio "
+        f"{fmt(max((r.get('engine_ratio_max', 0.0) for r in tail), default=None), 3)}, share "
+        f"past the correction's bounds {fmt(mean('tis_capped_frac'), 4)}; steps over the limit "
+        f"{sum(r.get('mismatch_over', 0) for r in hist)} of {len(hist)}.",
         "",
         f"Time per step {step_s:.3f} s: "
         + ", ".join(f"{k} {v:.3f} s" for k, v in per.items())

@@ -30,7 +30,7 @@ from vibethinker.prompts.paper import paper_prompt
 from vibethinker.train import checkpoints, dist, interrupt, policy
 from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rl_engine import default_verify, rollout_engine
-from vibethinker.train.rl_metrics import Timer, evaluate_policy, step_metrics
+from vibethinker.train.rl_metrics import Timer, check_mismatch, evaluate_policy, step_metrics
 from vibethinker.train.rl_sampling import collect_groups
 from vibethinker.train.rl_update import (
     compute_advantages,
@@ -255,6 +255,7 @@ def rl_step(lp: Loop, step: int) -> dict[str, Any]:
         tb, rows, old_lp, ref_lp = logprob_inputs(lp, groups, adv_mine)
     with timer("update"):
         u = update_all(lp, tb, adv_mine, rows, old_lp, ref_lp, n_total=adv.numel())
+    u["mismatch_over"] = check_mismatch(u, lp.opts.mismatch_limit, lp.opts.on_mismatch, step + 1)
     if lp.sync is not None:
         with timer("sync"):
             lp.sync()  # the next rollout samples from the updated weights

@@ -45,6 +45,7 @@ ADVANTAGE_NAMES = ("mgpo", "grpo", "mgpo_norm")
 STD_NAMES = ("population", "sample")
 LOSS_AGG_NAMES = ("seq_mean", "token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm")
 POLICY_LOSS_NAMES = ("ppo", "gspo")
+CORRECTION_NAMES = ("token_tis", "seq_tis", "geo_tis", "token_mask", "seq_mask", "geo_mask")
 
 
 @dataclass
@@ -165,6 +166,26 @@ class RLConfig(RL_SAMPLING, RL_ENGINE, RL_ROPE, DeviceFields):
     tis_cap: float = 2.0
     """Truncated importance sampling cap C on pi_old / pi_engine per token (0: off). Paper: asks
     for the correction, C unpublished; we choose 2."""
+    is_correction: str = "token_tis"
+    """The engine-vs-trainer correction, on when tis_cap > 0 and the engine returns logprobs
+    (algo/correction.py): "token_tis" (min(pi_old / pi_engine, C) per token; TRL token_truncate),
+    "seq_tis" (one truncated weight per sequence, the product of its ratios; TRL
+    sequence_truncate), "geo_tis" (their geometric mean, truncated), or the rejection forms
+    "token_mask", "seq_mask", "geo_mask" (the ratio kept inside [is_low, tis_cap], 0 outside;
+    TRL token_mask / sequence_mask, whose default is sequence_mask with cap 3). Paper: asks for a
+    correction without its form; our default token_tis (measure first: docs/EVIDENCE.md)."""
+    is_low: float = 0.0
+    """Lower bound of the correction's ratio (0: none): truncated up to it (*_tis) or masked below
+    it (*_mask). TRL vllm_importance_sampling_clip_min; verl rollout_rs_threshold_lower."""
+    mismatch_limit: float = 1.1
+    """Engine-vs-trainer mismatch gate on a step's token_mult_prob_error (mean over tokens of
+    exp|log pi_engine - log pi_trainer|; 1.0 is none), 0: off. Default 1.1, NeMo-RL's CI gate
+    (median over a run < 1.1); the hf engine in fp32 sits at 1.0. Logged every step with the k3
+    KL (engine_kl; NeMo-RL gates its mean < 0.01-0.02), mean |delta logp|, the largest ratio and
+    the share of tokens past the correction's bounds (tis_capped_frac)."""
+    on_mismatch: str = "warn"
+    """What passing mismatch_limit does: "warn" (a log warning and a count in the stage's
+    warnings) or "stop" (the stage stops with the figures: the run is not on-policy any more)."""
     filter_rollouts: int = 8
     """Stage-start filter: rollouts per prompt with the starting model; prompts with accuracy 0
     or 1 are dropped (0: no filter), except under `long2short`, which keeps p = 1 prompts (their
@@ -334,6 +355,8 @@ def _check_ranges(c: Checks, cfg: RLConfig) -> None:
         "overlong_buffer",
         "overlong_penalty",
         "dynamic_sampling",
+        "is_low",
+        "mismatch_limit",
         "max_prompts",
         "eval_every",
         "eval_limit",
@@ -360,6 +383,10 @@ def _check_choices(c: Checks, cfg: RLConfig) -> None:
     c.one_of("std", STD_NAMES)
     c.one_of("loss_agg", LOSS_AGG_NAMES)
     c.one_of("policy_loss", POLICY_LOSS_NAMES)
+    c.one_of("is_correction", CORRECTION_NAMES)
+    c.one_of("on_mismatch", ("warn", "stop"))
+    if cfg.tis_cap and cfg.is_low >= cfg.tis_cap:
+        c.bad("is_low", "must be below tis_cap (the correction's bounds [is_low, tis_cap])")
     if cfg.clip_ratio_c and cfg.clip_ratio_c <= 1:
         c.bad("clip_ratio_c", "must be 0 (off) or > 1 (dual clip bound c * A for A < 0)")
     if cfg.overlong_buffer > cfg.max_new_tokens:

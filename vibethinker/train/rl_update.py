@@ -227,6 +227,8 @@ def _micro_loss(
         **POLICY_LOSSES[opts.policy_loss](opts),
         engine_logp=mb.engine_logp,
         tis_cap=opts.tis_cap,
+        correction=opts.is_correction,
+        is_low=opts.is_low,
         ref_logp=ref_logp[r].to(device) if ref_logp is not None else None,
         kl_coef=opts.kl_coef,
         n_seqs=norm.seqs,
@@ -264,17 +266,22 @@ def _reduce_stats(st: LossStats, ent_sum: float, loss_sum: float, n_rows: int):
         "tis_sum",
         "tis_capped",
         "engine_kl_sum",
+        "engine_tokens",
+        "engine_absdiff_sum",
+        "engine_mult_err_sum",
     )
     tot = dist.all_sum([getattr(st, k) for k in keys] + [ent_sum, loss_sum, n_rows])
     vals = dict(zip(keys, tot))
-    vals["tokens"] = int(vals["tokens"])
-    out = LossStats(**vals, ratio_max=dist.all_max([st.ratio_max])[0])
+    vals["tokens"], vals["engine_tokens"] = int(vals["tokens"]), int(vals["engine_tokens"])
+    ratio_max, engine_ratio_max = dist.all_max([st.ratio_max, st.engine_ratio_max])
+    out = LossStats(**vals, ratio_max=ratio_max, engine_ratio_max=engine_ratio_max)
     return out, tot[-3], tot[-2], int(tot[-1])
 
 
 def merge_stats(parts: list[dict[str, float]]) -> dict[str, float]:
     """Average the stats of several mini-batch updates (max for ratio_max, sum for rows)."""
     out = {k: sum(p[k] for p in parts) / len(parts) for k in parts[0]}
-    out["ratio_max"] = max(p["ratio_max"] for p in parts)
+    for k in ("ratio_max", "engine_ratio_max"):
+        out[k] = max(p[k] for p in parts)
     out["trained_rows"] = sum(p["trained_rows"] for p in parts)
     return out
