@@ -17,10 +17,20 @@ Shapes: N sequences (prompts x G, possibly one micro-batch of them), T response 
   * a KL penalty to a reference model, kl_coef * k3 per token, with Schulman's k3 estimator
     k3 = exp(ref - logp) - (ref - logp) - 1 (non-negative, unbiased for KL(pi || ref) under
     samples from pi). The paper does not publish a KL term; default 0.
+  Options beyond the paper, each off by default and each named as its peers name it:
+  * `agg` (`LOSS_AGGREGATIONS`): how token losses become the batch loss. "seq_mean" is the
+    formula above; "token_mean" divides the sum over all tokens by the batch's token count (TRL
+    "dapo"), "seq_mean_token_sum" by N, "seq_mean_token_sum_norm" by N * L_max with L_max the
+    response cap, a constant (Dr. GRPO; TRL "dr_grpo");
+  * `level` (`RATIO_LEVELS`): "token" (rho_it above) or "sequence", GSPO's one ratio per
+    sequence s_i = exp(1/|y_i| sum_t log rho_it), clipped with its own (much smaller) range;
+  * `clip_c` > 1, dual clip (verl's clip_ratio_c): for A_i < 0 the objective is max(., c A_i);
+  * `correction` (algo/correction.py): the engine-vs-trainer weight's rule, per token (TIS,
+    above) or per sequence (product or geometric mean), truncated or masked.
 - `tis_weights`, `kl_k3`, `entropy_from_logits`, `masked_mean`: the pieces, separately testable.
 
-`n_seqs` lets a caller split a batch into micro-batches: each call divides by the WHOLE batch's
-sequence count, so the summed gradients equal the full-batch gradient.
+`n_seqs` (and `n_tokens` for token_mean) let a caller split a batch into micro-batches: each call
+divides by the WHOLE batch's counts (`Norm`), so the summed gradients equal the full-batch one.
 """
 
 from __future__ import annotations
@@ -226,11 +236,15 @@ def clipped_surrogate(
     loss = aggregate(tok_loss.expand_as(logp), m, norm)
     stats = _stats(mask, ratio.expand_as(logp), clipped < unclipped, dual, kl, tis, changed)
     if engine_logp is not None:
-        mis = mismatch_sums(old_logp, engine_logp, mask)
-        stats.engine_kl_sum, stats.engine_tokens = mis["kl"], stats.tokens
-        stats.engine_absdiff_sum, stats.engine_mult_err_sum = mis["absdiff"], mis["mult_err"]
-        stats.engine_ratio_max = mis["ratio_max"]
+        _add_mismatch(stats, mismatch_sums(old_logp, engine_logp, mask))
     return loss, stats
+
+
+def _add_mismatch(stats: LossStats, mis: dict[str, float]) -> None:
+    """The engine-vs-trainer measures of `mismatch_sums` into `stats` (over all its tokens)."""
+    stats.engine_kl_sum, stats.engine_tokens = mis["kl"], stats.tokens
+    stats.engine_absdiff_sum, stats.engine_mult_err_sum = mis["absdiff"], mis["mult_err"]
+    stats.engine_ratio_max = mis["ratio_max"]
 
 
 def dual_clip(

@@ -135,6 +135,24 @@ def rubric_line(spec: str) -> str:
     return "Rubric for open prompts: none (open prompts score 0 and the filter drops them)."
 
 
+def mismatch_line(cfg: RLConfig, hist: list[dict]) -> str:
+    """The engine-vs-trainer mismatch of the last 10 steps, and the steps over the limit."""
+    tail = hist[-10:]
+
+    def mean(key: str) -> float | None:
+        vals = [r[key] for r in tail if r.get(key) is not None]
+        return sum(vals) / len(vals) if vals else None
+
+    return (
+        f"Engine-vs-trainer mismatch (last 10 steps): token_mult_prob_error "
+        f"{fmt(mean('token_mult_prob_error'), 4)} (limit {cfg.mismatch_limit or 'off'}), "
+        f"mean |delta logp| {fmt(mean('engine_logp_absdiff'), 6)}, largest ratio "
+        f"{fmt(max((r.get('engine_ratio_max', 0.0) for r in tail), default=None), 3)}, share "
+        f"past the correction's bounds {fmt(mean('tis_capped_frac'), 4)}; steps over the limit "
+        f"{sum(r.get('mismatch_over', 0) for r in hist)} of {len(hist)}."
+    )
+
+
 def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: float) -> str:
     """Headline numbers: held-out accuracy and correct length at start vs end, train curve
     ends, time per step by phase, filter counts."""
@@ -175,12 +193,7 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
         f"entropy {fmt(mean('entropy'))}, clip fraction {fmt(mean('clip_frac'))}, "
         f"engine-vs-trainer KL {fmt(mean('engine_kl'), 6)}.",
         "",
-        f"Engine-vs-trainer mismatch (last 10 steps): token_mult_prob_error "
-        f"{fmt(mean('token_mult_prob_error'), 4)} (limit {cfg.mismatch_limit or 'off'}), "
-        f"mean |delta logp| {fmt(mean('engine_logp_absdiff'), 6)}, largest ratio "
-        f"{fmt(max((r.get('engine_ratio_max', 0.0) for r in tail), default=None), 3)}, share "
-        f"past the correction's bounds {fmt(mean('tis_capped_frac'), 4)}; steps over the limit "
-        f"{sum(r.get('mismatch_over', 0) for r in hist)} of {len(hist)}.",
+        mismatch_line(cfg, hist),
         "",
         f"Time per step {step_s:.3f} s: "
         + ", ".join(f"{k} {v:.3f} s" for k, v in per.items())

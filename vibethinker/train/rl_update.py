@@ -9,7 +9,10 @@ On-policy details (docs/PAPER.md stages 2 and 3):
   `mini_batches > 1` the old logprobs come from a no-grad forward before the first update.
 - The engine's logprobs (sampled under its own kernels; bf16 on GPU) can differ from the
   trainer's; with `tis_cap > 0` each token is re-weighted by min(pi_old / pi_engine, cap).
-  `engine_kl` logs the mismatch (k3 of engine vs trainer) either way.
+  `engine_kl` logs the mismatch (k3 of engine vs trainer) either way, with NeMo-RL's
+  token_mult_prob_error, mean |delta logp| and the largest ratio (the gate: `mismatch_limit`).
+- `shaped_rewards`: DAPO's overlong penalty and the Long2Short shift, before the advantages;
+  `has_signal` (rewards not all equal) is what dynamic sampling keeps (rl_sampling.py).
 - Rows whose advantage is exactly 0 (groups with all-equal rewards) contribute no gradient when
   there is no KL term; they are skipped in the forward but still count in the 1/N normalisation,
   so the loss is the paper's mean over ALL sequences. Entropy and clip stats cover trained rows.
