@@ -13,6 +13,7 @@ import pytest
 from tests.helpers.rl_loop import _opts, _problems, has_digit
 from tests.train.test_rl_loop import tiny  # noqa: F401
 from vibethinker.engines import make_sampler
+from vibethinker.reports.rl import mismatch_warning
 from vibethinker.train import policy
 from vibethinker.train.rl import train
 from vibethinker.train.rl_metrics import MismatchError, check_mismatch
@@ -72,3 +73,21 @@ def test_check_mismatch_by_hand():
     assert check_mismatch({"token_mult_prob_error": 9.0}, 0.0, "stop", 1) == 0
     with pytest.raises(MismatchError):
         check_mismatch({"token_mult_prob_error": 1.2}, 1.1, "stop", 3)
+
+
+def test_the_stage_warns_with_the_figures():
+    cfg = _opts()
+    quiet = [{"token_mult_prob_error": 1.0, "mismatch_over": 0}]
+    assert mismatch_warning(cfg, quiet) == []
+    hist = quiet + [
+        {
+            "token_mult_prob_error": 1.5,
+            "engine_logp_absdiff": 0.4,
+            "engine_ratio_max": 3.0,
+            "tis_capped_frac": 0.25,
+            "mismatch_over": 1,
+        }
+    ]
+    (w,) = mismatch_warning(cfg, hist)
+    assert "token_mult_prob_error 1.2500 (limit 1.1)" in w and "steps over the limit 1 of 2" in w
+    assert "largest ratio 3.000" in w

@@ -153,6 +153,16 @@ def mismatch_line(cfg: RLConfig, hist: list[dict]) -> str:
     )
 
 
+def mismatch_warning(cfg: RLConfig, hist: list[dict]) -> list[str]:
+    """[the mismatch line] when some step passed `mismatch_limit` (on_mismatch=warn), else []."""
+    if not any(r.get("mismatch_over") for r in hist):
+        return []
+    return [
+        mismatch_line(cfg, hist) + " The rollouts were not the trainer's policy on those steps: "
+        "check the engine's dtype and kernels, or use a correction (is_correction, tis_cap)."
+    ]
+
+
 def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: float) -> str:
     """Headline numbers: held-out accuracy and correct length at start vs end, train curve
     ends, time per step by phase, filter counts."""
