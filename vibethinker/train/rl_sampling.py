@@ -9,10 +9,12 @@ Refill: more prompts, up to prompts_per_step at a time, from a separate seeded s
 round (`draw_prompts` with a round-specific seed, so steps and resumes are reproducible), each
 rolled out and verified like the first draw; only groups with signal are kept, until the step
 holds prompts_per_step of them or `dynamic_sampling` extra prompts were drawn. The step trains
-on the groups with signal it holds (at most prompts_per_step; the first processes' first, in
-rank order, when several processes together hold more); when none has signal it keeps the
-first draw, whose update is then empty. Extra prompts and rollouts are counted in the step's
-metrics (dyn_extra_prompts, dyn_extra_rollouts, dyn_groups).
+on the groups with signal it holds: at most prompts_per_step, the first in draw order (round,
+then position; so N processes keep the groups one process would). When none has signal it keeps
+the first draw, whose update is then empty; a process left without a group (N processes, all
+the first ones elsewhere) keeps one zero-signal group of its first draw (it counts in 1/N).
+Extra prompts and rollouts are counted in the step's metrics (dyn_extra_prompts,
+dyn_extra_rollouts, dyn_groups).
 """
 
 from __future__ import annotations
@@ -55,38 +57,40 @@ def collect_groups(lp: Any, step: int, timer: Any) -> tuple[list[Group], Scored,
     metrics = {"frac_zero_signal": round(1.0 - n_sig / max(n_all, 1), 6)}
     if not opts.dynamic_sampling:
         return groups, sc, metrics
-    kept_g, kept_s = [g for g, s in zip(groups, sig) if s], [_rows(sc, sig)]
-    extra = 0
-    while n_sig < asked and extra < opts.dynamic_sampling:
-        n = min(asked, opts.dynamic_sampling - extra)
-        g_r, sc_r = draw_groups(lp, step, timer, n, rnd=1 + extra // asked)
-        extra += n
-        s_r = has_signal(sc_r, opts)
+    kept_g, kept_s, keys = [], [], []  # keys: (round, position in the round's draw)
+    extra, rnd, g_r, sc_r, s_r = 0, 0, groups, sc, sig
+    while True:
         kept_g += [g for g, s in zip(g_r, s_r) if s]
         kept_s.append(_rows(sc_r, s_r))
-        n_sig = dist.all_sum([len(kept_g)])[0]
+        keys += [(rnd, j * dist.world() + dist.rank()) for j, s in enumerate(s_r.tolist()) if s]
+        if n_sig >= asked or extra >= opts.dynamic_sampling:
+            break
+        n = min(asked, opts.dynamic_sampling - extra)
+        rnd, extra = rnd + 1, extra + n
+        g_r, sc_r = draw_groups(lp, step, timer, n, rnd)
+        s_r = has_signal(sc_r, opts)
+        n_sig += dist.all_sum([int(s_r.sum())])[0]
     metrics.update(
         dyn_extra_prompts=extra, dyn_extra_rollouts=extra * opts.group_size, dyn_groups=0
     )
     if n_sig == 0:  # nothing carries signal: keep the first draw (its update is empty)
         return groups, sc, metrics
-    mine = _my_share(len(kept_g), asked)
+    keep = _first_in_draw_order(keys, asked)
     metrics["dyn_groups"] = int(min(n_sig, asked))
-    return kept_g[:mine], _cat(kept_s, mine), metrics
+    if not keep.any():  # N processes, none of the first `asked` here: one zero-signal group
+        return groups[:1], _rows(sc, torch.arange(1)), metrics
+    sc_kept = Scored(*(torch.cat([getattr(p, f.name) for p in kept_s]) for f in fields(Scored)))
+    return [g for g, k in zip(kept_g, keep) if k], _rows(sc_kept, keep), metrics
 
 
-def _my_share(n_mine: int, asked: int) -> int:
-    """How many of this process's signal groups it keeps: the processes' counts in rank order
-    fill the `asked` places, the first ranks first."""
-    counts = dist.all_gather_objects(n_mine)
-    before = sum(counts[: dist.rank()])
-    return max(0, min(n_mine, asked - before))
+def _first_in_draw_order(keys: list[tuple[int, int]], asked: int) -> torch.Tensor:
+    """[len(keys)] True for this process's signal groups among the first `asked` of ALL
+    processes' in draw order (round, then position), so that N processes keep the groups one
+    process would."""
+    everyone = sorted(k for ks in dist.all_gather_objects(keys) for k in ks)
+    first = set(everyone[:asked])
+    return torch.tensor([k in first for k in keys], dtype=torch.bool)
 
 
 def _rows(sc: Scored, keep: torch.Tensor) -> Scored:
     return Scored(*(getattr(sc, f.name)[keep] for f in fields(Scored)))
-
-
-def _cat(parts: list[Scored], n: int) -> Scored:
-    """The first `n` groups of the concatenated parts."""
-    return Scored(*(torch.cat([getattr(p, f.name) for p in parts])[:n] for f in fields(Scored)))
