@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from vibethinker.algo.advantages import batch_advantages, batch_overlong_penalty
+from vibethinker.algo.correction import correction_weights
 from vibethinker.algo.losses import clipped_surrogate
 
 trl_grpo = pytest.importorskip("trl.trainer.grpo_trainer")
@@ -69,10 +70,12 @@ def _tensors(seed: int = 0, n: int = 5, t: int = 7):
     return logp, old, adv, mask
 
 
-def _trl_loss_grad(loss_type, level, eps_low, eps_high, logp, old, adv, mask):
+def _trl_loss_grad(loss_type, level, eps_low, eps_high, logp, old, adv, mask, is_ratio=None):
     lp = logp.clone().requires_grad_(True)
     n, t = mask.shape
     trainer = _trl_trainer(loss_type, level, eps_low, eps_high, lp, torch.zeros(n, t))
+    if is_ratio is not None:  # TRL's vLLM importance-sampling correction multiplies the loss
+        trainer.use_vllm = trainer.vllm_importance_sampling_correction = True
     inputs = {
         "prompt_ids": torch.zeros(n, 1, dtype=torch.long),
         "prompt_mask": torch.ones(n, 1, dtype=torch.long),
@@ -81,6 +84,7 @@ def _trl_loss_grad(loss_type, level, eps_low, eps_high, logp, old, adv, mask):
         "advantages": adv,
         "old_per_token_logps": old,
         "num_items_in_batch": mask.sum(),
+        **({"importance_sampling_ratio": is_ratio} if is_ratio is not None else {}),
     }
     loss = trl_grpo.GRPOTrainer._compute_loss(trainer, None, inputs)
     loss.backward()
@@ -214,3 +218,31 @@ def test_sample_std_equals_trl_population_by_hand():
     _, w_s = batch_advantages(r, c, lam=1.0, std="sample")
     _, w_p = batch_advantages(r, c, lam=1.0, std="population")
     assert torch.equal(w_s, w_p)
+
+
+@pytest.mark.parametrize(
+    "rule,low,high",
+    [
+        ("token_tis", 0.0, 1.2),
+        ("seq_tis", 0.0, 1.5),
+        ("token_mask", 0.8, 1.25),
+        ("seq_mask", 0.8, 1.5),
+    ],
+)
+def test_correction_weights_enter_the_loss_as_in_trl(rule, low, high):
+    """TRL computes its vllm_importance_sampling_mode ratios inline in its generation step (hand
+    tests in test_correction.py check ours against the same rules); its loss then multiplies
+    every token's loss by them ([N, T] per token, [N, 1] per sequence). Given the same weights,
+    TRL's _compute_loss and ours (which computes them from the engine's logprobs) agree in
+    loss and gradient."""
+    logp, old, adv, mask = _tensors(seed=7)
+    g = torch.Generator().manual_seed(8)
+    engine = old + 0.3 * torch.randn(old.shape, generator=g, dtype=torch.float64)
+    w, changed = correction_weights(rule, old, engine, mask.double(), low, high)
+    assert 0 < float(changed.expand_as(mask)[mask].double().mean()) < 1  # the rule acts
+    want = _trl_loss_grad("grpo", "token", 0.2, 0.2, logp, old, adv, mask, is_ratio=w)
+    got = _ours_loss_grad(
+        logp, old, adv, mask, engine_logp=engine, tis_cap=high, correction=rule, is_low=low
+    )
+    assert got[0] == pytest.approx(want[0], rel=1e-12)
+    assert torch.allclose(got[1], want[1], rtol=1e-10, atol=1e-15)
