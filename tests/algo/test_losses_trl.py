@@ -168,7 +168,7 @@ def test_dual_clip_by_hand():
     loss, st = clipped_surrogate(logp, old, adv, mask, clip_c=3.0)
     loss.backward()
     # (3 + -(min(5, 1.2) * 1)) / 2 = (3 - 1.2) / 2 = 0.9; both tokens' gradients 0 (bound, clip)
-    assert float(loss) == pytest.approx(0.9)
+    assert float(loss.detach()) == pytest.approx(0.9)
     assert logp.grad.tolist() == [[0.0], [0.0]]
     assert st.dual_clipped == 1 and st.summary()["dual_clip_frac"] == 0.5
     # without the dual clip: (5 - 1.2) / 2 = 1.9, the negative token's gradient rho * -A / N
