@@ -62,6 +62,8 @@ RESUME_MAY_CHANGE = (
     "log_ref_kl",
     "gradient_checkpointing",
     "report_to",
+    "mismatch_limit",
+    "on_mismatch",
 )
 
 
