@@ -10,8 +10,12 @@ import torch
 
 from tests.helpers.rl_loop import _opts
 from tests.train.test_rl_loop import _assert_same_params, _groups, _params, _sgd_loop, tiny  # noqa: F401
+from vibethinker.algo.advantages import GROUP_STD
+from vibethinker.algo.losses import LOSS_AGGREGATIONS
 from vibethinker.train import policy
 from vibethinker.train.rl import logprob_inputs, update_all
+from vibethinker.train.rl_config import LOSS_AGG_NAMES, POLICY_LOSS_NAMES, STD_NAMES
+from vibethinker.train.rl_update import POLICY_LOSSES
 from vibethinker.train.rollout import response_logprobs
 
 
@@ -99,3 +103,9 @@ def test_mask_truncated_drops_cut_responses(tiny):  # noqa: F811
 def test_objective_keys_are_checked(bad):
     with pytest.raises(ValueError):
         _opts(**bad)
+
+
+def test_config_names_agree_with_the_functions():
+    assert LOSS_AGG_NAMES == tuple(LOSS_AGGREGATIONS)
+    assert STD_NAMES == tuple(GROUP_STD)
+    assert POLICY_LOSS_NAMES == tuple(POLICY_LOSSES)

@@ -171,7 +171,11 @@ def update(
     N sequences, or all their tokens for token_mean); returns loss stats, entropy,
     engine-vs-trainer KL and the grad norm."""
     device = next(model.parameters()).device
-    norm = Norm(seqs=n_seqs or adv.numel(), tokens=n_tokens or int(batch.mask.sum()), max_len=1)
+    norm = Norm(
+        seqs=n_seqs or adv.numel(),
+        tokens=n_tokens or int(batch.mask.sum()),
+        max_len=opts.max_new_tokens,  # Dr. GRPO's constant (seq_mean_token_sum_norm)
+    )
     st, ent_sum, loss_sum = LossStats(), 0.0, 0.0
     chunks = plan_micro(
         rows, batch, opts.micro_batch, opts.max_tokens_per_micro, dist.is_wrapped(model)
@@ -238,7 +242,7 @@ def _micro_loss(
         agg=opts.loss_agg,
         clip_c=opts.clip_ratio_c,
         n_tokens=norm.tokens,
-        max_len=opts.max_new_tokens,
+        max_len=norm.max_len,
     )
     return loss, part, ent
 
