@@ -275,8 +275,8 @@ LISTED: dict[str, Listed] = {
     ),
     "rl: 1/N over trained rows only": Listed(
         "vibethinker/train/rl.py",
-        "share = max(1, (n_total or adv.numel()) // opts.mini_batches)",
-        "share = max(1, rows.numel() // opts.mini_batches)",
+        "seqs, toks = dist.all_sum([part.numel(), int(tb.mask[part].sum())])",
+        "seqs, toks = dist.all_sum([torch.isin(part, rows).sum(), int(tb.mask[part].sum())])",
         _rl(
             "test_update_gradient_is_the_mean_over_all_sequences",
             "test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n",
@@ -314,9 +314,24 @@ LISTED: dict[str, Listed] = {
     ),
     "rl: one update instead of mini_batches": Listed(
         "vibethinker/train/rl.py",
-        "for part in rows.tensor_split(opts.mini_batches)",
-        "for part in [rows]",
+        "for part in torch.arange(adv.numel()).tensor_split(opts.mini_batches):",
+        "for part in [torch.arange(adv.numel())]:",
         _rl("test_mini_batches_use_the_frozen_pi_old_and_their_share_of_n"),
+    ),
+    "rl: uneven mini-batches divide by N // mini_batches": Listed(
+        "vibethinker/train/rl.py",
+        "n_seqs=max(1, int(seqs)),",
+        "n_seqs=max(1, adv.numel() // opts.mini_batches),",
+        ("tests/train/test_rl_objectives.py::test_uneven_mini_batches_divide_by_their_own_rows",),
+    ),
+    "rl: token_mean divides by the trained rows' tokens": Listed(
+        "vibethinker/train/rl.py",
+        "int(tb.mask[part].sum())])",
+        "int(tb.mask[rows].sum())])",
+        (
+            "tests/train/test_rl_objectives.py::"
+            "test_token_mean_divides_by_all_tokens_across_micro_batches",
+        ),
     ),
     "rl: std_scale ignored": Listed(
         "vibethinker/train/rl_update.py",

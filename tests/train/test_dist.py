@@ -114,10 +114,17 @@ def boxed_verify(problems, responses):
     ]
 
 
-def run_rl(model_dir: str, out: str | Path, parallel: str = "auto", **kw) -> dict:
+# objective options whose reductions span the processes: token counts, refill, dual clip
+OBJECTIVES = dict(loss_agg="token_mean", dynamic_sampling=8, clip_ratio_c=1.5, std="sample")
+
+
+def run_rl(
+    model_dir: str, out: str | Path, parallel: str = "auto", options: dict | None = None, **kw
+) -> dict:
     """Two MGPO steps over scripted rollouts; the metrics rows."""
     model, tok = policy.load_policy(model_dir, "cpu")
     opts = rl_options(
+        **(options or {}),
         steps=2,
         prompts_per_step=4,
         group_size=4,
@@ -167,6 +174,7 @@ def _worker(root: str, model_dir: str) -> None:
         "sft_ddp": run_sft(model_dir, root_p / "sft_ddp", "ddp"),
         "rl_fsdp": run_rl(model_dir, root_p / "rl_fsdp", "fsdp"),
         "rl_ddp": run_rl(model_dir, root_p / "rl_ddp", "ddp"),
+        "rl_objectives": run_rl(model_dir, root_p / "rl_objectives", "fsdp", OBJECTIVES),
     }
     res["stream_equal"] = _stream_equals_gather(model_dir)
     # interrupted after step 1 (sharded checkpoint), then resumed by fresh models
@@ -270,6 +278,17 @@ def test_rl_two_processes_equal_one(tiny, two, tmp_path, parallel):
 
 def test_weight_sync_stream_equals_the_gathered_state_dict(two):
     assert json.loads((two / "result.json").read_text())["stream_equal"]
+
+
+def test_rl_objectives_two_processes_equal_one(tiny, two, tmp_path):
+    """token_mean's token count, dynamic sampling's refill (groups kept in draw order) and the
+    dual clip give the same steps in 2 processes as in 1."""
+    run_rl(tiny, tmp_path / "one", options=OBJECTIVES)
+    r1, r2 = _rows(tmp_path / "one"), _rows(two / "rl_objectives")
+    _same_rows(r1, r2)
+    assert r1[0]["frac_zero_signal"] > 0 and r1[0]["dyn_groups"] == 4, r1[0]
+    assert r1[0]["trained_rows"] == 16 and r1[0]["grad_norm"] > 0
+    _same_weights(tmp_path / "one" / "final", two / "rl_objectives" / "final")
 
 
 def test_sharded_checkpoint_resumes_exactly(tiny, two, tmp_path):

@@ -7,8 +7,10 @@ Over [B, G] tensors: B prompts q, G responses each, rewards r_i and binary verdi
   0 log 0 = 0 (natural log; 0 at p = 0.5, log 2 = 0.693 at p in {0, 1});
 - `batch_advantages`: MGPO weight w(q) = exp(-lambda * D_ME) (lambda = 0 gives w = 1, i.e. plain
   GRPO) and A_i = w * (r_i - mean(r)) / (std(r) + eps); with `std_scale=False` the division is
-  dropped (Dr. GRPO style). std is the population std of the G rewards (divide by G): the paper
-  writes std(r) without saying which; with 0/1 rewards it is sqrt(p(1-p)). With
+  dropped (Dr. GRPO style). `std` picks the group std (`GROUP_STD`): "population" (divide by G,
+  our default; with 0/1 rewards it is sqrt(p(1-p))) or "sample" (divide by G - 1, Bessel's
+  correction: what TRL's GRPOTrainer and verl use, advantages sqrt((G-1)/G) times ours, e.g.
+  x0.935 at G = 8). The paper writes std(r) without saying which. With
   `all_correct_std=False`, groups whose responses are ALL correct are centred but not divided
   (Long2Short: their only spread is the length shift, and dividing it by its own std would
   rescale every such group to unit size whatever lambda is; docs/PAPER.md, Stage 3);
@@ -16,6 +18,11 @@ Over [B, G] tensors: B prompts q, G responses each, rewards r_i and binary verdi
   the correct set C, s_i = 1 / L_i (a length of 0 counts as 1), s_bar the mean over C; incorrect
   responses keep r_i; no shift when |C| < 2 or all correct lengths are equal. The shift sums to
   zero over C;
+- `batch_overlong_penalty` (DAPO's soft overlong punishment, not the paper): a reward term
+  0 for L <= L_max - L_buf, -factor * (L - (L_max - L_buf)) / L_buf inside the last L_buf
+  tokens (so -factor at the cap L_max), added to r_i before advantages; the verdict c_i and so
+  p(q) are unchanged. At factor 1 it is TRL's `get_soft_overlong_punishment` (DAPO eq. 13);
+  the factor is verl's `overlong_buffer.penalty_factor`;
 - `mgpo_norm_advantages` (an ablation arm, not the paper): MGPO with weights rescaled to mean 1
   over the groups that carry gradient, so its step size matches GRPO's at the same LR.
 
@@ -63,6 +70,23 @@ def batch_long2short(
     return (r + shift).to(rewards.dtype)
 
 
+def batch_overlong_penalty(
+    lengths: torch.Tensor, max_len: int, buffer: int, factor: float = 1.0
+) -> torch.Tensor:
+    """[B, G] response lengths -> [B, G] DAPO soft overlong penalty (<= 0; module docstring)."""
+    if buffer <= 0 or buffer > max_len:
+        raise ValueError(f"overlong buffer must be in [1, max_len={max_len}], got {buffer}")
+    exceed = lengths.double() - (max_len - buffer)
+    return (-factor * exceed / buffer).clamp(max=0.0)
+
+
+# The group std of `batch_advantages`, by name (the RL config's `std` key).
+GROUP_STD: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "population": lambda r: r.std(-1, unbiased=False, keepdim=True),
+    "sample": lambda r: r.std(-1, unbiased=True, keepdim=True),
+}
+
+
 def batch_advantages(
     rewards: torch.Tensor,
     correct: torch.Tensor,
@@ -70,15 +94,17 @@ def batch_advantages(
     eps: float = 1e-6,
     std_scale: bool = True,
     all_correct_std: bool = True,
+    std: str = "population",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """[B, G] rewards and verdicts -> ([B, G] advantages, [B] MGPO weights)."""
     if lam < 0:
         raise ValueError(f"lambda must be >= 0, got {lam}")
+    group_std = GROUP_STD[std]
     r = rewards.double()
     w = torch.exp(-lam * batch_max_entropy_deviation(batch_accuracy(correct)))
     centred = r - r.mean(-1, keepdim=True)
     if std_scale:
-        scale = r.std(-1, unbiased=False, keepdim=True) + eps
+        scale = group_std(r) + eps
         if not all_correct_std:
             all_correct = correct.bool().all(-1, keepdim=True)
             scale = torch.where(all_correct, torch.ones_like(scale), scale)
@@ -87,21 +113,21 @@ def batch_advantages(
 
 
 def grpo_advantages(
-    rewards: torch.Tensor, correct: torch.Tensor, lam: float = 0.0, **kw: float | bool
+    rewards: torch.Tensor, correct: torch.Tensor, lam: float = 0.0, **kw: float | bool | str
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """GRPO: every group weighs 1 (MGPO with lambda = 0; `lam` is ignored)."""
     return batch_advantages(rewards, correct, 0.0, **kw)
 
 
 def mgpo_advantages(
-    rewards: torch.Tensor, correct: torch.Tensor, lam: float, **kw: float | bool
+    rewards: torch.Tensor, correct: torch.Tensor, lam: float, **kw: float | bool | str
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """MGPO: groups far from p = 0.5 are down-weighted by exp(-lambda * D_ME)."""
     return batch_advantages(rewards, correct, lam, **kw)
 
 
 def mgpo_norm_advantages(
-    rewards: torch.Tensor, correct: torch.Tensor, lam: float, **kw: float | bool
+    rewards: torch.Tensor, correct: torch.Tensor, lam: float, **kw: float | bool | str
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """MGPO with its weights rescaled to mean 1 over the batch's groups that carry gradient
     (some nonzero advantage). MGPO's weights are <= 1, so at the same LR its steps are smaller

@@ -135,6 +135,34 @@ def rubric_line(spec: str) -> str:
     return "Rubric for open prompts: none (open prompts score 0 and the filter drops them)."
 
 
+def mismatch_line(cfg: RLConfig, hist: list[dict]) -> str:
+    """The engine-vs-trainer mismatch of the last 10 steps, and the steps over the limit."""
+    tail = hist[-10:]
+
+    def mean(key: str) -> float | None:
+        vals = [r[key] for r in tail if r.get(key) is not None]
+        return sum(vals) / len(vals) if vals else None
+
+    return (
+        f"Engine-vs-trainer mismatch (last 10 steps): token_mult_prob_error "
+        f"{fmt(mean('token_mult_prob_error'), 4)} (limit {cfg.mismatch_limit or 'off'}), "
+        f"mean |delta logp| {fmt(mean('engine_logp_absdiff'), 6)}, largest ratio "
+        f"{fmt(max((r.get('engine_ratio_max', 0.0) for r in tail), default=None), 3)}, share "
+        f"past the correction's bounds {fmt(mean('tis_capped_frac'), 4)}; steps over the limit "
+        f"{sum(r.get('mismatch_over', 0) for r in hist)} of {len(hist)}."
+    )
+
+
+def mismatch_warning(cfg: RLConfig, hist: list[dict]) -> list[str]:
+    """[the mismatch line] when some step passed `mismatch_limit` (on_mismatch=warn), else []."""
+    if not any(r.get("mismatch_over") for r in hist):
+        return []
+    return [
+        mismatch_line(cfg, hist) + " The rollouts were not the trainer's policy on those steps: "
+        "check the engine's dtype and kernels, or use a correction (is_correction, tis_cap)."
+    ]
+
+
 def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: float) -> str:
     """Headline numbers: held-out accuracy and correct length at start vs end, train curve
     ends, time per step by phase, filter counts."""
@@ -170,9 +198,12 @@ def write_summary(path: Path, cfg: RLConfig, res: dict, counts: dict, wall: floa
         f"| truncation rate | {fmt(e0.get('trunc_rate'))} | {fmt(e1.get('trunc_rate'))} |",
         "",
         f"Training batches (last 10 steps): accuracy {fmt(mean('accuracy'))}, mean MGPO weight "
-        f"{fmt(mean('mgpo_weight'))}, groups with p in {{0,1}} {fmt(mean('frac_p01'))}, "
+        f"{fmt(mean('mgpo_weight'))}, groups with p in {{0,1}} {fmt(mean('frac_p01'))} "
+        f"(zero-signal share of the first draw {fmt(mean('frac_zero_signal'))}), "
         f"entropy {fmt(mean('entropy'))}, clip fraction {fmt(mean('clip_frac'))}, "
         f"engine-vs-trainer KL {fmt(mean('engine_kl'), 6)}.",
+        "",
+        mismatch_line(cfg, hist),
         "",
         f"Time per step {step_s:.3f} s: "
         + ", ".join(f"{k} {v:.3f} s" for k, v in per.items())

@@ -34,6 +34,7 @@ from vibethinker.prompts.paper import prompt_examples, sampler_render, write_pro
 from vibethinker.reports.rl import (
     cap_warning,
     learning_warnings,
+    mismatch_warning,
     plot_curves,
     skipped_md,
     write_summary,
@@ -331,7 +332,7 @@ def write_reports(
         f"RL {cfg.domain}" + (" (Long2Short)" if cfg.long2short else ""),
     )
     summary = write_summary(out / "summary.md", cfg, res, counts, seconds)
-    warns = learning_warnings(cfg, counts, res["history"])
+    warns = learning_warnings(cfg, counts, res["history"]) + mismatch_warning(cfg, res["history"])
     if res["steps_done"] < cfg.steps:  # the cap is a safety net: say so loudly
         warns.insert(0, cap_warning(cfg, res["steps_done"]))
     write_steps(out, cfg, res["steps_done"])

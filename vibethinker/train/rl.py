@@ -30,7 +30,8 @@ from vibethinker.prompts.paper import paper_prompt
 from vibethinker.train import checkpoints, dist, interrupt, policy
 from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rl_engine import default_verify, rollout_engine
-from vibethinker.train.rl_metrics import Timer, evaluate_policy, step_metrics
+from vibethinker.train.rl_metrics import Timer, check_mismatch, evaluate_policy, step_metrics
+from vibethinker.train.rl_sampling import collect_groups
 from vibethinker.train.rl_update import (
     compute_advantages,
     frozen_logprobs,
@@ -42,9 +43,6 @@ from vibethinker.train.rollout import (
     Batch,
     Scored,
     build_batch,
-    draw_prompts,
-    rollout,
-    score_groups,
 )
 from vibethinker.types import Group, Problem
 
@@ -64,6 +62,8 @@ RESUME_MAY_CHANGE = (
     "log_ref_kl",
     "gradient_checkpointing",
     "report_to",
+    "mismatch_limit",
+    "on_mismatch",
 )
 
 
@@ -246,29 +246,25 @@ def _run_steps(
 
 def rl_step(lp: Loop, step: int) -> dict[str, Any]:
     """One step: rollout -> verify -> advantages -> logprobs -> update; returns its metrics row."""
-    opts, timer, t0 = lp.opts, Timer(), time.perf_counter()
-    idx = draw_prompts(len(lp.problems), step, opts.prompts_per_step, opts.seed)
-    # N processes: each samples whole groups of its share of the step's prompts (its own seed)
-    batch_problems = [lp.problems[i] for i in dist.shard(idx)]
-    params = lp.sampling(opts.seed * 1_000_003 + step + 7_919 * dist.rank())
-    with timer("generate"):
-        groups = rollout(lp.sampler, batch_problems, lp.prompt_fn, opts.group_size, params)
-    with timer("verify"):
-        sc_mine = score_groups(groups, lp.verify, opts.truncated_reward)
+    timer, t0 = Timer(), time.perf_counter()
+    # rollout + verify (a refill with groups that carry signal under `dynamic_sampling`)
+    groups, sc_mine, sampled = collect_groups(lp, step, timer)
     # advantages and metrics over ALL groups of the step (each group is whole on one process)
     sc, mine = gather_scored(sc_mine)
-    adv, weights = compute_advantages(sc, opts)
+    adv, weights = compute_advantages(sc, lp.opts)
     adv_mine = adv[mine].flatten()
     with timer("logprobs"):
         tb, rows, old_lp, ref_lp = logprob_inputs(lp, groups, adv_mine)
     with timer("update"):
         u = update_all(lp, tb, adv_mine, rows, old_lp, ref_lp, n_total=adv.numel())
+    u["mismatch_over"] = check_mismatch(u, lp.opts.mismatch_limit, lp.opts.on_mismatch, step + 1)
     if lp.sync is not None:
         with timer("sync"):
             lp.sync()  # the next rollout samples from the updated weights
     return {
         "step": step + 1,
         **step_metrics(groups, sc, weights),
+        **sampled,
         **(lp.verify.metrics() if getattr(lp.verify, "metrics", None) else {}),  # by reward source
         **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in u.items()},
         "lr": policy.current_lr(lp.optimizer),
@@ -288,7 +284,9 @@ def logprob_inputs(
     p_ids = [lp.sampler.encode(lp.prompt_fn(g.problem)) for g in groups for _ in g.completions]
     pad_id = lp.tokenizer.pad_token_id if lp.tokenizer.pad_token_id is not None else 0
     tb = build_batch(p_ids, comps, pad_id)
-    rows = trained_rows(adv, opts.kl_coef)
+    if opts.mask_truncated:  # TRL's mask_truncated_completions: a cut response leaves the loss
+        tb.mask[torch.tensor([c.truncated for c in comps], dtype=torch.bool)] = False
+    rows = trained_rows(adv, opts.kl_coef, tb.mask if opts.mask_truncated else None)
     ref_lp = None
     if lp.ref_model is not None:
         ref_lp = frozen_logprobs(
@@ -320,26 +318,30 @@ def update_all(
     ref_lp: torch.Tensor | None,
     n_total: int | None = None,
 ) -> dict[str, float]:
-    """`mini_batches` optimizer steps over the trained rows; their stats merged. `n_total`: the
-    step's sequences over all processes (the 1/N of the loss; this process's rows by default)."""
+    """`mini_batches` optimizer steps; their stats merged. The batch's N rows are split into
+    `mini_batches` parts; each update trains the part's `rows` and divides by the part's OWN
+    counts over all processes (sequences, and tokens for token_mean), so uneven splits (16
+    rows in 3) weigh every row alike. `n_total` is kept for callers; the counts are summed
+    over the processes here."""
     opts = lp.opts
-    # each of the mini_batches updates averages over its share of the N sequences
-    share = max(1, (n_total or adv.numel()) // opts.mini_batches)
-    ustats = [
-        update(
-            lp.model,
-            lp.optimizer,
-            lp.scheduler,
-            tb,
-            adv,
-            part,
-            opts,
-            old_logp=old_lp,
-            ref_logp=ref_lp,
-            n_seqs=share,
+    ustats = []
+    for part in torch.arange(adv.numel()).tensor_split(opts.mini_batches):
+        seqs, toks = dist.all_sum([part.numel(), int(tb.mask[part].sum())])
+        ustats.append(
+            update(
+                lp.model,
+                lp.optimizer,
+                lp.scheduler,
+                tb,
+                adv,
+                part[torch.isin(part, rows)],
+                opts,
+                old_logp=old_lp,
+                ref_logp=ref_lp,
+                n_seqs=max(1, int(seqs)),
+                n_tokens=max(1, int(toks)),
+            )
         )
-        for part in rows.tensor_split(opts.mini_batches)
-    ]
     return ustats[-1] if len(ustats) == 1 else merge_stats(ustats)
 
 

@@ -41,6 +41,11 @@ RL_ROPE = RopeFields.with_defaults(
 # The names in vibethinker.algo.advantages.ADVANTAGE_ESTIMATORS (kept here so that configs need
 # not import torch; tests/algo/test_advantages.py checks that the two agree).
 ADVANTAGE_NAMES = ("mgpo", "grpo", "mgpo_norm")
+# likewise algo/advantages.GROUP_STD and algo/losses.LOSS_AGGREGATIONS (tests check they agree)
+STD_NAMES = ("population", "sample")
+LOSS_AGG_NAMES = ("seq_mean", "token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm")
+POLICY_LOSS_NAMES = ("ppo", "gspo")
+CORRECTION_NAMES = ("token_tis", "seq_tis", "geo_tis", "token_mask", "seq_mask", "geo_mask")
 
 
 @dataclass
@@ -95,6 +100,51 @@ class RLConfig(RL_SAMPLING, RL_ENGINE, RL_ROPE, DeviceFields):
     """Divide centred rewards by the group std (+eps). Paper: yes (A_i formula)."""
     adv_eps: float = 1e-6
     """eps in (r - mean) / (std + eps). Paper: unpublished."""
+    std: str = "population"
+    """Group std of the advantages: "population" (divide by G) or "sample" (by G - 1; TRL's
+    GRPOTrainer and verl use it: their advantages are sqrt((G-1)/G) times ours, x0.935 at G = 8,
+    which acts like an LR change when comparing runs). Paper: writes std(r), silent on which;
+    our default population (every figure so far was made with it). MGPO weights unchanged."""
+    loss_agg: str = "seq_mean"
+    """How per-token losses become the batch loss: "seq_mean" (the paper's 1/G sum_i 1/|y_i|
+    sum_t, averaged over prompts; TRL "grpo", verl seq-mean-token-mean), "token_mean" (one mean
+    over all the batch's tokens: TRL's default "dapo", verl token-mean; no per-sequence length
+    bias), "seq_mean_token_sum" (1/N sum_i sum_t; verl), "seq_mean_token_sum_norm" (Dr. GRPO:
+    sum over tokens / (N * max_new_tokens), a constant normaliser; TRL "dr_grpo"). Paper:
+    seq_mean (the default)."""
+    policy_loss: str = "ppo"
+    """The ratio the clip acts on: "ppo" (per-token rho, clipped to [1-clip_eps, 1+clip_eps_high];
+    the paper) or "gspo" (GSPO: one sequence ratio exp(mean_t log rho), clipped to
+    [1-gspo_clip_low, 1+gspo_clip_high]; TRL importance_sampling_level="sequence", verl
+    loss_mode gspo; pair with loss_agg seq_mean as GSPO does). Not in the paper."""
+    gspo_clip_low: float = 3e-4
+    """policy_loss=gspo: lower clip range of the sequence ratio. GSPO paper / verl: 3e-4."""
+    gspo_clip_high: float = 4e-4
+    """policy_loss=gspo: upper clip range of the sequence ratio. GSPO paper / verl: 4e-4."""
+    clip_ratio_c: float = 0.0
+    """Dual-clip constant c (> 1; 0: off): for A < 0 the objective is bounded below by c * A, so
+    a token with a huge ratio and a negative advantage cannot dominate the loss (Ye et al. 2020;
+    verl's clip_ratio_c, 3.0 there). Not in the paper; off by default."""
+    overlong_buffer: int = 0
+    """DAPO's soft overlong punishment (0: off): responses longer than max_new_tokens - this
+    many tokens get a reward term falling linearly to -overlong_penalty at max_new_tokens
+    (verl overlong_buffer.len; TRL get_soft_overlong_punishment's soft_punish_cache). The
+    verdict (MGPO's p) is unchanged. Not in the paper."""
+    overlong_penalty: float = 1.0
+    """overlong_buffer > 0: the penalty at the cap (verl overlong_buffer.penalty_factor; DAPO 1)."""
+    mask_truncated: bool = False
+    """Drop responses cut at max_new_tokens from the loss (their tokens carry no gradient and do
+    not count in token_mean's denominator; they still count in the group's advantages and in
+    1/N): TRL's mask_truncated_completions, DAPO's overlong filtering. Not in the paper (which
+    gives a cut response `truncated_reward`); off by default."""
+    dynamic_sampling: int = 0
+    """Per-step dynamic sampling (DAPO; verl filter_groups; open-instruct active sampling), 0:
+    off (the paper: only the stage-start filter). > 0: a step whose groups do not all carry
+    signal (rewards not all equal) draws more prompts, prompts_per_step at a time from a
+    separate seeded stream, keeps only groups with signal and stops at prompts_per_step of
+    them or after this many extra prompts (x group_size rollouts; counted in the step's
+    dyn_extra_prompts). The step then trains on the groups with signal it holds (up to
+    prompts_per_step). frac_zero_signal (first draw) is logged either way."""
     long2short: bool = False
     """Long2Short reward shift among correct responses (docs/PAPER.md stage 3)."""
     l2s_lambda: float = 0.2
@@ -117,6 +167,26 @@ class RLConfig(RL_SAMPLING, RL_ENGINE, RL_ROPE, DeviceFields):
     """Truncated importance sampling cap C on pi_old / pi_engine per token (0: off). Paper: it
     only "refers to off-policy / rollout-mismatch stabilisation" and names no method; TIS and
     C = 2 are our choices."""
+    is_correction: str = "token_tis"
+    """The engine-vs-trainer correction, on when tis_cap > 0 and the engine returns logprobs
+    (algo/correction.py): "token_tis" (min(pi_old / pi_engine, C) per token; TRL token_truncate),
+    "seq_tis" (one truncated weight per sequence, the product of its ratios; TRL
+    sequence_truncate), "geo_tis" (their geometric mean, truncated), or the rejection forms
+    "token_mask", "seq_mask", "geo_mask" (the ratio kept inside [is_low, tis_cap], 0 outside;
+    TRL token_mask / sequence_mask, whose default is sequence_mask with cap 3). Paper: only
+    "refers to off-policy / rollout-mismatch stabilisation", no method; our default token_tis."""
+    is_low: float = 0.0
+    """Lower bound of the correction's ratio (0: none): truncated up to it (*_tis) or masked below
+    it (*_mask). TRL vllm_importance_sampling_clip_min; verl rollout_rs_threshold_lower."""
+    mismatch_limit: float = 1.1
+    """Engine-vs-trainer mismatch gate on a step's token_mult_prob_error (mean over tokens of
+    exp|log pi_engine - log pi_trainer|; 1.0 is none), 0: off. Default 1.1, NeMo-RL's CI gate
+    (median over a run < 1.1); the hf engine in fp32 sits at 1.0. Logged every step with the k3
+    KL (engine_kl; NeMo-RL gates its mean < 0.01-0.02), mean |delta logp|, the largest ratio and
+    the share of tokens past the correction's bounds (tis_capped_frac)."""
+    on_mismatch: str = "warn"
+    """What passing mismatch_limit does: "warn" (a log warning and a count in the stage's
+    warnings) or "stop" (the stage stops with the figures: the run is not on-policy any more)."""
     filter_rollouts: int = 8
     """Stage-start filter: rollouts per prompt with the starting model; prompts with accuracy 0
     or 1 are dropped (0: no filter), except under `long2short`, which keeps p = 1 prompts (their
@@ -306,6 +376,14 @@ def _check_ranges(c: Checks, cfg: RLConfig) -> None:
         "rope_yarn_factor",
         "rope_original_len",
         "tis_cap",
+        "gspo_clip_low",
+        "gspo_clip_high",
+        "clip_ratio_c",
+        "overlong_buffer",
+        "overlong_penalty",
+        "dynamic_sampling",
+        "is_low",
+        "mismatch_limit",
         "max_prompts",
         "eval_every",
         "eval_limit",
@@ -331,6 +409,17 @@ def _check_ranges(c: Checks, cfg: RLConfig) -> None:
 def _check_choices(c: Checks, cfg: RLConfig) -> None:
     """The named choices, the vllm server's address, the device, the trackers, the data weights."""
     c.one_of("advantage", ADVANTAGE_NAMES)
+    c.one_of("std", STD_NAMES)
+    c.one_of("loss_agg", LOSS_AGG_NAMES)
+    c.one_of("policy_loss", POLICY_LOSS_NAMES)
+    c.one_of("is_correction", CORRECTION_NAMES)
+    c.one_of("on_mismatch", ("warn", "stop"))
+    if cfg.tis_cap and cfg.is_low >= cfg.tis_cap:
+        c.bad("is_low", "must be below tis_cap (the correction's bounds [is_low, tis_cap])")
+    if cfg.clip_ratio_c and cfg.clip_ratio_c <= 1:
+        c.bad("clip_ratio_c", "must be 0 (off) or > 1 (dual clip bound c * A for A < 0)")
+    if cfg.overlong_buffer > cfg.max_new_tokens:
+        c.bad("overlong_buffer", "must be <= max_new_tokens (the punished tail of the response)")
     c.one_of("truncated_reward", ("zero", "verify"))
     c.one_of("on_empty_filter", ("error", "skip"))
     c.one_of("prompt_style", PROMPT_STYLE_NAMES)

@@ -12,10 +12,36 @@ import torch
 from vibethinker.algo.advantages import batch_accuracy
 from vibethinker.engines import SamplingParams
 from vibethinker.evaluate import evaluate
+from vibethinker.log import get_logger
 from vibethinker.train.rollout import (
     Scored,
 )
 from vibethinker.types import Group, Problem
+
+log = get_logger("train.rl")
+
+
+class MismatchError(RuntimeError):
+    """The engine's logprobs drifted past `mismatch_limit` with on_mismatch=stop."""
+
+
+def check_mismatch(u: dict[str, float], limit: float, action: str, step: int) -> int:
+    """1 when the step's token_mult_prob_error passed `limit` (warned, or raised with
+    action "stop"), else 0; limit 0 is off."""
+    err = u.get("token_mult_prob_error", 1.0)
+    if not limit or err <= limit:
+        return 0
+    msg = (
+        f"rl step {step}: engine-vs-trainer mismatch token_mult_prob_error {err:.4f} > "
+        f"mismatch_limit {limit} (engine_kl {u.get('engine_kl', 0.0):.3g}, mean |delta logp| "
+        f"{u.get('engine_logp_absdiff', 0.0):.3g}, largest ratio "
+        f"{u.get('engine_ratio_max', 0.0):.3g}, share past the correction's bounds "
+        f"{u.get('tis_capped_frac', 0.0):.3g}): the rollouts are not the trainer's policy"
+    )
+    if action == "stop":
+        raise MismatchError(msg + " (on_mismatch=stop; raise mismatch_limit or fix the engine)")
+    log.warning(msg)
+    return 1
 
 
 class Timer:

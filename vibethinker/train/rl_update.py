@@ -9,7 +9,10 @@ On-policy details (docs/PAPER.md stages 2 and 3):
   `mini_batches > 1` the old logprobs come from a no-grad forward before the first update.
 - The engine's logprobs (sampled under its own kernels; bf16 on GPU) can differ from the
   trainer's; with `tis_cap > 0` each token is re-weighted by min(pi_old / pi_engine, cap).
-  `engine_kl` logs the mismatch (k3 of engine vs trainer) either way.
+  `engine_kl` logs the mismatch (k3 of engine vs trainer) either way, with NeMo-RL's
+  token_mult_prob_error, mean |delta logp| and the largest ratio (the gate: `mismatch_limit`).
+- `shaped_rewards`: DAPO's overlong penalty and the Long2Short shift, before the advantages;
+  `has_signal` (rewards not all equal) is what dynamic sampling keeps (rl_sampling.py).
 - Rows whose advantage is exactly 0 (groups with all-equal rewards) contribute no gradient when
   there is no KL term; they are skipped in the forward but still count in the 1/N normalisation,
   so the loss is the paper's mean over ALL sequences. Entropy and clip stats cover trained rows.
@@ -26,8 +29,12 @@ from typing import Any
 
 import torch
 
-from vibethinker.algo.advantages import ADVANTAGE_ESTIMATORS, batch_long2short
-from vibethinker.algo.losses import LossStats, clipped_surrogate
+from vibethinker.algo.advantages import (
+    ADVANTAGE_ESTIMATORS,
+    batch_long2short,
+    batch_overlong_penalty,
+)
+from vibethinker.algo.losses import LossStats, Norm, clipped_surrogate
 from vibethinker.train import dist, packing, policy
 from vibethinker.train.rl_config import RLConfig
 from vibethinker.train.rollout import (
@@ -37,31 +44,52 @@ from vibethinker.train.rollout import (
 )
 
 
+def shaped_rewards(sc: Scored, opts: RLConfig) -> torch.Tensor:
+    """[B, G] rewards after the options' shaping: DAPO's overlong penalty, Long2Short's shift."""
+    rewards = sc.rewards
+    if opts.overlong_buffer:  # DAPO's soft overlong punishment, a reward term (not the verdict)
+        pen = batch_overlong_penalty(
+            sc.lengths, opts.max_new_tokens, opts.overlong_buffer, opts.overlong_penalty
+        )
+        rewards = rewards + pen.to(rewards.dtype)
+    if opts.long2short:
+        rewards = batch_long2short(rewards, sc.correct, sc.lengths, opts.l2s_lambda)
+    return rewards
+
+
+def has_signal(sc: Scored, opts: RLConfig) -> torch.Tensor:
+    """[B] True where a group's shaped rewards are not all equal (its advantages are not all 0)."""
+    r = shaped_rewards(sc, opts)
+    return r.amax(-1) > r.amin(-1)
+
+
 def compute_advantages(sc: Scored, opts: RLConfig) -> tuple[torch.Tensor, torch.Tensor]:
     """[B, G] advantages and [B] MGPO weights from the verified groups."""
     # With std scaling, a group whose responses are ALL correct has a nonzero std after the
     # Long2Short shift; dividing by it (the A_i formula applied to r' as written) rescales its
     # shifts to unit size whatever l2s_lambda is. `l2s_all_correct_std=False` leaves them as
     # the shift (RLConfig; docs/EVIDENCE.md has the measurement).
-    rewards = sc.rewards
-    if opts.long2short:
-        rewards = batch_long2short(rewards, sc.correct, sc.lengths, opts.l2s_lambda)
     est = ADVANTAGE_ESTIMATORS[opts.advantage]
     return est(
-        rewards,
+        shaped_rewards(sc, opts),
         sc.correct,
         lam=opts.lambda_mgpo,
         eps=opts.adv_eps,
         std_scale=opts.std_scale,
         all_correct_std=opts.l2s_all_correct_std or not opts.long2short,
+        std=opts.std,
     )
 
 
-def trained_rows(adv: torch.Tensor, kl_coef: float) -> torch.Tensor:
-    """Row indices that carry gradient (all of them when a KL term is on)."""
-    if kl_coef:
-        return torch.arange(adv.numel())
-    return torch.nonzero(adv != 0).flatten()
+def trained_rows(
+    adv: torch.Tensor, kl_coef: float, mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Row indices that carry gradient (all of them when a KL term is on); given the [N, T]
+    loss `mask`, rows without a token in it (masked truncated responses) are left out."""
+    live = torch.ones(adv.numel(), dtype=torch.bool) if kl_coef else adv != 0
+    if mask is not None:
+        live &= mask.any(-1)
+    return torch.nonzero(live).flatten()
 
 
 @torch.no_grad()
@@ -137,11 +165,17 @@ def update(
     old_logp: torch.Tensor | None = None,
     ref_logp: torch.Tensor | None = None,
     n_seqs: int | None = None,
+    n_tokens: int | None = None,
 ) -> dict[str, float]:
     """One optimizer step on the clipped surrogate over `rows` of the batch (normalised by all
-    N sequences); returns loss stats, entropy, engine-vs-trainer KL and the grad norm."""
+    N sequences, or all their tokens for token_mean); returns loss stats, entropy,
+    engine-vs-trainer KL and the grad norm."""
     device = next(model.parameters()).device
-    n_seqs = n_seqs or adv.numel()
+    norm = Norm(
+        seqs=n_seqs or adv.numel(),
+        tokens=n_tokens or int(batch.mask.sum()),
+        max_len=opts.max_new_tokens,  # Dr. GRPO's constant (seq_mean_token_sum_norm)
+    )
     st, ent_sum, loss_sum = LossStats(), 0.0, 0.0
     chunks = plan_micro(
         rows, batch, opts.micro_batch, opts.max_tokens_per_micro, dist.is_wrapped(model)
@@ -149,7 +183,7 @@ def update(
     for i, (r, real) in enumerate(chunks):
         mb = batch.rows(r).to(device)
         with dist.sync_context(model, last=i == len(chunks) - 1):
-            loss, part, ent = _micro_loss(model, mb, adv, r, opts, old_logp, ref_logp, n_seqs)
+            loss, part, ent = _micro_loss(model, mb, adv, r, opts, old_logp, ref_logp, norm)
             # the processes average gradients: scale back to the sum (a dummy chunk adds 0)
             (loss * (dist.grad_scale() if real else 0.0)).backward()
         if not real:
@@ -182,9 +216,10 @@ def _micro_loss(
     opts: RLConfig,
     old_logp: torch.Tensor | None,
     ref_logp: torch.Tensor | None,
-    n_seqs: int,
+    norm: Norm,
 ) -> tuple[torch.Tensor, LossStats, torch.Tensor]:
-    """(loss, stats, entropy) of one micro-batch of rows `r` (normalised by all n_seqs)."""
+    """(loss, stats, entropy) of one micro-batch of rows `r` (normalised by the whole batch's
+    `norm`)."""
     device = mb.input_ids.device
     with policy.autocast_context(device):
         logp, ent = dist.call(
@@ -196,33 +231,64 @@ def _micro_loss(
         old,
         adv[r].to(device),
         mb.mask,
-        clip_eps=opts.clip_eps,
-        # the config's clip_eps_high 0 means "same as clip_eps", which the loss spells None
-        clip_eps_high=opts.clip_eps_high or None,
+        **POLICY_LOSSES[opts.policy_loss](opts),
         engine_logp=mb.engine_logp,
         tis_cap=opts.tis_cap,
+        correction=opts.is_correction,
+        is_low=opts.is_low,
         ref_logp=ref_logp[r].to(device) if ref_logp is not None else None,
         kl_coef=opts.kl_coef,
-        n_seqs=n_seqs,
+        n_seqs=norm.seqs,
+        agg=opts.loss_agg,
+        clip_c=opts.clip_ratio_c,
+        n_tokens=norm.tokens,
+        max_len=norm.max_len,
     )
     return loss, part, ent
+
+
+def _ppo_clip(opts: RLConfig) -> dict[str, Any]:
+    # the config's clip_eps_high 0 means "same as clip_eps", which the loss spells None
+    return dict(level="token", clip_eps=opts.clip_eps, clip_eps_high=opts.clip_eps_high or None)
+
+
+def _gspo_clip(opts: RLConfig) -> dict[str, Any]:
+    return dict(level="sequence", clip_eps=opts.gspo_clip_low, clip_eps_high=opts.gspo_clip_high)
+
+
+# The ratio and clip range of each `policy_loss` (STYLE.md 6).
+POLICY_LOSSES = {"ppo": _ppo_clip, "gspo": _gspo_clip}
 
 
 def _reduce_stats(st: LossStats, ent_sum: float, loss_sum: float, n_rows: int):
     """The step's stats summed over the processes (max for ratio_max); as is in one process."""
     if not dist.active():
         return st, ent_sum, loss_sum, n_rows
-    keys = ("tokens", "clipped", "ratio_sum", "kl_sum", "tis_sum", "tis_capped", "engine_kl_sum")
+    keys = (
+        "tokens",
+        "clipped",
+        "dual_clipped",
+        "ratio_sum",
+        "kl_sum",
+        "tis_sum",
+        "tis_capped",
+        "engine_kl_sum",
+        "engine_tokens",
+        "engine_absdiff_sum",
+        "engine_mult_err_sum",
+    )
     tot = dist.all_sum([getattr(st, k) for k in keys] + [ent_sum, loss_sum, n_rows])
     vals = dict(zip(keys, tot))
-    vals["tokens"] = int(vals["tokens"])
-    out = LossStats(**vals, ratio_max=dist.all_max([st.ratio_max])[0])
+    vals["tokens"], vals["engine_tokens"] = int(vals["tokens"]), int(vals["engine_tokens"])
+    ratio_max, engine_ratio_max = dist.all_max([st.ratio_max, st.engine_ratio_max])
+    out = LossStats(**vals, ratio_max=ratio_max, engine_ratio_max=engine_ratio_max)
     return out, tot[-3], tot[-2], int(tot[-1])
 
 
 def merge_stats(parts: list[dict[str, float]]) -> dict[str, float]:
     """Average the stats of several mini-batch updates (max for ratio_max, sum for rows)."""
     out = {k: sum(p[k] for p in parts) / len(parts) for k in parts[0]}
-    out["ratio_max"] = max(p["ratio_max"] for p in parts)
+    for k in ("ratio_max", "engine_ratio_max"):
+        out[k] = max(p[k] for p in parts)
     out["trained_rows"] = sum(p["trained_rows"] for p in parts)
     return out
