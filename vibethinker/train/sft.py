@@ -167,7 +167,10 @@ def train(
     )
     with _main_file(run.out / "metrics.jsonl") as mf:
         for step in range(start, total):
-            row, postfix = _one_step(run, step)
+            try:
+                row, postfix = _one_step(run, step)
+            except policy.NonFiniteError as e:  # stop: every later step would be NaN too
+                raise policy.diverged(e, "sft", step + 1, opts.lr, run.out) from None
             mf.write(json.dumps(row) + "\n")
             tracker.log(row, row["step"])
             mf.flush()
@@ -240,6 +243,7 @@ def _one_step(run: _Run, step: int) -> tuple[dict[str, Any], dict[str, str]]:
     t0 = time.perf_counter()
     micro = [packing.collate(run.samples, rows, pad_id, run.opts.pack) for rows in run.plan[step]]
     loss, n_loss, n_tok = train_step(run.model, micro, device)
+    policy.check_finite("loss", loss)  # all-summed: every process agrees
     lr = policy.current_lr(run.optimizer)
     gnorm = policy.optimizer_step(run.model, run.optimizer, run.scheduler, run.opts.max_grad_norm)
     dt = time.perf_counter() - t0
