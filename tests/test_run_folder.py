@@ -214,3 +214,44 @@ def test_ctrl_c_in_rl_saves_a_checkpoint_at_that_step(tmp_path, monkeypatch):
     model, _ = policy.load_policy(tiny, "cpu")
     res = rl.train(model, tok, t._problems(), opts, tmp_path / "rl", verify=t.has_digit)
     assert res["resumed_at"] == 2 and res["steps_done"] == 4
+
+
+def test_a_stage_output_in_use_is_refused(env, tmp_path, capsys):  # noqa: F811
+    """Two `vibethinker <stage> ... out=S` at once, two single recipe-stage runs, or a stage
+    alone into a folder a running recipe stage writes: the second is refused, nothing of the
+    first is touched (the lock is an flock: a second open of the file, as another process
+    makes, is refused the same way)."""
+    from vibethinker import rundir
+
+    tmp, recipe = env
+    out = tmp / "S"
+    with rundir.output_lock(out, "the first run"):
+        (out / "theirs.txt").write_text("x")
+        assert main(["t_write", f"out={out}", "text=second"]) == 2
+        assert "in use by another vibethinker process" in capsys.readouterr().err
+        assert not (out / "file.txt").exists()
+    assert main(["t_write", f"out={out}", "text=second"]) == 0  # free again
+    single = tmp / "run" / "single" / "t_write"
+    assert main(["t_write", str(recipe), "text=one"]) == 0
+    with rundir.output_lock(single, "the first single run"):
+        assert main(["t_write", str(recipe), "text=two"]) == 2  # would delete the folder
+    assert (single / "file.txt").read_text() == "one"
+    assert main(["t_write", str(recipe), "text=two"]) == 0
+    assert (single / "file.txt").read_text() == "two" and (single / ".lock").exists()
+    # a recipe run holds each stage's folder while the stage runs
+    held = []
+    import vibethinker.stages as reg
+
+    spec = reg.get("t_slow")
+    real = spec.fn
+
+    def probe(cfg):
+        held.append(main(["t_write", f"out={cfg.out}"]))
+        return real(cfg)
+
+    spec.fn = probe
+    try:
+        execute(load_recipe(str(recipe)), quiet=True)
+    finally:
+        spec.fn = real
+    assert held == [2]

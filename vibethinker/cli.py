@@ -24,13 +24,15 @@ examples:
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from vibethinker import rundir, threads
 from vibethinker import stages as stage_registry
-from vibethinker import threads
 from vibethinker.config import (
     ConfigError,
     close_matches,
@@ -258,22 +260,37 @@ def cmd_stage(cmd: str, args: list[str], flags: set[str]) -> int:
         )
     values.update(zip(spec.positional, positional))
     cfg = make_config(spec.config_cls, values, name)
-    if not recipe_path:
-        outputs = spec.fn(cfg) or {}
-    else:
-        from vibethinker.recipe import finish_single, prepare_single
-
-        prepare_single(cfg, name)
-        print(f"{name}: writing to {cfg.out} (the recipe's run and manifest are untouched)")
-        try:
-            outputs = spec.fn(cfg) or {}
-        except BaseException as e:
-            finish_single(cfg, "interrupted" if isinstance(e, KeyboardInterrupt) else "failed")
-            raise
-        finish_single(cfg)
+    with _output_lock(cfg, name):
+        outputs = _run_one(spec, cfg, name, recipe_path)
     for k, v in outputs.items():
         print(f"{k}: {v}")
     return 0
+
+
+def _output_lock(cfg: Any, name: str) -> Any:
+    """The stage's output locked while it runs (rank 0 under torchrun): a second process with
+    the same out= is refused."""
+    out = getattr(cfg, "out", "")
+    if not out or os.environ.get("RANK", "0") != "0":
+        return contextlib.nullcontext()
+    return rundir.output_lock(out, f"`vibethinker {name}`")
+
+
+def _run_one(spec: Any, cfg: Any, name: str, recipe_path: str | None) -> dict[str, Any]:
+    """Run the stage; a recipe's stage alone keeps its record (`single_run.json`)."""
+    if not recipe_path:
+        return spec.fn(cfg) or {}
+    from vibethinker.recipe import finish_single, prepare_single
+
+    prepare_single(cfg, name)
+    print(f"{name}: writing to {cfg.out} (the recipe's run and manifest are untouched)")
+    try:
+        outputs = spec.fn(cfg) or {}
+    except BaseException as e:
+        finish_single(cfg, "interrupted" if isinstance(e, KeyboardInterrupt) else "failed")
+        raise
+    finish_single(cfg)
+    return outputs
 
 
 _HUB_ERRORS = ("LocalEntryNotFoundError", "OfflineModeIsEnabled", "RepositoryNotFoundError")

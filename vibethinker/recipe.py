@@ -35,13 +35,12 @@ touches a folder the manifest describes, so it needs neither the run lock nor a 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
-import fcntl
 import json
 import os
 import re
-import shutil
 import signal
 import time
 from dataclasses import dataclass, field
@@ -255,7 +254,7 @@ def _clean_out(out: str, run_dir: str) -> None:
     """Remove a stale partial output folder, but only inside the run dir (never user data)."""
     p = Path(out)
     if p.exists() and _inside(p, Path(run_dir)) and p.resolve() != Path(run_dir).resolve():
-        shutil.rmtree(p) if p.is_dir() else p.unlink()
+        rundir.empty_folder(p) if p.is_dir() else p.unlink()
 
 
 def single_out(recipe: Recipe, name: str, given: str | None = None) -> str:
@@ -290,7 +289,7 @@ def prepare_single(cfg: Any, stage: str) -> None:
             old = json.loads(marker.read_text())
             same = _result_dict(cfg, old.get("config") or {}) == _result_dict(cfg)
             if not (same and stage_registry.get(stage).resumable):
-                shutil.rmtree(out)
+                rundir.empty_folder(out)  # its lock stays (cli holds it)
         out.mkdir(parents=True, exist_ok=True)
         rec = {"stage": stage, "status": "running", "config": _config_dict(cfg), "started": _now()}
         marker.write_text(json.dumps(rec, indent=2) + "\n")
@@ -386,12 +385,19 @@ def _run_stage(manifest: Manifest | None, ps: PlannedStage, run_dir: str) -> dic
 
 
 def _lock(run_dir: Path) -> Any:
-    lock = open(run_dir / ".lock", "w")  # noqa: SIM115 - held for the whole run
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise ConfigError(f"{run_dir} is in use by another vibethinker run") from None
-    return lock
+    """The run folder's lock, held for the whole run."""
+    return rundir.hold_lock(
+        run_dir / rundir.LOCK_FILE, f"{run_dir} is in use by another vibethinker run"
+    )
+
+
+def _stage_lock(ps: PlannedStage, run_dir: Path, main: bool) -> Any:
+    """The lock of a stage's folder while it runs (rank 0), so that a `vibethinker <stage>
+    out=<that folder>` started beside the run is refused; the run folder itself has the run's."""
+    out = Path(ps.config.out)
+    if not main or out.resolve() == run_dir.resolve():
+        return contextlib.nullcontext()
+    return rundir.output_lock(out, f"stage {ps.name} of the run {run_dir}")
 
 
 def execute(recipe: Recipe, quiet: bool = False) -> dict[str, Any]:
@@ -428,10 +434,11 @@ def execute(recipe: Recipe, quiet: bool = False) -> dict[str, Any]:
                 f" on {dist.world()} processes" if ps.stage in DISTRIBUTED and dist.active() else ""
             )
             log.info("stage %s (%s): %s%s", ps.name, ps.stage, action, where)
-            if manifest is not None:
-                _start_stage(manifest, ps, action, recipe.run_dir)
-            dist.barrier()  # the folder is clean before any process writes to it
-            _run_stage(manifest, ps, recipe.run_dir)
+            with _stage_lock(ps, run_dir, main):
+                if manifest is not None:
+                    _start_stage(manifest, ps, action, recipe.run_dir)
+                dist.barrier()  # the folder is clean before any process writes to it
+                _run_stage(manifest, ps, recipe.run_dir)
     finally:
         signal.signal(signal.SIGTERM, old_term)
         if lock is not None:

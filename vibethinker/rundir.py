@@ -13,11 +13,18 @@ compares a recorded config with the recipe's, both have their run folder prefix 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vibethinker.config import ConfigError
+
 RUN_DIR_TOKEN = "${run_dir}"
+LOCK_FILE = ".lock"
 
 
 def inside(child: str | Path, parent: str | Path) -> bool:
@@ -85,3 +92,52 @@ def output_path(run_dir: str | Path, value: str) -> str:
     if not value or Path(value).is_absolute():
         return value
     return str(Path(run_dir) / value)
+
+
+# ----------------------------------------------------------------------------- locks
+
+
+def hold_lock(path: str | Path, busy: str) -> Any:
+    """An exclusive lock on the file `path` (created), held until the returned file is closed
+    (or the process ends, however it ends: the kernel drops a flock with its holder). A lock
+    held elsewhere is refused at once with `busy` (ConfigError), never waited for."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    f = open(path, "a")  # noqa: SIM115 - held by the caller
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise ConfigError(busy) from None
+    return f
+
+
+def lock_path(out: str | Path) -> Path:
+    """Where the lock of an output lives: `<folder>/.lock`, or `.<name>.lock` beside an output
+    that is a file (verify's `out=x.jsonl`)."""
+    p = Path(out)
+    return p.with_name(f".{p.name}.lock") if p.suffix in (".jsonl", ".json") else p / LOCK_FILE
+
+
+@contextlib.contextmanager
+def output_lock(out: str | Path, what: str) -> Iterator[None]:
+    """Hold the lock of a stage's output (`lock_path`) while it runs: a second process writing
+    there (two `vibethinker sft ... out=S`, two single recipe-stage runs) is refused, rather
+    than both writing one folder or one deleting the other's."""
+    lock = hold_lock(
+        lock_path(out),
+        f"{out} is in use by another vibethinker process ({what} writing there); wait for it "
+        "to finish or choose another out=",
+    )
+    try:
+        yield
+    finally:
+        lock.close()
+
+
+def empty_folder(folder: str | Path) -> None:
+    """Remove what `folder` holds but its lock file (removing a held lock file would let a
+    second process take a new lock on a new file)."""
+    for p in Path(folder).iterdir():
+        if p.name == LOCK_FILE:
+            continue
+        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
