@@ -3,6 +3,8 @@ holds less than it replaces, seconds over a stage's attempts, and Ctrl-C that sa
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -216,16 +218,23 @@ def test_ctrl_c_in_rl_saves_a_checkpoint_at_that_step(tmp_path, monkeypatch):
     assert res["resumed_at"] == 2 and res["steps_done"] == 4
 
 
+@contextlib.contextmanager
+def _held(path: Path):
+    """The lock file held as another process holds it (its own open file description)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+
+
 def test_a_stage_output_in_use_is_refused(env, tmp_path, capsys):  # noqa: F811
     """Two `vibethinker <stage> ... out=S` at once, two single recipe-stage runs, or a stage
     alone into a folder a running recipe stage writes: the second is refused, nothing of the
     first is touched (the lock is an flock: a second open of the file, as another process
     makes, is refused the same way)."""
-    from vibethinker import rundir
-
     tmp, recipe = env
     out = tmp / "S"
-    with rundir.output_lock(out, "the first run"):
+    with _held(out / ".lock"):
         (out / "theirs.txt").write_text("x")
         assert main(["t_write", f"out={out}", "text=second"]) == 2
         assert "in use by another vibethinker process" in capsys.readouterr().err
@@ -233,7 +242,7 @@ def test_a_stage_output_in_use_is_refused(env, tmp_path, capsys):  # noqa: F811
     assert main(["t_write", f"out={out}", "text=second"]) == 0  # free again
     single = tmp / "run" / "single" / "t_write"
     assert main(["t_write", str(recipe), "text=one"]) == 0
-    with rundir.output_lock(single, "the first single run"):
+    with _held(single / ".lock"):
         assert main(["t_write", str(recipe), "text=two"]) == 2  # would delete the folder
     assert (single / "file.txt").read_text() == "one"
     assert main(["t_write", str(recipe), "text=two"]) == 0
