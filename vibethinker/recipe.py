@@ -39,7 +39,6 @@ import contextlib
 import dataclasses
 import difflib
 import json
-import os
 import re
 import signal
 import time
@@ -49,7 +48,7 @@ from typing import Any
 
 import torch
 
-from vibethinker import rundir
+from vibethinker import rundir, statefile
 from vibethinker import stages as stage_registry
 from vibethinker.config import ConfigError, is_runtime, make_config, read_yaml
 from vibethinker.log import get_logger, setup_logging
@@ -170,17 +169,14 @@ class Manifest:
     def __init__(self, run_dir: str):
         self.path = Path(run_dir) / "manifest.json"
         self.data: dict[str, Any] = {"stages": {}}
-        if self.path.exists():
-            self.data = json.loads(self.path.read_text())
+        if self.path.exists():  # a damaged one is an error naming it (rundir.read_manifest)
+            self.data = rundir.read_manifest(run_dir)
 
     def stage(self, name: str) -> dict[str, Any]:
         return self.data["stages"].setdefault(name, {"status": "pending"})
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(".manifest.json.tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, default=str))
-        os.replace(tmp, self.path)
+        statefile.write_json(self.path, self.data)  # temporary file, fsync, rename
 
 
 def _config_dict(cfg: Any) -> dict[str, Any]:
@@ -285,14 +281,14 @@ def prepare_single(cfg: Any, stage: str) -> None:
     out = Path(cfg.out)
     marker = out / "single_run.json"
     if dist.is_main():
-        if marker.exists():
-            old = json.loads(marker.read_text())
+        old = statefile.read_json(marker)  # empty or torn: as if absent, with a warning
+        if isinstance(old, dict):
             same = _result_dict(cfg, old.get("config") or {}) == _result_dict(cfg)
             if not (same and stage_registry.get(stage).resumable):
                 rundir.empty_folder(out)  # its lock stays (cli holds it)
         out.mkdir(parents=True, exist_ok=True)
         rec = {"stage": stage, "status": "running", "config": _config_dict(cfg), "started": _now()}
-        marker.write_text(json.dumps(rec, indent=2) + "\n")
+        statefile.write_json(marker, rec)
     dist.barrier()
 
 
@@ -308,9 +304,10 @@ def finish_single(cfg: Any, status: str = "done") -> None:
     if not dist.is_main():
         return
     marker = Path(cfg.out) / "single_run.json"
-    rec = json.loads(marker.read_text()) if marker.exists() else {}
+    rec = statefile.read_json(marker)
+    rec = rec if isinstance(rec, dict) else {}
     rec.update(status=status, finished=_now())
-    marker.write_text(json.dumps(rec, indent=2) + "\n")
+    statefile.write_json(marker, rec)
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
@@ -348,11 +345,14 @@ def _end_stage(manifest: Manifest, ps: PlannedStage, t0: float, status: str, **k
     manifest.save()
 
 
-def _interrupted_note(ps: PlannedStage) -> str:
+def _interrupted_note(ps: PlannedStage, e: BaseException) -> str:
+    saved = getattr(e, "saved", None)  # set by the training loop that saved it (interrupt.stop)
+    if saved:
+        return f"a checkpoint was saved at {saved}; run again to resume"
     if ps.stage in SAVE_ON_SIGNAL:
         return (
-            "if it was training, a checkpoint at the step where it stopped is saved; run "
-            "again to resume"
+            "it was not training (loading, filtering or evaluating): nothing of this attempt "
+            "was saved, its earlier checkpoints are kept; run again to resume"
         )
     if stage_registry.get(ps.stage).resumable:
         return "it resumes from its last checkpoint (or chunk) when run again"
@@ -367,10 +367,10 @@ def _run_stage(manifest: Manifest | None, ps: PlannedStage, run_dir: str) -> dic
     t0 = time.time()
     try:
         outputs = dist.run_on_main(lambda: spec.fn(ps.config) or {}, ps.stage in DISTRIBUTED)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         if manifest is not None:
             _end_stage(manifest, ps, t0, "interrupted", error="interrupted")
-            log.warning("stage %s interrupted; %s", ps.name, _interrupted_note(ps))
+            log.warning("stage %s interrupted; %s", ps.name, _interrupted_note(ps, e))
         raise
     except Exception as e:
         if manifest is not None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -65,6 +66,25 @@ def portable(value: Any, run_dir: str, run_dir_abs: str | None = None) -> Any:
         if value == prefix or value.startswith(prefix + "/"):
             return RUN_DIR_TOKEN + value[len(prefix) :]
     return value
+
+
+def read_manifest(run_dir: str | Path) -> dict[str, Any]:
+    """The run's manifest.json; one that is not valid JSON, or holds no `stages` mapping, is an
+    error naming the file with what to do (never read as an empty run: `run` would then start
+    every stage over, and `status` would replace the report with an empty one)."""
+    path = Path(run_dir) / "manifest.json"
+    advice = (
+        "restore it from a copy if you have one, or move it aside to start the run over "
+        "(the stage folders are re-made as their stages run)"
+    )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        msg = f"{path}: the run's manifest is damaged (not valid JSON: {e}); {advice}"
+        raise ConfigError(msg) from None
+    if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
+        raise ConfigError(f"{path}: the run's manifest is damaged (no `stages` mapping); {advice}")
+    return data
 
 
 def stage_dir(run_dir: str | Path, rec: dict[str, Any]) -> Path | None:

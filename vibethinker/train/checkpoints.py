@@ -24,6 +24,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
+from vibethinker import statefile
 from vibethinker.log import get_logger
 from vibethinker.models import save_model_and_tokenizer
 from vibethinker.train import dist
@@ -390,10 +391,9 @@ def rows_upto(path: Path, step: int) -> list[dict[str, Any]]:
     hold only those, so a resumed run appends after them (no rows of the lost steps)."""
     rows = []
     if dist.is_main():  # N processes: rank 0 owns the files and sends the rows to the others
-        if path.exists():
-            rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-        rows = [r for r in rows if r.get("step", 0) <= step]
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        # a torn last line (a crash or a full disk mid-append) is dropped with a warning
+        rows = [r for r in statefile.read_jsonl(path) if r.get("step", 0) <= step]
+        statefile.write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
     return dist.broadcast_object(rows)
 
 

@@ -72,7 +72,12 @@ def requested() -> bool:
     return bool(dist.all_max([1.0 if _state["signal"] else 0.0])[0])
 
 
-def stop(step: int) -> None:
-    """Raise the KeyboardInterrupt the deferred signal stands for, after the checkpoint."""
-    log.warning("checkpoint saved at step %d; run the same command again to resume", step)
-    raise KeyboardInterrupt(f"interrupted after step {step} (checkpoint saved)")
+def stop(step: int, where: Any = "") -> None:
+    """Raise the KeyboardInterrupt the deferred signal stands for, after the checkpoint (in
+    `where`). The exception says so (`saved`): a signal that lands anywhere else (loading a
+    model, the RL prompt filter) saved nothing, and the CLI must not claim otherwise."""
+    saved = f"step {step}" + (f" in {where}" if where else "")
+    log.warning("checkpoint saved at %s; run the same command again to resume", saved)
+    e = KeyboardInterrupt(f"interrupted after step {step} (checkpoint saved)")
+    e.saved = saved  # type: ignore[attr-defined]
+    raise e

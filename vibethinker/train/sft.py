@@ -184,7 +184,7 @@ def train(
             if due or interrupted or signalled:
                 _save(run, done)
             if signalled and done < total:  # at the last step the run is simply complete
-                interrupt.stop(done)
+                interrupt.stop(done, checkpoints.step_dir(run.out / "checkpoints", done))
             if interrupted:
                 break
     bar.close()
