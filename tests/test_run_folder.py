@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.faults import disk_full  # noqa: F401 - every write fills the disk
 from tests.helpers.loop_options import sft_options
 from tests.helpers.recipe_env import env  # noqa: F401 - test-only stages
 from tests.helpers.sft_data import _problems
@@ -264,3 +265,62 @@ def test_a_stage_output_in_use_is_refused(env, tmp_path, capsys):  # noqa: F811
     finally:
         spec.fn = real
     assert held == [2]
+
+
+@pytest.mark.parametrize("damage", ["{not json", '{"order": ["t_write"]}'])
+def test_damaged_manifest(env, tmp_path, monkeypatch, capsys, damage):  # noqa: F811
+    """A manifest.json that is not JSON, or is JSON without `stages`: `run` and `status` stop
+    with an error naming it and what to do; the full report is not replaced by an empty one."""
+    recipe = _relative_run(tmp_path, monkeypatch)
+    report = Path(write_report("runs/r")).read_text()
+    Path("runs/r/manifest.json").write_text(damage)
+    for argv in (["run", str(recipe)], ["status", "runs/r"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "runs/r/manifest.json: the run's manifest is damaged" in err and "move it" in err
+    assert Path("runs/r/report.md").read_text() == report
+    assert "manifest is damaged" in Path("runs/r/run.log").read_text()  # the log has it too
+
+
+@pytest.mark.parametrize("part", ["summary.md", "plot.png"])
+def test_a_missing_summary_or_plot_writes_report_rebuilt(env, tmp_path, monkeypatch, part):  # noqa: F811
+    _relative_run(tmp_path, monkeypatch)
+    before = Path(write_report("runs/r")).read_text()
+    Path("runs/r/t_slow", part).unlink()
+    assert write_report("runs/r") == "runs/r/report.md"
+    assert Path("runs/r/report.md").read_text() == before
+    assert len(Path("runs/r/report.rebuilt.md").read_text()) < len(before)
+
+
+def test_a_full_disk_never_tears_the_report(env, tmp_path, monkeypatch, request):  # noqa: F811
+    _relative_run(tmp_path, monkeypatch)
+    Path("runs/r/t_slow/summary.md").write_text("# t_slow\n\n" + "numbers " * 2000 + "\n")
+    before = Path(write_report("runs/r")).read_text()
+    assert len(before) > 8192
+    Path("runs/r/t_slow/summary.md").write_text("# t_slow\n\n" + "changed " * 2000 + "\n")
+    request.getfixturevalue("disk_full")
+    with pytest.raises(OSError, match="report.md: could not write it"):
+        write_report("runs/r")
+    assert Path("runs/r/report.md").read_text() == before  # whole, not cut at 4 KB
+
+
+def test_a_failed_stage_is_recorded_and_logged(env, tmp_path, capsys, monkeypatch):  # noqa: F811
+    """Disk full inside a stage: one line that says so and what to do (exit 1, no traceback),
+    the manifest marks the stage failed, run.log has the error."""
+    import errno
+
+    import vibethinker.stages as reg
+
+    tmp, recipe = env
+    spec = reg.get("t_slow")
+
+    def full(cfg):
+        raise OSError(errno.ENOSPC, "No space left on device", str(Path(cfg.out) / "x"))
+
+    monkeypatch.setattr(spec, "fn", full)
+    assert main(["run", str(recipe)]) == 1
+    err = capsys.readouterr().err
+    assert "the disk is full" in err and "t_slow/x" in err and "free some space" in err
+    rec = Manifest(str(tmp / "run")).data["stages"]["t_slow"]
+    assert rec["status"] == "failed" and "No space left" in rec["error"]
+    assert "the disk is full" in (tmp / "run" / "run.log").read_text()

@@ -178,6 +178,8 @@ def write_report(run_dir: str) -> str:
     warned = [(n, w) for n in order for w in _warnings(run_dir, stages.get(n, {}))]
     if warned:
         lines += ["", "## Warnings", ""] + [f"- **{n}**: {w}" for n, w in warned]
+    report = run / "report.md"
+    old_report = report.read_text(errors="replace") if report.exists() else ""
     missing = []  # finished stages whose folder, summary or a plot is not on disk
     for name in order:
         rec = stages.get(name, {})
@@ -189,6 +191,8 @@ def write_report(run_dir: str) -> str:
             continue
         if not (out / "summary.md").exists() or not all(p.exists() for p in _shown(out)):
             missing.append(name)
+        elif any(not (run / href).exists() for href in _images(_section(old_report, name))):
+            missing.append(name)  # a plot the report showed is gone
         summary = out / "summary.md"
         pngs = [] if name == headline_stage else sorted(out.glob("*.png"))  # plot is on top
         if not summary.exists() and not pngs:
@@ -201,16 +205,15 @@ def write_report(run_dir: str) -> str:
             pngs = [p for p in pngs if p.name not in shown]  # each plot once
         for png in pngs:
             lines += ["", f"![{png.stem}]({os.path.relpath(png, run)})"]
-    return _replace_report(run / "report.md", "\n".join(lines) + "\n", missing)
+    return _replace_report(run / "report.md", "\n".join(lines) + "\n", missing, old_report)
 
 
-def _replace_report(path: Path, text: str, missing: list[str]) -> str:
+def _replace_report(path: Path, text: str, missing: list[str], old: str) -> str:
     """Write the report, unless the one on disk has a longer section for a finished stage whose
     folder, summary or a plot is now missing (`missing`: moved, deleted, or an older manifest
     read from elsewhere): the rebuild would hold less than what it replaces. Then the old
     report stays, the rebuild goes to report.rebuilt.md, and a warning names the stages.
     Returns the report that now stands."""
-    old = path.read_text(errors="replace") if path.exists() else ""
     lost = [n for n in missing if len(_section(text, n)) < len(_section(old, n))]
     if lost:
         keep = path.with_name("report.rebuilt.md")
@@ -230,8 +233,14 @@ def _replace_report(path: Path, text: str, missing: list[str]) -> str:
 def _shown(out: Path) -> list[Path]:
     """The files a stage's summary links to (its plots)."""
     summary = out / "summary.md"
-    text = summary.read_text(errors="replace") if summary.exists() else ""
-    return [out / m.group(2) for m in _IMAGE.finditer(text) if "://" not in m.group(2)]
+    return (
+        [out / h for h in _images(summary.read_text(errors="replace"))] if summary.exists() else []
+    )
+
+
+def _images(md: str) -> list[str]:
+    """The relative image links of a piece of markdown."""
+    return [h for h in (m.group(2) for m in _IMAGE.finditer(md)) if "://" not in h and h[:1] != "/"]
 
 
 def _section(md: str, name: str) -> str:
