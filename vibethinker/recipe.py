@@ -30,7 +30,9 @@ process and the others on rank 0 (`execute`).
 
 One recipe stage run alone (`vibethinker <stage or name> RECIPE ...`) takes that entry's config
 but writes to <run_dir>/single/<name> (`single_out`), with its own `single_run.json`: it never
-touches a folder the manifest describes, so it needs neither the run lock nor a manifest entry.
+touches a folder the manifest describes, so it needs neither the run lock nor a manifest entry;
+its own folder is locked while it runs (as each stage's folder is during `run`: rundir.output_lock),
+so a second process writing there is refused.
 """
 
 from __future__ import annotations
