@@ -31,8 +31,8 @@ process and the others on rank 0 (`execute`).
 One recipe stage run alone (`vibethinker <stage or name> RECIPE ...`) takes that entry's config
 but writes to <run_dir>/single/<name> (`single_out`), with its own `single_run.json`: it never
 touches a folder the manifest describes, so it needs neither the run lock nor a manifest entry;
-its own folder is locked while it runs (as each stage's folder is during `run`: rundir.output_lock),
-so a second process writing there is refused.
+its own folder is locked while it runs (as each stage's folder is during `run`:
+rundir.output_lock), so a second process writing there is refused.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ import dataclasses
 import difflib
 import json
 import re
+import shutil
 import signal
 import time
 from dataclasses import dataclass, field
@@ -252,7 +253,7 @@ def _clean_out(out: str, run_dir: str) -> None:
     """Remove a stale partial output folder, but only inside the run dir (never user data)."""
     p = Path(out)
     if p.exists() and _inside(p, Path(run_dir)) and p.resolve() != Path(run_dir).resolve():
-        rundir.empty_folder(p) if p.is_dir() else p.unlink()
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
 
 
 def single_out(recipe: Recipe, name: str, given: str | None = None) -> str:
@@ -287,7 +288,7 @@ def prepare_single(cfg: Any, stage: str) -> None:
         if isinstance(old, dict):
             same = _result_dict(cfg, old.get("config") or {}) == _result_dict(cfg)
             if not (same and stage_registry.get(stage).resumable):
-                rundir.empty_folder(out)  # its lock stays (cli holds it)
+                shutil.rmtree(out)
         out.mkdir(parents=True, exist_ok=True)
         rec = {"stage": stage, "status": "running", "config": _config_dict(cfg), "started": _now()}
         statefile.write_json(marker, rec)

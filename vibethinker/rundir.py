@@ -17,7 +17,6 @@ import contextlib
 import fcntl
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -132,10 +131,11 @@ def hold_lock(path: str | Path, busy: str) -> Any:
 
 
 def lock_path(out: str | Path) -> Path:
-    """Where the lock of an output lives: `<folder>/.lock`, or `.<name>.lock` beside an output
-    that is a file (verify's `out=x.jsonl`)."""
+    """Where the lock of a stage's output lives: `.<name>.lock` beside it (beside, not inside:
+    a stage that fails early leaves no folder behind, and clearing the folder keeps the lock;
+    the file stays after the run, since removing a lock file races with its next user)."""
     p = Path(out)
-    return p.with_name(f".{p.name}.lock") if p.suffix in (".jsonl", ".json") else p / LOCK_FILE
+    return p.with_name(f".{p.name}.lock")
 
 
 @contextlib.contextmanager
@@ -152,12 +152,3 @@ def output_lock(out: str | Path, what: str) -> Iterator[None]:
         yield
     finally:
         lock.close()
-
-
-def empty_folder(folder: str | Path) -> None:
-    """Remove what `folder` holds but its lock file (removing a held lock file would let a
-    second process take a new lock on a new file)."""
-    for p in Path(folder).iterdir():
-        if p.name == LOCK_FILE:
-            continue
-        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
