@@ -352,8 +352,10 @@ def resumable_checkpoint(
                 )
             return folder
         problems.append(f"{folder} ({why})")
+    more = f" (and {len(problems) - 3} older ones)" if len(problems) > 3 else ""
     raise CheckpointError(
-        f"no checkpoint under {found[-1][1].parent} resumes exactly: {'; '.join(problems)}. "
+        f"no checkpoint under {found[-1][1].parent} resumes exactly: "
+        f"{'; '.join(problems[:3])}{more}. "
         "Resuming would restart the optimizer or the LR schedule; delete the checkpoints folder "
         "(or use a new out=) to start over"
     )

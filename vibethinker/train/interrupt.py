@@ -2,8 +2,9 @@
 
 Inside `deferred()` (the training loops run in it: `@deferring`) the first SIGINT or SIGTERM
 only sets a flag; the training loop asks `requested()` after each optimizer step, saves a
-checkpoint when it is set (whatever `save_every` says) and raises KeyboardInterrupt, so running
-the same command again resumes from that step. A second signal raises at once (nothing more is saved). Under torchrun every process
+checkpoint when it is set (whatever `save_every` says) and raises KeyboardInterrupt (its
+`saved` names the checkpoint: a signal anywhere else saved nothing, and the CLI says which), so
+running the same command again resumes from that step. A second signal raises at once (nothing more is saved). Under torchrun every process
 asks `requested()` at the same point and they agree (one process's signal stops them all at the
 same step). Outside the main thread the loop behaves as before (KeyboardInterrupt where it
 lands); a signal the process ignores (a background job) stays ignored.
