@@ -11,7 +11,7 @@ class _FullDisk:
     """A file whose writes fail with ENOSPC once `room` bytes are written (what a full disk
     does to a plain write: the first 4 KB land, then the error)."""
 
-    def __init__(self, f, room: int = 4096):
+    def __init__(self, f, room: int = 4096):  # bytes that still fit
         self.f, self.room = f, room
 
     def write(self, text):

@@ -6,6 +6,7 @@ says where and why, instead of training or scoring on NaN."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 
@@ -175,3 +176,28 @@ def test_eval_of_a_nan_model_says_why(tiny, tmp_path, capsys):
     save_problems(data, _problems(4, seed=5))
     assert main(["eval", str(tmp_path / "nan"), str(data), f"out={tmp_path}/e", "n=1"]) == 2
     assert "non-finite" in capsys.readouterr().err
+
+
+def test_disk_full_mid_sft_names_the_file_and_the_rerun_resumes(
+    tiny, tmp_path, capsys, monkeypatch
+):
+    """The disk fills while step 2's metrics row is appended: one line naming the file (exit
+    1), half a row on disk; the same command again drops the torn row and resumes at step 1."""
+    from tests.helpers.faults import _FullDisk
+
+    data = tmp_path / "train.jsonl"
+    save_problems(data, _problems(16, seed=3))
+    out = tmp_path / "s"
+    argv = ["sft", f"model={tiny}", f"data={data}", f"out={out}", "max_steps=3", "save_every=1"]
+    argv += ["global_batch=8", "micro_batch=4", "max_len=128", "device=cpu"]
+    real = sft._main_file
+    monkeypatch.setattr(sft, "_main_file", lambda p: _FullDisk(real(p), room=300))
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "the disk is full" in err and "metrics.jsonl: could not append step 2" in err
+    assert not (out / "metrics.jsonl").read_text().endswith("\n")  # torn
+    monkeypatch.setattr(sft, "_main_file", real)
+    assert main(argv) == 0
+    assert "metrics.jsonl: line 2 is torn" in capsys.readouterr().err
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3]

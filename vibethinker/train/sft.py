@@ -171,9 +171,8 @@ def train(
                 row, postfix = _one_step(run, step)
             except policy.NonFiniteError as e:  # stop: every later step would be NaN too
                 raise policy.diverged(e, "sft", step + 1, opts.lr, run.out) from None
-            mf.write(json.dumps(row) + "\n")
+            _append(mf, row, run.out / "metrics.jsonl")
             tracker.log(row, row["step"])
-            mf.flush()
             run.history.append(row)
             bar.update(1)
             bar.set_postfix(**postfix)
@@ -281,6 +280,16 @@ class _Null:
     def write(self, _: str) -> None: ...
 
     def flush(self) -> None: ...
+
+
+def _append(f: Any, row: dict[str, Any], path: Path) -> None:
+    """One metrics row, flushed; a failed write (a full disk) names the file (a rerun drops the
+    torn line it may leave: `checkpoints.rows_upto`)."""
+    try:
+        f.write(json.dumps(row) + "\n")
+        f.flush()
+    except OSError as e:
+        raise OSError(e.errno, f"{path}: could not append step {row['step']} ({e.strerror})") from e
 
 
 def _main_file(path: Path) -> Any:
