@@ -168,7 +168,8 @@ def check_finite_weights(model: Any, name: str) -> None:
     trained, it would only score 0 or train on NaN, with no word of why."""
     import torch
 
-    bad = [n for n, p in model.named_parameters() if not torch.isfinite(p).all()]
+    weights = [(n, p) for n, p in model.named_parameters() if p.is_floating_point()]
+    bad = [n for n, p in weights if p.device.type != "meta" and not torch.isfinite(p).all()]
     if bad:
         raise ValueError(
             f"{name}: the model has non-finite (NaN or infinite) weights in {len(bad)} "
