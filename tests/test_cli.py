@@ -238,3 +238,57 @@ def test_openmp_threads_sleep_while_waiting_unless_the_user_says_otherwise():
     assert configure({}) == "PASSIVE"
     opt_out = {"VIBETHINKER_WAIT_POLICY": "default"}
     assert configure(opt_out) == "default" and "OMP_WAIT_POLICY" not in opt_out
+
+
+def test_interrupt_outside_training_does_not_claim_a_checkpoint(env, capsys):  # noqa: F811
+    """Ctrl-C while a stage loads its model or filters prompts saves nothing: the CLI says so
+    (it used to say sft, rl and distill had saved a checkpoint)."""
+    tmp, recipe = env
+    assert main(["t_write", f"out={tmp}/x", "fail=true"]) == 130
+    err = capsys.readouterr().err
+    assert "nothing of the step that was running was saved" in err and "checkpoint was" not in err
+    assert main(["run", str(recipe), "t_write.fail=true"]) == 130
+    log = (tmp / "run" / "run.log").read_text()
+    assert "nothing of this stage is saved" in log and "checkpoint at the step" not in log
+
+
+def test_interrupt_in_training_names_the_checkpoint(tmp_path, capsys, monkeypatch):
+    import os
+    import signal
+
+    from tests.helpers.sft_data import _problems
+    from vibethinker.data.io import save_problems
+    from vibethinker.models.tiny import build_tiny_model
+    from vibethinker.train import policy
+
+    texts = [p.prompt + " " + t for p in _problems(16) for t in p.traces]
+    tiny = build_tiny_model(tmp_path / "tiny", texts, "d1", 300, 0)
+    save_problems(tmp_path / "train.jsonl", _problems(16, seed=3))
+    real, n = policy.optimizer_step, []
+
+    def step_then_signal(*a, **k):
+        n.append(1)
+        if len(n) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*a, **k)
+
+    monkeypatch.setattr(policy, "optimizer_step", step_then_signal)
+    out = tmp_path / "s"
+    argv = ["sft", f"model={tiny}", f"data={tmp_path}/train.jsonl", f"out={out}", "max_steps=4"]
+    assert main([*argv, "global_batch=8", "micro_batch=4", "max_len=128", "device=cpu"]) == 130
+    err = capsys.readouterr().err
+    assert f"a checkpoint was saved (step 2 in {out}/checkpoints/step-000002)" in err
+
+
+def test_verify_an_empty_or_non_utf8_file_says_so(tmp_path, capsys):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["verify", str(empty), f"out={tmp_path}/v.jsonl"]) == 2
+    assert f"{empty} holds no rows to verify" in capsys.readouterr().err
+    assert not (tmp_path / "v.jsonl").exists()
+    bad = tmp_path / "bad.jsonl"
+    row = {"id": "a", "domain": "math", "prompt": "1+1?", "answer": "2", "response": "2"}
+    bad.write_bytes((json.dumps(row) + "\n").encode() + b'{"id": "b\xff"}\n')
+    assert main(["verify", str(bad), f"out={tmp_path}/v.jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:2:" in err and "not valid UTF-8" in err

@@ -3,6 +3,8 @@ holds less than it replaces, seconds over a stage's attempts, and Ctrl-C that sa
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.faults import disk_full  # noqa: F401 - every write fills the disk
 from tests.helpers.loop_options import sft_options
 from tests.helpers.recipe_env import env  # noqa: F401 - test-only stages
 from tests.helpers.sft_data import _problems
@@ -214,3 +217,111 @@ def test_ctrl_c_in_rl_saves_a_checkpoint_at_that_step(tmp_path, monkeypatch):
     model, _ = policy.load_policy(tiny, "cpu")
     res = rl.train(model, tok, t._problems(), opts, tmp_path / "rl", verify=t.has_digit)
     assert res["resumed_at"] == 2 and res["steps_done"] == 4
+
+
+@contextlib.contextmanager
+def _held(path: Path):
+    """The lock file held as another process holds it (its own open file description)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+
+
+def test_a_stage_output_in_use_is_refused(env, tmp_path, capsys):  # noqa: F811
+    """Two `vibethinker <stage> ... out=S` at once, two single recipe-stage runs, or a stage
+    alone into a folder a running recipe stage writes: the second is refused, nothing of the
+    first is touched (the lock is an flock: a second open of the file, as another process
+    makes, is refused the same way)."""
+    tmp, recipe = env
+    out = tmp / "S"
+    with _held(tmp / ".S.lock"):
+        out.mkdir()
+        (out / "theirs.txt").write_text("x")
+        assert main(["t_write", f"out={out}", "text=second"]) == 2
+        assert "in use by another vibethinker process" in capsys.readouterr().err
+        assert not (out / "file.txt").exists()
+    assert main(["t_write", f"out={out}", "text=second"]) == 0  # free again
+    single = tmp / "run" / "single" / "t_write"
+    assert main(["t_write", str(recipe), "text=one"]) == 0
+    with _held(single.parent / ".t_write.lock"):
+        assert main(["t_write", str(recipe), "text=two"]) == 2  # would delete the folder
+    assert (single / "file.txt").read_text() == "one"
+    assert main(["t_write", str(recipe), "text=two"]) == 0
+    assert (single / "file.txt").read_text() == "two"
+    # a recipe run holds each stage's folder while the stage runs
+    held = []
+    import vibethinker.stages as reg
+
+    spec = reg.get("t_slow")
+    real = spec.fn
+
+    def probe(cfg):
+        held.append(main(["t_write", f"out={cfg.out}"]))
+        return real(cfg)
+
+    spec.fn = probe
+    try:
+        execute(load_recipe(str(recipe)), quiet=True)
+    finally:
+        spec.fn = real
+    assert held == [2]
+
+
+@pytest.mark.parametrize("damage", ["{not json", '{"order": ["t_write"]}'])
+def test_damaged_manifest(env, tmp_path, monkeypatch, capsys, damage):  # noqa: F811
+    """A manifest.json that is not JSON, or is JSON without `stages`: `run` and `status` stop
+    with an error naming it and what to do; the full report is not replaced by an empty one."""
+    recipe = _relative_run(tmp_path, monkeypatch)
+    report = Path(write_report("runs/r")).read_text()
+    Path("runs/r/manifest.json").write_text(damage)
+    for argv in (["run", str(recipe)], ["status", "runs/r"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "runs/r/manifest.json: the run's manifest is damaged" in err and "move it" in err
+    assert Path("runs/r/report.md").read_text() == report
+    assert "manifest is damaged" in Path("runs/r/run.log").read_text()  # the log has it too
+
+
+@pytest.mark.parametrize("part", ["summary.md", "plot.png"])
+def test_a_missing_summary_or_plot_writes_report_rebuilt(env, tmp_path, monkeypatch, part):  # noqa: F811
+    _relative_run(tmp_path, monkeypatch)
+    before = Path(write_report("runs/r")).read_text()
+    Path("runs/r/t_slow", part).unlink()
+    assert write_report("runs/r") == "runs/r/report.md"
+    assert Path("runs/r/report.md").read_text() == before
+    assert len(Path("runs/r/report.rebuilt.md").read_text()) < len(before)
+
+
+def test_a_full_disk_never_tears_the_report(env, tmp_path, monkeypatch, request):  # noqa: F811
+    _relative_run(tmp_path, monkeypatch)
+    Path("runs/r/t_slow/summary.md").write_text("# t_slow\n\n" + "numbers " * 2000 + "\n")
+    before = Path(write_report("runs/r")).read_text()
+    assert len(before) > 8192
+    Path("runs/r/t_slow/summary.md").write_text("# t_slow\n\n" + "changed " * 2000 + "\n")
+    request.getfixturevalue("disk_full")
+    with pytest.raises(OSError, match="report.md: could not write it"):
+        write_report("runs/r")
+    assert Path("runs/r/report.md").read_text() == before  # whole, not cut at 4 KB
+
+
+def test_a_failed_stage_is_recorded_and_logged(env, tmp_path, capsys, monkeypatch):  # noqa: F811
+    """Disk full inside a stage: one line that says so and what to do (exit 1, no traceback),
+    the manifest marks the stage failed, run.log has the error."""
+    import errno
+
+    import vibethinker.stages as reg
+
+    tmp, recipe = env
+    spec = reg.get("t_slow")
+
+    def full(cfg):
+        raise OSError(errno.ENOSPC, "No space left on device", str(Path(cfg.out) / "x"))
+
+    monkeypatch.setattr(spec, "fn", full)
+    assert main(["run", str(recipe)]) == 1
+    err = capsys.readouterr().err
+    assert "the disk is full" in err and "t_slow/x" in err and "free some space" in err
+    rec = Manifest(str(tmp / "run")).data["stages"]["t_slow"]
+    assert rec["status"] == "failed" and "No space left" in rec["error"]
+    assert "the disk is full" in (tmp / "run" / "run.log").read_text()

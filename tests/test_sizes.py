@@ -48,7 +48,7 @@ INNER_IMPORTS: dict[str, str] = {
     "cli.py::_from_recipe": _CLI,
     "cli.py::cmd_ablate": _CLI,
     "cli.py::cmd_run": _CLI,
-    "cli.py::cmd_stage": _CLI,
+    "cli.py::_run_one": _CLI,
     "cli.py::cmd_status": _CLI,
     "cli.py::_dispatch": _CLI,
     "cli.py::cmd_claims": _CLI,

@@ -24,13 +24,17 @@ examples:
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import logging
+import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from vibethinker import rundir, threads
 from vibethinker import stages as stage_registry
-from vibethinker import threads
 from vibethinker.config import (
     ConfigError,
     close_matches,
@@ -39,7 +43,7 @@ from vibethinker.config import (
     parse_overrides,
 )
 from vibethinker.data.io import DataError
-from vibethinker.log import get_logger, setup_logging
+from vibethinker.log import LOGGER_NAME, get_logger, setup_logging
 from vibethinker.malloc import keep_freed_memory
 
 log = get_logger("cli")
@@ -258,22 +262,37 @@ def cmd_stage(cmd: str, args: list[str], flags: set[str]) -> int:
         )
     values.update(zip(spec.positional, positional))
     cfg = make_config(spec.config_cls, values, name)
-    if not recipe_path:
-        outputs = spec.fn(cfg) or {}
-    else:
-        from vibethinker.recipe import finish_single, prepare_single
-
-        prepare_single(cfg, name)
-        print(f"{name}: writing to {cfg.out} (the recipe's run and manifest are untouched)")
-        try:
-            outputs = spec.fn(cfg) or {}
-        except BaseException as e:
-            finish_single(cfg, "interrupted" if isinstance(e, KeyboardInterrupt) else "failed")
-            raise
-        finish_single(cfg)
+    with _output_lock(cfg, name):
+        outputs = _run_one(spec, cfg, name, recipe_path)
     for k, v in outputs.items():
         print(f"{k}: {v}")
     return 0
+
+
+def _output_lock(cfg: Any, name: str) -> Any:
+    """The stage's output locked while it runs (rank 0 under torchrun): a second process with
+    the same out= is refused."""
+    out = getattr(cfg, "out", "")
+    if not out or os.environ.get("RANK", "0") != "0":
+        return contextlib.nullcontext()
+    return rundir.output_lock(out, f"`vibethinker {name}`")
+
+
+def _run_one(spec: Any, cfg: Any, name: str, recipe_path: str | None) -> dict[str, Any]:
+    """Run the stage; a recipe's stage alone keeps its record (`single_run.json`)."""
+    if not recipe_path:
+        return spec.fn(cfg) or {}
+    from vibethinker.recipe import finish_single, prepare_single
+
+    prepare_single(cfg, name)
+    print(f"{name}: writing to {cfg.out} (the recipe's run and manifest are untouched)")
+    try:
+        outputs = spec.fn(cfg) or {}
+    except BaseException as e:
+        finish_single(cfg, "interrupted" if isinstance(e, KeyboardInterrupt) else "failed")
+        raise
+    finish_single(cfg)
+    return outputs
 
 
 _HUB_ERRORS = ("LocalEntryNotFoundError", "OfflineModeIsEnabled", "RepositoryNotFoundError")
@@ -371,24 +390,58 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _dispatch(args, flags)
     except (ConfigError, DataError, FileNotFoundError, ValueError) as e:
-        # Bad input, not a bug: the message is the whole story (the traceback goes to the log).
-        log.debug("error", exc_info=True)
-        print(f"error: {hub_hint(e) or e}", file=sys.stderr)
-        return 2
+        # Bad input, not a bug: the message is the whole story (the traceback goes to run.log).
+        return _fail(f"error: {hub_hint(e) or e}", 2)
     except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return _fail(f"error: the disk is full ({e}); {_AFTER_DISK_FULL}", 1)
         hint = hub_hint(e)
         if hint is None:
+            _to_log_file("failed")
             raise
-        log.debug("error", exc_info=True)
-        print(f"error: {hint}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(
-            "interrupted (sft, rl and distill saved a checkpoint at their last step; the log "
-            "says what each stage kept); run the same command again to resume",
-            file=sys.stderr,
-        )
-        return 130
+        return _fail(f"error: {hint}", 2)
+    except KeyboardInterrupt as e:
+        return _fail(f"interrupted: {interrupted_note(e)}", 130)
+    except Exception:
+        _to_log_file("failed")  # a bug: the traceback on the console, and in run.log too
+        raise
+
+
+_AFTER_DISK_FULL = (
+    "free some space and run the same command again: a stage resumes from its last complete "
+    "checkpoint, state files are written whole or not at all"
+)
+
+
+def interrupted_note(e: BaseException) -> str:
+    """What an interruption kept: the checkpoint a training loop saved (it says so on the
+    exception, `train/interrupt.py`), else nothing of the step that was running."""
+    saved = getattr(e, "saved", None)
+    if saved:
+        return f"a checkpoint was saved ({saved}); run the same command again to resume"
+    return (
+        "nothing of the step that was running was saved (it was loading, filtering or "
+        "evaluating, not training); earlier checkpoints and finished stages are kept, and the "
+        "same command again starts that step over"
+    )
+
+
+def _fail(message: str, code: int) -> int:
+    """Print `message` on stderr and put it, with its traceback, in the run's log file."""
+    print(message, file=sys.stderr)
+    _to_log_file(message)
+    return code
+
+
+def _to_log_file(message: str) -> None:
+    """`message` and the exception being handled, in the log FILE only (run.log; the console
+    already has them)."""
+    root = logging.getLogger(LOGGER_NAME)
+    files = [h for h in root.handlers if isinstance(h, logging.FileHandler)]
+    if files:
+        rec = root.makeRecord(root.name, logging.ERROR, __file__, 0, message, (), sys.exc_info())
+        for h in files:
+            h.handle(rec)
 
 
 if __name__ == "__main__":

@@ -30,16 +30,17 @@ process and the others on rank 0 (`execute`).
 
 One recipe stage run alone (`vibethinker <stage or name> RECIPE ...`) takes that entry's config
 but writes to <run_dir>/single/<name> (`single_out`), with its own `single_run.json`: it never
-touches a folder the manifest describes, so it needs neither the run lock nor a manifest entry.
+touches a folder the manifest describes, so it needs neither the run lock nor a manifest entry;
+its own folder is locked while it runs (as each stage's folder is during `run`:
+rundir.output_lock), so a second process writing there is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
-import fcntl
 import json
-import os
 import re
 import shutil
 import signal
@@ -50,7 +51,7 @@ from typing import Any
 
 import torch
 
-from vibethinker import rundir
+from vibethinker import rundir, statefile
 from vibethinker import stages as stage_registry
 from vibethinker.config import ConfigError, is_runtime, make_config, read_yaml
 from vibethinker.log import get_logger, setup_logging
@@ -191,17 +192,14 @@ class Manifest:
     def __init__(self, run_dir: str):
         self.path = Path(run_dir) / "manifest.json"
         self.data: dict[str, Any] = {"stages": {}}
-        if self.path.exists():
-            self.data = json.loads(self.path.read_text())
+        if self.path.exists():  # a damaged one is an error naming it (rundir.read_manifest)
+            self.data = rundir.read_manifest(run_dir)
 
     def stage(self, name: str) -> dict[str, Any]:
         return self.data["stages"].setdefault(name, {"status": "pending"})
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(".manifest.json.tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, default=str))
-        os.replace(tmp, self.path)
+        statefile.write_json(self.path, self.data)  # temporary file, fsync, rename
 
 
 def _config_dict(cfg: Any) -> dict[str, Any]:
@@ -306,14 +304,14 @@ def prepare_single(cfg: Any, stage: str) -> None:
     out = Path(cfg.out)
     marker = out / "single_run.json"
     if dist.is_main():
-        if marker.exists():
-            old = json.loads(marker.read_text())
+        old = statefile.read_json(marker)  # empty or torn: as if absent, with a warning
+        if isinstance(old, dict):
             same = _result_dict(cfg, old.get("config") or {}) == _result_dict(cfg)
             if not (same and stage_registry.get(stage).resumable):
                 shutil.rmtree(out)
         out.mkdir(parents=True, exist_ok=True)
         rec = {"stage": stage, "status": "running", "config": _config_dict(cfg), "started": _now()}
-        marker.write_text(json.dumps(rec, indent=2) + "\n")
+        statefile.write_json(marker, rec)
     dist.barrier()
 
 
@@ -329,9 +327,10 @@ def finish_single(cfg: Any, status: str = "done") -> None:
     if not dist.is_main():
         return
     marker = Path(cfg.out) / "single_run.json"
-    rec = json.loads(marker.read_text()) if marker.exists() else {}
+    rec = statefile.read_json(marker)
+    rec = rec if isinstance(rec, dict) else {}
     rec.update(status=status, finished=_now())
-    marker.write_text(json.dumps(rec, indent=2) + "\n")
+    statefile.write_json(marker, rec)
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
@@ -369,11 +368,14 @@ def _end_stage(manifest: Manifest, ps: PlannedStage, t0: float, status: str, **k
     manifest.save()
 
 
-def _interrupted_note(ps: PlannedStage) -> str:
+def _interrupted_note(ps: PlannedStage, e: BaseException) -> str:
+    saved = getattr(e, "saved", None)  # set by the training loop that saved it (interrupt.stop)
+    if saved:
+        return f"a checkpoint was saved at {saved}; run again to resume"
     if ps.stage in SAVE_ON_SIGNAL:
         return (
-            "if it was training, a checkpoint at the step where it stopped is saved; run "
-            "again to resume"
+            "it was not training (loading, filtering or evaluating): nothing of this attempt "
+            "was saved, its earlier checkpoints are kept; run again to resume"
         )
     if stage_registry.get(ps.stage).resumable:
         return "it resumes from its last checkpoint (or chunk) when run again"
@@ -388,10 +390,10 @@ def _run_stage(manifest: Manifest | None, ps: PlannedStage, run_dir: str) -> dic
     t0 = time.time()
     try:
         outputs = dist.run_on_main(lambda: spec.fn(ps.config) or {}, ps.stage in DISTRIBUTED)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         if manifest is not None:
             _end_stage(manifest, ps, t0, "interrupted", error="interrupted")
-            log.warning("stage %s interrupted; %s", ps.name, _interrupted_note(ps))
+            log.warning("stage %s interrupted; %s", ps.name, _interrupted_note(ps, e))
         raise
     except Exception as e:
         if manifest is not None:
@@ -406,12 +408,19 @@ def _run_stage(manifest: Manifest | None, ps: PlannedStage, run_dir: str) -> dic
 
 
 def _lock(run_dir: Path) -> Any:
-    lock = open(run_dir / ".lock", "w")  # noqa: SIM115 - held for the whole run
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise ConfigError(f"{run_dir} is in use by another vibethinker run") from None
-    return lock
+    """The run folder's lock, held for the whole run."""
+    return rundir.hold_lock(
+        run_dir / rundir.LOCK_FILE, f"{run_dir} is in use by another vibethinker run"
+    )
+
+
+def _stage_lock(ps: PlannedStage, run_dir: Path, main: bool) -> Any:
+    """The lock of a stage's folder while it runs (rank 0), so that a `vibethinker <stage>
+    out=<that folder>` started beside the run is refused; the run folder itself has the run's."""
+    out = Path(ps.config.out)
+    if not main or out.resolve() == run_dir.resolve():
+        return contextlib.nullcontext()
+    return rundir.output_lock(out, f"stage {ps.name} of the run {run_dir}")
 
 
 def execute(recipe: Recipe, quiet: bool = False) -> dict[str, Any]:
@@ -448,10 +457,11 @@ def execute(recipe: Recipe, quiet: bool = False) -> dict[str, Any]:
                 f" on {dist.world()} processes" if ps.stage in DISTRIBUTED and dist.active() else ""
             )
             log.info("stage %s (%s): %s%s", ps.name, ps.stage, action, where)
-            if manifest is not None:
-                _start_stage(manifest, ps, action, recipe.run_dir)
-            dist.barrier()  # the folder is clean before any process writes to it
-            _run_stage(manifest, ps, recipe.run_dir)
+            with _stage_lock(ps, run_dir, main):
+                if manifest is not None:
+                    _start_stage(manifest, ps, action, recipe.run_dir)
+                dist.barrier()  # the folder is clean before any process writes to it
+                _run_stage(manifest, ps, recipe.run_dir)
     finally:
         signal.signal(signal.SIGTERM, old_term)
         if lock is not None:

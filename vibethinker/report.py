@@ -16,9 +16,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from vibethinker import statefile
 from vibethinker.log import get_logger
 from vibethinker.reports.headline import headline_markdown
-from vibethinker.rundir import stage_dir
+from vibethinker.rundir import read_manifest, stage_dir
 
 log = get_logger("report")
 _HEADING = re.compile(r"^(#{1,6}) ", re.MULTILINE)
@@ -51,7 +52,7 @@ def relink_images(md: str, folder: str) -> tuple[str, set[str]]:
 
 
 def _load(run_dir: str) -> tuple[dict[str, Any], list[str]]:
-    manifest = json.loads((Path(run_dir) / "manifest.json").read_text())
+    manifest = read_manifest(run_dir)  # damaged: an error naming it, never an empty report
     stages = manifest.get("stages", {})
     return manifest, manifest.get("order") or list(stages)
 
@@ -177,7 +178,9 @@ def write_report(run_dir: str) -> str:
     warned = [(n, w) for n in order for w in _warnings(run_dir, stages.get(n, {}))]
     if warned:
         lines += ["", "## Warnings", ""] + [f"- **{n}**: {w}" for n, w in warned]
-    missing = []  # finished stages whose folder is not where the manifest says
+    report = run / "report.md"
+    old_report = report.read_text(errors="replace") if report.exists() else ""
+    missing = []  # finished stages whose folder, summary or a plot is not on disk
     for name in order:
         rec = stages.get(name, {})
         out = stage_dir(run_dir, rec)
@@ -186,6 +189,10 @@ def write_report(run_dir: str) -> str:
         if out is None or not out.is_dir():
             missing.append(name)
             continue
+        if not (out / "summary.md").exists() or not all(p.exists() for p in _shown(out)):
+            missing.append(name)
+        elif any(not (run / href).exists() for href in _images(_section(old_report, name))):
+            missing.append(name)  # a plot the report showed is gone
         summary = out / "summary.md"
         pngs = [] if name == headline_stage else sorted(out.glob("*.png"))  # plot is on top
         if not summary.exists() and not pngs:
@@ -198,29 +205,51 @@ def write_report(run_dir: str) -> str:
             pngs = [p for p in pngs if p.name not in shown]  # each plot once
         for png in pngs:
             lines += ["", f"![{png.stem}]({os.path.relpath(png, run)})"]
-    return _replace_report(run / "report.md", "\n".join(lines) + "\n", missing)
+    return _replace_report(run / "report.md", "\n".join(lines) + "\n", missing, old_report)
 
 
-def _replace_report(path: Path, text: str, missing: list[str]) -> str:
-    """Write the report, unless the one on disk has a section for a finished stage whose folder
-    is now missing (`missing`: moved, deleted, or an older manifest read from elsewhere): the
-    rebuild would hold less than what it replaces. Then the old report stays, the rebuild goes
-    to report.rebuilt.md, and a warning names the stages. Returns the report that now stands."""
-    old = path.read_text() if path.exists() else ""
-    lost = [n for n in missing if f"\n## {n} (" in old]
+def _replace_report(path: Path, text: str, missing: list[str], old: str) -> str:
+    """Write the report, unless the one on disk has a longer section for a finished stage whose
+    folder, summary or a plot is now missing (`missing`: moved, deleted, or an older manifest
+    read from elsewhere): the rebuild would hold less than what it replaces. Then the old
+    report stays, the rebuild goes to report.rebuilt.md, and a warning names the stages.
+    Returns the report that now stands."""
+    lost = [n for n in missing if len(_section(text, n)) < len(_section(old, n))]
     if lost:
         keep = path.with_name("report.rebuilt.md")
-        keep.write_text(text)
+        statefile.write_text(keep, text)
         log.warning(
-            "%s kept: the folders of finished stage(s) %s were not found, so a rebuild "
-            "would lose their sections; the rebuild is in %s",
+            "%s kept: parts of finished stage(s) %s (their folder, summary.md or a plot) were "
+            "not found, so a rebuild would lose them; the rebuild is in %s",
             path,
             ", ".join(lost),
             keep.name,
         )
         return str(path)
-    path.write_text(text)
+    statefile.write_text(path, text)  # atomic: a full disk leaves the old report whole
     return str(path)
+
+
+def _shown(out: Path) -> list[Path]:
+    """The files a stage's summary links to (its plots)."""
+    summary = out / "summary.md"
+    return (
+        [out / h for h in _images(summary.read_text(errors="replace"))] if summary.exists() else []
+    )
+
+
+def _images(md: str) -> list[str]:
+    """The relative image links of a piece of markdown."""
+    return [h for h in (m.group(2) for m in _IMAGE.finditer(md)) if "://" not in h and h[:1] != "/"]
+
+
+def _section(md: str, name: str) -> str:
+    """The report's section of stage `name` ("" when it has none)."""
+    start = md.find(f"\n## {name} (")
+    if start < 0:
+        return ""
+    end = md.find("\n## ", start + 1)
+    return md[start : end if end >= 0 else len(md)]
 
 
 def _seconds(rec: dict[str, Any]) -> str:

@@ -13,11 +13,18 @@ compares a recorded config with the recipe's, both have their run folder prefix 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vibethinker.config import ConfigError
+
 RUN_DIR_TOKEN = "${run_dir}"
+LOCK_FILE = ".lock"
 
 
 def inside(child: str | Path, parent: str | Path) -> bool:
@@ -60,6 +67,25 @@ def portable(value: Any, run_dir: str, run_dir_abs: str | None = None) -> Any:
     return value
 
 
+def read_manifest(run_dir: str | Path) -> dict[str, Any]:
+    """The run's manifest.json; one that is not valid JSON, or holds no `stages` mapping, is an
+    error naming the file with what to do (never read as an empty run: `run` would then start
+    every stage over, and `status` would replace the report with an empty one)."""
+    path = Path(run_dir) / "manifest.json"
+    advice = (
+        "restore it from a copy if you have one, or move it aside to start the run over "
+        "(the stage folders are re-made as their stages run)"
+    )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        msg = f"{path}: the run's manifest is damaged (not valid JSON: {e}); {advice}"
+        raise ConfigError(msg) from None
+    if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
+        raise ConfigError(f"{path}: the run's manifest is damaged (no `stages` mapping); {advice}")
+    return data
+
+
 def stage_dir(run_dir: str | Path, rec: dict[str, Any]) -> Path | None:
     """A stage's output folder, found from the run folder: its recorded `dir` (relative to the
     run folder), or for a manifest written before `dir` existed its config's `out` (absolute as
@@ -85,3 +111,44 @@ def output_path(run_dir: str | Path, value: str) -> str:
     if not value or Path(value).is_absolute():
         return value
     return str(Path(run_dir) / value)
+
+
+# ----------------------------------------------------------------------------- locks
+
+
+def hold_lock(path: str | Path, busy: str) -> Any:
+    """An exclusive lock on the file `path` (created), held until the returned file is closed
+    (or the process ends, however it ends: the kernel drops a flock with its holder). A lock
+    held elsewhere is refused at once with `busy` (ConfigError), never waited for."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    f = open(path, "a")  # noqa: SIM115 - held by the caller
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise ConfigError(busy) from None
+    return f
+
+
+def lock_path(out: str | Path) -> Path:
+    """Where the lock of a stage's output lives: `.<name>.lock` beside it (beside, not inside:
+    a stage that fails early leaves no folder behind, and clearing the folder keeps the lock;
+    the file stays after the run, since removing a lock file races with its next user)."""
+    p = Path(out)
+    return p.with_name(f".{p.name}.lock")
+
+
+@contextlib.contextmanager
+def output_lock(out: str | Path, what: str) -> Iterator[None]:
+    """Hold the lock of a stage's output (`lock_path`) while it runs: a second process writing
+    there (two `vibethinker sft ... out=S`, two single recipe-stage runs) is refused, rather
+    than both writing one folder or one deleting the other's."""
+    lock = hold_lock(
+        lock_path(out),
+        f"{out} is in use by another vibethinker process ({what} writing there); wait for it "
+        "to finish or choose another out=",
+    )
+    try:
+        yield
+    finally:
+        lock.close()

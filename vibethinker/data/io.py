@@ -225,13 +225,25 @@ def problem_to_dict(p: Problem) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None and not (k == "meta" and not v)}
 
 
+def _not_utf8(raw: bytes, e: UnicodeDecodeError) -> str:
+    return (
+        f"not valid UTF-8 (byte {raw[e.start : e.start + 1]!r} at offset {e.start} of the "
+        "line); save the file as UTF-8 (or delete that row)"
+    )
+
+
 def _iter_rows(path: Path) -> Iterator[tuple[int, Any]]:
     """Yield (line or row number, raw record) from one file; line numbers start at 1."""
     suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
     if suffix in (".jsonl", ".jsonl.gz", ".ndjson"):
         opener = __import__("gzip").open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8-sig") as f:  # -sig: a leading BOM is no error
-            for i, text in enumerate(f, 1):
+        with opener(path, "rb") as f:  # bytes: a line that is not UTF-8 is named, not fatal
+            for i, raw in enumerate(f, 1):
+                try:
+                    text = raw.decode("utf-8-sig")  # -sig: a leading BOM is no error
+                except UnicodeDecodeError as e:
+                    yield i, DataError(path, i, "<text>", _not_utf8(raw, e))
+                    continue
                 if not text.strip():
                     continue
                 try:
@@ -242,12 +254,15 @@ def _iter_rows(path: Path) -> Iterator[tuple[int, Any]]:
                         DataError(path, i, "<json>", f"invalid JSON: {e.msg} at column {e.colno}"),
                     )
     elif suffix == ".json":
-        with open(path, encoding="utf-8-sig") as f:
-            try:
-                data = json.load(f)
-            except json.JSONDecodeError as e:
-                msg = f"invalid JSON: {e.msg} at column {e.colno}"
-                raise DataError(path, e.lineno, "<json>", msg) from None
+        raw = path.read_bytes()
+        try:
+            data = json.loads(raw.decode("utf-8-sig"))
+        except UnicodeDecodeError as e:
+            line = raw[: e.start].count(b"\n") + 1
+            raise DataError(path, line, "<text>", _not_utf8(raw, e)) from None
+        except json.JSONDecodeError as e:
+            msg = f"invalid JSON: {e.msg} at column {e.colno}"
+            raise DataError(path, e.lineno, "<json>", msg) from None
         if isinstance(data, dict) and "data" in data:  # a common {"data": [...]} wrapper
             data = data["data"]
         if not isinstance(data, list):

@@ -147,6 +147,7 @@ def load_model_and_tokenizer(
             f"Download it where the hub is reachable (`hf download {name} --local-dir DIR`) "
             f"and pass the folder DIR instead. Cause: {e}"
         ) from e
+    check_finite_weights(model, name)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     add_turn_end_to_eos(model, tokenizer)
@@ -160,6 +161,21 @@ def load_model_and_tokenizer(
         device,
     )
     return model, tokenizer
+
+
+def check_finite_weights(model: Any, name: str) -> None:
+    """Refuse a model with NaN or infinite weights (a diverged run, a damaged file): sampled or
+    trained, it would only score 0 or train on NaN, with no word of why."""
+    import torch
+
+    weights = [(n, p) for n, p in model.named_parameters() if p.is_floating_point()]
+    bad = [n for n, p in weights if p.device.type != "meta" and not torch.isfinite(p).all()]
+    if bad:
+        raise ValueError(
+            f"{name}: the model has non-finite (NaN or infinite) weights in {len(bad)} "
+            f"tensor(s), e.g. {bad[0]}: it comes from a run that diverged or its files are "
+            "damaged; use an earlier checkpoint"
+        )
 
 
 def add_turn_end_to_eos(model: Any, tokenizer: Any) -> list[int]:

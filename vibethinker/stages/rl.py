@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vibethinker import statefile
 from vibethinker.data.io import load_mixture, load_problems, save_problems
 from vibethinker.data.shapes import RowShape
 from vibethinker.engines import make_sampler
@@ -158,8 +159,8 @@ def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -
     them rather than re-sampling)."""
     out = Path(cfg.out)
     cache, meta = out / "prompts.jsonl", out / "filter.json"
-    if cache.exists() and meta.exists():
-        info = json.loads(meta.read_text())
+    info = statefile.read_json(meta) if cache.exists() else None  # empty/torn: recomputed
+    if isinstance(info, dict) and "counts" in info:
         if info.get("key") == _filter_key(cfg):
             return load_problems(cache), info["counts"]
     probs = load_domain(
@@ -209,7 +210,7 @@ def training_prompts(cfg: RLConfig, sampler: Any, prompt_fn: Any, verify: Any) -
         log.warning("%s: on_empty_filter=skip, the start model passes through untrained", msg)
     out.mkdir(parents=True, exist_ok=True)
     save_problems(cache, probs)
-    meta.write_text(json.dumps({"key": _filter_key(cfg), "counts": counts}, indent=2) + "\n")
+    statefile.write_json(meta, {"key": _filter_key(cfg), "counts": counts})
     return probs, counts
 
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vibethinker import verifiers
+from vibethinker import statefile, verifiers
 from vibethinker.data.io import load_mixture, load_problems, save_problems
 from vibethinker.data.shapes import RowShape
 from vibethinker.engines import SamplingParams, make_sampler
@@ -231,8 +231,8 @@ def load_training_set(cfg: SFTConfig, tokenizer: Any) -> tuple[list[Problem], di
     re-sample the reference model (and trains on exactly the same set)."""
     out = Path(cfg.out)
     cache, meta = out / "data.jsonl", out / "filters.json"
-    if cache.exists() and meta.exists():
-        info = json.loads(meta.read_text())
+    info = statefile.read_json(meta) if cache.exists() else None  # empty/torn: recomputed
+    if isinstance(info, dict) and "counts" in info:
         if info.get("key") == _filter_key(cfg):
             log.info("sft: reusing the filtered training set %s", cache)
             return load_problems(cache, shape=row_shape(cfg)), info["counts"]
@@ -240,7 +240,7 @@ def load_training_set(cfg: SFTConfig, tokenizer: Any) -> tuple[list[Problem], di
     problems, counts = apply_filters(cfg, raw, tokenizer)
     out.mkdir(parents=True, exist_ok=True)
     save_problems(cache, problems)
-    meta.write_text(json.dumps({"key": _filter_key(cfg), "counts": counts}, indent=2) + "\n")
+    statefile.write_json(meta, {"key": _filter_key(cfg), "counts": counts})
     return problems, counts
 
 

@@ -93,6 +93,9 @@ def run(cfg: VerifyConfig) -> dict[str, str]:
     if not cfg.input:
         raise ValueError("verify: `input` is required (a JSONL of Problem rows with `response`)")
     problems = load_problems(cfg.input, skip_invalid=cfg.skip_invalid, extra=("response",))
+    if not problems:  # an empty input is a mistake, not an empty success
+        skipped = " (every row was malformed and skipped)" if cfg.skip_invalid else ""
+        raise ValueError(f"verify: {cfg.input} holds no rows to verify{skipped}; nothing written")
     responses: list[str] = []
     for p in problems:
         r = p.meta.pop("response", None)

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file
 
+from vibethinker import statefile
 from vibethinker.log import get_logger
 from vibethinker.models import save_model_and_tokenizer
 from vibethinker.train import dist
@@ -38,6 +40,12 @@ from vibethinker.train.policy import (
 log = get_logger("train.policy")  # the records keep their name
 
 STATE_FILE = "trainer_state.pt"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed from (unreadable, incomplete, non-finite weights)."""
+
+
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
 
@@ -242,7 +250,7 @@ def load_checkpoint(
         from peft import set_peft_model_state_dict
 
         adapter = folder / ADAPTER_DIR / "adapter_model.safetensors"
-        set_peft_model_state_dict(model, load_file(str(adapter)))
+        set_peft_model_state_dict(model, read_weights(adapter))
     else:
         _load_full_weights(folder, model)
     state = torch.load(folder / STATE_FILE, map_location="cpu", weights_only=False)
@@ -264,12 +272,29 @@ def _load_full_weights(folder: Path, model: Any) -> None:
         raise FileNotFoundError(f"{folder}: no safetensors weights")
     weights: dict[str, torch.Tensor] = {}
     for s in shards:
-        weights.update(load_file(str(s)))
+        weights.update(read_weights(s))
     missing, unexpected = model.load_state_dict(weights, strict=False)
     if getattr(model.config, "tie_word_embeddings", False):  # saved once, shared in memory
         missing = [k for k in missing if not k.startswith("lm_head.")]
     if missing or unexpected:
         raise RuntimeError(f"{folder}: missing {missing[:5]}, unexpected {unexpected[:5]}")
+
+
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of one safetensors file; a file that is cut short, or holds NaN or infinite
+    values (bit rot, or a run that diverged before the check existed), is an error naming it."""
+    try:
+        weights = load_file(str(path))
+    except Exception as e:
+        raise CheckpointError(f"{path}: unreadable weights ({e})") from e
+    bad = [k for k, t in weights.items() if t.is_floating_point() and not torch.isfinite(t).all()]
+    if bad:
+        raise CheckpointError(
+            f"{path}: non-finite (NaN or infinite) values in {len(bad)} tensor(s), e.g. "
+            f"{bad[0]}; the file is damaged or the run diverged: resume from an earlier "
+            "checkpoint (delete this one) or start over"
+        )
+    return weights
 
 
 def start_or_resume(
@@ -293,17 +318,74 @@ def start_or_resume(
     seed_everything(seed)
     optimizer = make_optimizer(model, lr, weight_decay)
     scheduler = make_scheduler(optimizer, total, lr, final_lr, warmup_frac)
-    last = latest_checkpoint(out / "checkpoints") if resume else None
-    if last is None:
+    found = list_checkpoints(out / "checkpoints") if resume else []
+    if not found:
         return optimizer, scheduler, 0
-    # options first (mmap: no copy of the optimizer state), so a checkpoint of another shape
-    # (a changed LoRA rank) is refused with its reason, not a state-dict size mismatch
-    saved = torch.load(last / STATE_FILE, map_location="cpu", weights_only=False, mmap=True)
-    check_same_run(last, saved.get("extra") or {}, options, total)
-    del saved
+    last = resumable_checkpoint(found, options, total)
     state = load_checkpoint(last, model, optimizer, scheduler)
     log.info("resumed from %s at step %d/%d", last, int(state["step"]), total)
     return optimizer, scheduler, int(state["step"])
+
+
+def resumable_checkpoint(
+    found: list[tuple[int, Path]], options: dict[str, Any], total: int
+) -> Path:
+    """The newest checkpoint of `found` that resumes exactly: its trainer state readable and
+    holding the optimizer and schedule, its weight files whole. A newer one that is not is
+    skipped with a warning naming it and why (a truncated file, a pruned or hand-made
+    trainer_state), so the run resumes from the previous complete one; when none is complete
+    the resume is refused (a fresh optimizer or a restarted schedule would silently change the
+    run). A checkpoint written with other run-shaping options is refused (`check_same_run`)."""
+    problems = []
+    for _, folder in reversed(found):
+        why = _incomplete(folder)
+        if why is None:
+            # options first (mmap: no copy of the optimizer state), so a checkpoint of another
+            # shape (a changed LoRA rank) is refused with its reason, not a size mismatch
+            saved = _read_state(folder)
+            check_same_run(folder, saved.get("extra") or {}, options, total)
+            if problems:
+                log.warning(
+                    "not resuming from %s; resuming from the previous complete checkpoint %s",
+                    "; ".join(problems),
+                    folder,
+                )
+            return folder
+        problems.append(f"{folder} ({why})")
+    more = f" (and {len(problems) - 3} older ones)" if len(problems) > 3 else ""
+    raise CheckpointError(
+        f"no checkpoint under {found[-1][1].parent} resumes exactly: "
+        f"{'; '.join(problems[:3])}{more}. "
+        "Resuming would restart the optimizer or the LR schedule; delete the checkpoints folder "
+        "(or use a new out=) to start over"
+    )
+
+
+def _read_state(folder: Path) -> dict[str, Any]:
+    return torch.load(folder / STATE_FILE, map_location="cpu", weights_only=False, mmap=True)
+
+
+def _incomplete(folder: Path) -> str | None:
+    """Why `folder` cannot resume a run exactly, or None when it can."""
+    try:
+        state = _read_state(folder)
+    except Exception as e:  # truncated or damaged: any unpickling error
+        return f"{STATE_FILE} is unreadable: {type(e).__name__}: {str(e)[:120]}"
+    sharded = bool(state.get("sharded")) and (folder / SHARDED_DIR).is_dir()
+    missing = [k for k in ("optimizer", "scheduler") if state.get(k) is None]
+    missing = [k for k in missing if not (k == "optimizer" and sharded)]
+    if missing:
+        pruned = " (pruned by keep_last)" if state.get("pruned") else ""
+        return f"its {STATE_FILE} has no {' or '.join(missing)} state{pruned}"
+    for f in sorted(folder.glob("*.safetensors")) + sorted(
+        folder.glob(ADAPTER_DIR + "/*.safetensors")
+    ):
+        try:
+            with safe_open(str(f), "pt"):
+                pass
+        except Exception as e:  # a file cut short (disk full, a copy interrupted)
+            return f"{f.name} is unreadable: {str(e)[:120]}"
+    return None
 
 
 def rows_upto(path: Path, step: int) -> list[dict[str, Any]]:
@@ -311,10 +393,9 @@ def rows_upto(path: Path, step: int) -> list[dict[str, Any]]:
     hold only those, so a resumed run appends after them (no rows of the lost steps)."""
     rows = []
     if dist.is_main():  # N processes: rank 0 owns the files and sends the rows to the others
-        if path.exists():
-            rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-        rows = [r for r in rows if r.get("step", 0) <= step]
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        # a torn last line (a crash or a full disk mid-append) is dropped with a warning
+        rows = [r for r in statefile.read_jsonl(path) if r.get("step", 0) <= step]
+        statefile.write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
     return dist.broadcast_object(rows)
 
 

@@ -2,8 +2,9 @@
 
 Inside `deferred()` (the training loops run in it: `@deferring`) the first SIGINT or SIGTERM
 only sets a flag; the training loop asks `requested()` after each optimizer step, saves a
-checkpoint when it is set (whatever `save_every` says) and raises KeyboardInterrupt, so running
-the same command again resumes from that step. A second signal raises at once (nothing more is saved). Under torchrun every process
+checkpoint when it is set (whatever `save_every` says) and raises KeyboardInterrupt (its
+`saved` names the checkpoint: a signal anywhere else saved nothing, and the CLI says which), so
+running the same command again resumes from that step. A second signal raises at once (nothing more is saved). Under torchrun every process
 asks `requested()` at the same point and they agree (one process's signal stops them all at the
 same step). Outside the main thread the loop behaves as before (KeyboardInterrupt where it
 lands); a signal the process ignores (a background job) stays ignored.
@@ -72,7 +73,12 @@ def requested() -> bool:
     return bool(dist.all_max([1.0 if _state["signal"] else 0.0])[0])
 
 
-def stop(step: int) -> None:
-    """Raise the KeyboardInterrupt the deferred signal stands for, after the checkpoint."""
-    log.warning("checkpoint saved at step %d; run the same command again to resume", step)
-    raise KeyboardInterrupt(f"interrupted after step {step} (checkpoint saved)")
+def stop(step: int, where: Any = "") -> None:
+    """Raise the KeyboardInterrupt the deferred signal stands for, after the checkpoint (in
+    `where`). The exception says so (`saved`): a signal that lands anywhere else (loading a
+    model, the RL prompt filter) saved nothing, and the CLI must not claim otherwise."""
+    saved = f"step {step}" + (f" in {where}" if where else "")
+    log.warning("checkpoint saved at %s; run the same command again to resume", saved)
+    e = KeyboardInterrupt(f"interrupted after step {step} (checkpoint saved)")
+    e.saved = saved  # type: ignore[attr-defined]
+    raise e

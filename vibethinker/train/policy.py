@@ -163,7 +163,9 @@ def optimizer_step(
     scheduler: Any | None = None,
     max_grad_norm: float | None = 1.0,
 ) -> float:
-    """Clip the global grad norm, step, advance the schedule, zero grads; the pre-clip norm."""
+    """Clip the global grad norm, step, advance the schedule, zero grads; the pre-clip norm.
+    A NaN or infinite norm raises `NonFiniteError` BEFORE the step: the weights stay those of
+    the step before (a diverged update would make every later step NaN, silently)."""
     params = [p for p in model.parameters() if p.grad is not None]
     if max_grad_norm and max_grad_norm > 0:
         norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
@@ -173,11 +175,34 @@ def optimizer_step(
             if params
             else torch.tensor(0.0)
         )
+    if not math.isfinite(float(norm)):  # the norm is global: every process agrees
+        optimizer.zero_grad(set_to_none=True)
+        raise NonFiniteError(f"the gradient norm is {float(norm)}")
     optimizer.step()
     if scheduler is not None:
         scheduler.step()
     optimizer.zero_grad(set_to_none=True)
     return float(norm)
+
+
+class NonFiniteError(ValueError):
+    """A NaN or infinite loss or gradient norm: training stops rather than go on with NaN."""
+
+
+def check_finite(what: str, value: float) -> None:
+    """Raise `NonFiniteError` when `value` (a step's loss) is NaN or infinite."""
+    if not math.isfinite(value):
+        raise NonFiniteError(f"the {what} is {value}")
+
+
+def diverged(e: NonFiniteError, stage: str, step: int, lr: float, out: Any) -> NonFiniteError:
+    """`e` with what a person needs: the stage, the step, the advice, what stays on disk."""
+    return NonFiniteError(
+        f"{stage}: training diverged at step {step}: {e}; that step's update was not applied "
+        f"and nothing after it was saved (the last good checkpoint stays in {out}/checkpoints). "
+        f"Lower the learning rate (lr={lr:g}) or set max_grad_norm, and run again with a new "
+        "out= (a resume with the same options diverges again)"
+    )
 
 
 def current_lr(optimizer: torch.optim.Optimizer) -> float:

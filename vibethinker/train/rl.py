@@ -225,7 +225,10 @@ def _run_steps(
     bar = dist.progress_bar(opts.steps, start, "rl")
     t_begin, done = time.perf_counter(), start
     for step in range(start, opts.steps):
-        row = rl_step(lp, step)
+        try:
+            row = rl_step(lp, step)
+        except policy.NonFiniteError as e:  # stop: every later step would be NaN too
+            raise policy.diverged(e, "rl", step + 1, opts.lr, lp.out) from None
         tracker.log(row, row["step"])
         _record(lp, row, bar)
         done = step + 1

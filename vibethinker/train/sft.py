@@ -167,10 +167,12 @@ def train(
     )
     with _main_file(run.out / "metrics.jsonl") as mf:
         for step in range(start, total):
-            row, postfix = _one_step(run, step)
-            mf.write(json.dumps(row) + "\n")
+            try:
+                row, postfix = _one_step(run, step)
+            except policy.NonFiniteError as e:  # stop: every later step would be NaN too
+                raise policy.diverged(e, "sft", step + 1, opts.lr, run.out) from None
+            _append(mf, row, run.out / "metrics.jsonl")
             tracker.log(row, row["step"])
-            mf.flush()
             run.history.append(row)
             bar.update(1)
             bar.set_postfix(**postfix)
@@ -181,7 +183,7 @@ def train(
             if due or interrupted or signalled:
                 _save(run, done)
             if signalled and done < total:  # at the last step the run is simply complete
-                interrupt.stop(done)
+                interrupt.stop(done, checkpoints.step_dir(run.out / "checkpoints", done))
             if interrupted:
                 break
     bar.close()
@@ -240,6 +242,7 @@ def _one_step(run: _Run, step: int) -> tuple[dict[str, Any], dict[str, str]]:
     t0 = time.perf_counter()
     micro = [packing.collate(run.samples, rows, pad_id, run.opts.pack) for rows in run.plan[step]]
     loss, n_loss, n_tok = train_step(run.model, micro, device)
+    policy.check_finite("loss", loss)  # all-summed: every process agrees
     lr = policy.current_lr(run.optimizer)
     gnorm = policy.optimizer_step(run.model, run.optimizer, run.scheduler, run.opts.max_grad_norm)
     dt = time.perf_counter() - t0
@@ -277,6 +280,16 @@ class _Null:
     def write(self, _: str) -> None: ...
 
     def flush(self) -> None: ...
+
+
+def _append(f: Any, row: dict[str, Any], path: Path) -> None:
+    """One metrics row, flushed; a failed write (a full disk) names the file (a rerun drops the
+    torn line it may leave: `checkpoints.rows_upto`)."""
+    try:
+        f.write(json.dumps(row) + "\n")
+        f.flush()
+    except OSError as e:
+        raise OSError(e.errno, f"{path}: could not append step {row['step']} ({e.strerror})") from e
 
 
 def _main_file(path: Path) -> Any:
