@@ -22,7 +22,8 @@ from pathlib import Path
 
 import vibethinker
 from vibethinker.types import Problem
-from vibethinker.verifiers.math import verify_math, warm_up
+from vibethinker.verifiers.math import verify_math
+from vibethinker.verifiers.math_equiv import warm_up
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "verifiers_math.py"
 
