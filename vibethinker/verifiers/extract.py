@@ -238,3 +238,106 @@ def all_boxed(text: str, limit: int = 20, max_len: int | None = None) -> list[st
             if len(out) >= limit:
                 break
     return out
+
+
+# ---- answer-location rules: where a math response states its final answer ----
+
+# One rule per source style; `boxed` is the paper's (the RL default). `auto` tries AUTO_ORDER and
+# takes the first rule that finds an answer; `last_line` is never tried by `auto` (any prose
+# line would be read as an answer). docs/VERIFY_MATH.md states what each accepts.
+ANSWER_FORMATS = ("boxed", "answer_line", "final_answer", "answer_colon", "last_line", "auto")
+AUTO_ORDER = ("boxed", "answer_line", "final_answer", "answer_colon")
+# PRM800K / GPT-4: a `# Answer` heading line, the answer on the next non-empty line
+_ANSWER_LINE_RE = re.compile(
+    r"^[ \t]*#{1,6}[ \t]*(?:final[ \t]+)?answer[ \t]*:?[ \t]*$", re.I | re.M
+)
+# Minerva / lm-eval: "Final Answer: The final answer is $X$. I hope it is correct."
+_FINAL_ANSWER_RE = re.compile(
+    r"the final answer is[ \t]*(\$\$?[^$\n]{1,500}\$\$?|[^\n]{1,500}?)"
+    r"[ \t]*(?:\.?[ \t]*I hope it is correct\.?|\.?[ \t]*$)",
+    re.I | re.M,
+)
+# "Answer: X" opening a line (bold markers allowed): the rest of the line
+_ANSWER_COLON_RE = re.compile(
+    r"^[ \t]*(?:\*\*)?[ \t]*(?:final[ \t]+)?answer[ \t]*:[ \t]*(?:\*\*)?[ \t]*(\S[^\n]{0,500})$",
+    re.I | re.M,
+)
+_MATH_SPAN_RE = re.compile(
+    r"\$\$?([^$]{1,500}?)\$\$?|\\\((.{1,500}?)\\\)|\\\[(.{1,500}?)\\\]", re.S
+)
+
+
+def answer_format(problem) -> str:
+    """The answer-location rule of a math row: its `meta["answer_format"]` (set by the eval and
+    verify stages' `answer_format` key, or by the data), else `boxed`, the paper's format."""
+    meta = getattr(problem, "meta", None) or {}
+    return str(meta.get("answer_format") or "boxed")
+
+
+def clean_answer(text: str) -> str:
+    """A located answer without its wrapping: the last box in it when it has one; else its only
+    math span (`$5$`, `\\(5\\)`, `\\[5\\]`, `The answer is $5$.`) when it has exactly one; else
+    the text with bold markers and end punctuation stripped (`5.`, `**5**`)."""
+    text = text.strip()
+    box = last_boxed(text)
+    if box is not None:
+        return box.strip()
+    spans = _MATH_SPAN_RE.findall(text)
+    if len(spans) == 1:
+        return next(g for g in spans[0] if g).strip()
+    return text.replace("**", "").strip().rstrip(".;,").strip()
+
+
+def locate_answer(part: str, rule: str = "boxed") -> tuple[str, int] | None:
+    """(the final answer, the index just past it in `part`) under one answer-location rule, or
+    None when the rule finds none. `part` is the answer part (after `</think>`).
+    - boxed: the last box (`last_boxed`);
+    - answer_line: the first non-empty line after the last `# Answer` heading line;
+    - final_answer: what follows the last "The final answer is" up to ". I hope it is correct"
+      or the end of its line;
+    - answer_colon: the rest of the last line that opens with `Answer:` (or `**Answer:**`);
+    - last_line: the last non-empty line;
+    - auto: AUTO_ORDER, the first rule that finds an answer.
+    Every rule but `boxed` passes its text through `clean_answer`. Raises ValueError on an
+    unknown rule."""
+    if rule == "auto":
+        for r in AUTO_ORDER:
+            found = locate_answer(part, r)
+            if found is not None:
+                return found
+        return None
+    if rule == "boxed":
+        span = _last_box(part)
+        return None if span is None or span[0] is None else (span[0], span[1])
+    if rule == "answer_line":
+        heads = list(_ANSWER_LINE_RE.finditer(part))
+        if not heads:
+            return None
+        rest = part[heads[-1].end() :]
+        m = re.search(r"\S[^\n]*", rest)
+        return None if m is None else _cleaned(m.group(0), heads[-1].end() + m.end())
+    if rule in ("final_answer", "answer_colon"):
+        pattern = _FINAL_ANSWER_RE if rule == "final_answer" else _ANSWER_COLON_RE
+        matches = list(pattern.finditer(part))
+        return _cleaned(matches[-1].group(1), matches[-1].end()) if matches else None
+    if rule == "last_line":
+        lines = [ln for ln in part.rstrip().splitlines() if ln.strip()]
+        return _cleaned(lines[-1], len(part)) if lines else None
+    raise ValueError(f"unknown answer format {rule!r}; known: {', '.join(ANSWER_FORMATS)}")
+
+
+def _cleaned(text: str, end: int) -> tuple[str, int] | None:
+    answer = clean_answer(text)
+    return (answer, end) if answer else None
+
+
+def final_answer(response: str, rule: str = "boxed", max_len: int | None = None) -> str | None:
+    """The final answer of a response under `rule` (`final_boxed` for `boxed`): None when there
+    is no answer part (cut off inside `<think>`), no answer, or a longer one than `max_len`."""
+    part = answer_part(response)
+    if part is None or rule not in ANSWER_FORMATS:
+        return None
+    found = locate_answer(part, rule)
+    if found is None or (max_len is not None and len(found[0]) > max_len):
+        return None
+    return found[0]

@@ -2,7 +2,9 @@
 
 Pipeline for one response (each step cheap before the expensive one):
 1. extract: the last box (`\\boxed{}`, `\\fbox{}`, `\\boxed 5`: extract.py's one notion of a box)
-   after `</think>` (nothing inside the reasoning counts);
+   after `</think>` (nothing inside the reasoning counts); or, for outputs from other sources,
+   the row's answer-location rule (`answer_format`: `# Answer` line, "The final answer is X",
+   "Answer: X", the last line; extract.locate_answer);
 2. screen: too long, too deeply nested, numeric exponent towers, huge factorials -> rejected
    before any parser sees them (parser bombs); a tower with a variable (`10^{2^n-n-1}`) is fine;
 3. fast path: plain integers / decimals / integer fractions compared exactly (AIME's '025'
@@ -29,6 +31,7 @@ opinion (math_judge.py).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from decimal import Decimal
@@ -37,10 +40,11 @@ from fractions import Fraction
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers import pool
 from vibethinker.verifiers.extract import (
-    after_last_box,
+    ANSWER_FORMATS,
     all_boxed,
+    answer_format,
     answer_part,
-    last_boxed,
+    locate_answer,
     stated_answer,
 )
 from vibethinker.verifiers.math_equiv import decimal_match, equivalent, repeating
@@ -119,16 +123,33 @@ _EXP_RE = re.compile(r"\^\s*\{?\s*[+-]?(\d+)")
 _FACT_RE = re.compile(r"(\d+)\s*!")
 
 
+def with_answer_format(problems: list[Problem], rule: str) -> list[Problem]:
+    """The problems with every math row's answer-location rule set to `rule` (its
+    `meta["answer_format"]`; the others unchanged). Raises ValueError on an unknown rule."""
+    if rule not in ANSWER_FORMATS:
+        raise ValueError(f"answer_format {rule!r}: not one of {', '.join(ANSWER_FORMATS)}")
+    return [
+        dataclasses.replace(p, meta={**p.meta, "answer_format": rule}) if p.domain == "math" else p
+        for p in problems
+    ]
+
+
 def verify_math(problem: Problem, response: str) -> Score:
-    """Score a math response against `problem.answer` (binary)."""
+    """Score a math response against `problem.answer` (binary); the final answer is found by the
+    row's answer-location rule (`answer_format`; extract.locate_answer)."""
     if not problem.answer:
         return Score(0.0, False, "bad_problem:no_answer")
+    rule = answer_format(problem)
+    missing = "no_boxed_answer" if rule == "boxed" else "no_answer"
+    if rule not in ANSWER_FORMATS:
+        return Score(0.0, False, "bad_problem:answer_format")
     part = answer_part(response)
     if part is None:
-        return Score(0.0, False, "no_boxed_answer")  # cut off inside <think>: no answer given
-    pred = last_boxed(part)
-    if pred is None:
-        return Score(0.0, False, "no_boxed_answer")
+        return Score(0.0, False, missing)  # cut off inside <think>: no answer given
+    located = locate_answer(part, rule)
+    if located is None:
+        return Score(0.0, False, missing)
+    pred, end = located
     asked = asked_quantities(problem.prompt)
     score = check_answer(problem.answer, pred, asked)
     if not score.correct:
@@ -147,7 +168,7 @@ def verify_math(problem: Problem, response: str) -> Score:
             return Score(0.0, False, "hedged_answer")
     # A final answer stated in prose after the last box is a second commitment: when it is not
     # the gold the response gives two answers, scored as a hedge is (the box alone does not win).
-    stated = stated_answer(after_last_box(part))
+    stated = stated_answer(part[end:])
     if stated is not None and _normalize(strip_group(stated)) not in seen:
         if not check_answer(problem.answer, stated, asked).correct:
             return Score(0.0, False, "contradicted_answer")
