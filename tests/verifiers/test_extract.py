@@ -3,7 +3,9 @@ the eval/verify stages' `answer_format` key."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
@@ -74,6 +76,9 @@ def test_clean_answer():
     assert clean_answer("**12**") == "12"
     assert clean_answer("$x$ and $y$") == "$x$ and $y$"  # two spans: left as is (wrong later)
     assert clean_answer("\\(\\sqrt{2}\\)") == "\\sqrt{2}"
+    # an escaped dollar inside the span is content (the corpus's `\$32,\!348` rows)
+    assert clean_answer("$\\$32,\\!348$.") == "\\$32,\\!348"
+    assert clean_answer("\\$18.90") == "\\$18.90"
 
 
 def _p(gold: str, rule: str | None) -> Problem:
@@ -134,3 +139,41 @@ def test_eval_config_checks_the_key():
     with pytest.raises(ValueError, match="answer_format"):
         EvalConfig(answer_format="headline")
     assert EvalConfig(answer_format="auto").answer_format == "auto"
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+ANSWERLINE = [
+    json.loads(line) for line in (FIXTURES / "math_answerline.jsonl").read_text().splitlines()
+]
+
+
+def test_answerline_corpus_is_the_generators_output(tmp_path):
+    """The fixture is scripts/math_answerline_corpus.py's output on the real-gold corpus."""
+    spec = importlib.util.spec_from_file_location(
+        "math_answerline_corpus", FIXTURES.parents[1] / "scripts" / "math_answerline_corpus.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "c.jsonl"
+    mod.main(["--out", str(out)])
+    assert out.read_text() == (FIXTURES / "math_answerline.jsonl").read_text()
+    assert {r["format"] for r in ANSWERLINE} == {"answer_line", "final_answer", "answer_colon"}
+
+
+@pytest.mark.timeout(300)
+def test_answerline_corpus_verdicts():
+    """Every row in a non-boxed format gets the written rule's verdict, read with its own rule
+    and with `auto` (docs/VERIFY_MATH.md's table)."""
+    wrong = []
+    for r in ANSWERLINE:
+        for rule in (r["format"], "auto"):
+            p = Problem(
+                id="m",
+                domain="math",
+                prompt=r.get("prompt") or "q",
+                answer=r["gold"],
+                meta={"answer_format": rule},
+            )
+            if verify_math(p, r["response"]).correct is not r["expected"]:
+                wrong.append((rule, r["class"], r["gold"], r["response"][-40:]))
+    assert wrong == []

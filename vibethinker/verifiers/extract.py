@@ -282,9 +282,10 @@ def clean_answer(text: str) -> str:
     box = last_boxed(text)
     if box is not None:
         return box.strip()
-    spans = _MATH_SPAN_RE.findall(text)
+    guarded = text.replace("\\$", "\0")  # an escaped dollar (`\\$32`) is content, not a delimiter
+    spans = _MATH_SPAN_RE.findall(guarded)
     if len(spans) == 1:
-        return next(g for g in spans[0] if g).strip()
+        return next(g for g in spans[0] if g).strip().replace("\0", "\\$")
     return text.replace("**", "").strip().rstrip(".;,").strip()
 
 
