@@ -45,7 +45,14 @@ from vibethinker.verifiers.extract import (
     answer_format,
     answer_part,
     locate_answer,
+    retracted,
     stated_answer,
+)
+from vibethinker.verifiers.math_compound import (
+    distribute_scalar,
+    labelled_components,
+    named_matrix,
+    sentence_match,
 )
 from vibethinker.verifiers.math_equiv import decimal_match, equivalent, repeating
 from vibethinker.verifiers.math_forms import (
@@ -168,6 +175,8 @@ def verify_math(problem: Problem, response: str) -> Score:
             return Score(0.0, False, "hedged_answer")
     # A final answer stated in prose after the last box is a second commitment: when it is not
     # the gold the response gives two answers, scored as a hedge is (the box alone does not win).
+    if retracted(part[end:]):
+        return Score(0.0, False, "retracted_answer")  # "That's wrong." and no other answer
     stated = stated_answer(part[end:])
     if stated is not None and _normalize(strip_group(stated)) not in seen:
         if not check_answer(problem.answer, stated, asked).correct:
@@ -187,12 +196,21 @@ def check_answer(gold: str, pred: str, asked: frozenset[str] = frozenset()) -> S
     fast = _fast_equal(gold, pred)  # plain numbers on both sides: no answer forms to read
     if fast is not None:
         return Score(float(fast), fast, "ok" if fast else "wrong_answer")
-    gold, pred = rewrite(strip_group(gold)), rewrite(strip_group(pred))
+    gold, pred = strip_group(gold), strip_group(pred)
+    pred = named_matrix(gold, pred) or pred  # `-\\mathbf{I}` in the gold's dimension
+    gold, pred = distribute_scalar(gold) or gold, distribute_scalar(pred) or pred
+    gold, pred = rewrite(gold), rewrite(pred)
     if _normalize(gold) == _normalize(pred):
         return Score(1.0, True, "ok")
     text = text_match(gold, pred)
+    if not text and sentence_match(gold, pred):  # `\\text{Evelyn has the ...}` for Evelyn
+        text = True
     if text is not None:
         return Score(float(text), text, "ok" if text else "wrong_answer")
+    pairs = labelled_components(gold, pred)
+    if pairs is not None:  # `\\lambda = 2, A = (1, 0)` for `\\lambda=2, A(1, 0)`
+        ok = bool(pairs) and all(check_answer(g, p).correct for g, p in pairs)
+        return Score(float(ok), ok, "ok" if ok else "wrong_answer")
     gold, g_unit = split_unit(gold)
     pred, p_unit = split_unit(pred)
     if g_unit and p_unit and g_unit != p_unit:
