@@ -49,9 +49,8 @@ from vibethinker.verifiers.extract import (
     stated_answer,
 )
 from vibethinker.verifiers.math_compound import (
-    distribute_scalar,
     labelled_components,
-    named_matrix,
+    matrix_forms,
     sentence_match,
 )
 from vibethinker.verifiers.math_equiv import decimal_match, equivalent, repeating
@@ -196,9 +195,7 @@ def check_answer(gold: str, pred: str, asked: frozenset[str] = frozenset()) -> S
     fast = _fast_equal(gold, pred)  # plain numbers on both sides: no answer forms to read
     if fast is not None:
         return Score(float(fast), fast, "ok" if fast else "wrong_answer")
-    gold, pred = strip_group(gold), strip_group(pred)
-    pred = named_matrix(gold, pred) or pred  # `-\\mathbf{I}` in the gold's dimension
-    gold, pred = distribute_scalar(gold) or gold, distribute_scalar(pred) or pred
+    gold, pred = matrix_forms(strip_group(gold), strip_group(pred))  # `-\\mathbf{I}`, `c\\begin..`
     gold, pred = rewrite(gold), rewrite(pred)
     if _normalize(gold) == _normalize(pred):
         return Score(1.0, True, "ok")

@@ -44,11 +44,10 @@ _FRAC_RE = re.compile(r"^([+-]?)\\[dt]?frac\s*(?:\{([+-]?\d+)\}|(\d))\s*(?:\{([+
 _POINT_RE = re.compile(r"^([A-Z])(?:_\s*\{?\w+\}?)?\s*(\(.*\))$", re.S)
 _SPACE_RE = re.compile(r"^(?:\\[ ,;:!]|\\quad|\\qquad|\s)+|(?:\\[ ,;:!]|\\quad|\\qquad|\s)+$")
 # words that make a sentence more than "the answer is <gold>"
-_BLOCK_WORDS = {
-    "not", "no", "never", "neither", "nor", "isn't", "doesn't", "don't", "cannot", "can't",
-    "and", "or", "but", "except", "than", "tie", "tied", "ties", "same", "equal", "both",
-    "either", "unless", "if", "only",
-}  # fmt: skip
+_BLOCK_WORDS = set(
+    "not no never neither nor isn't doesn't don't cannot can't and or but except than tie tied "
+    "ties same equal both either unless if only".split()
+)
 _PAREN_TAIL_RE = re.compile(r"\s*\([^()]*\)\s*$")
 
 
@@ -136,6 +135,13 @@ def named_matrix(gold: str, pred: str) -> str | None:
     return distribute_scalar(_matrix(g.group(1), out)) or _matrix(g.group(1), out)
 
 
+def matrix_forms(gold: str, pred: str) -> tuple[str, str]:
+    """`gold` and `pred` with a named matrix (in the gold's dimension) and a scalar factored
+    out of a matrix read as the matrix itself."""
+    pred = named_matrix(gold, pred) or pred
+    return distribute_scalar(gold) or gold, distribute_scalar(pred) or pred
+
+
 def _label(part: str) -> tuple[str | None, str]:
     """(label or None, value) of one component: `x = 3`, `A(1, 2)`, or a bare value."""
     t = _SPACE_RE.sub("", part)
@@ -154,6 +160,7 @@ def labelled_components(gold: str, pred: str) -> list[tuple[str, str]] | None:
     `pred` gives as labelled components (`x = a, y = b`); [] when the labels or the counts
     disagree (wrong); None when the form does not apply. In order, or by label when every part
     of both sides is labelled (`y = 2, x = 1` for `x = 1, y = 2`)."""
+    gold, pred = gold.strip().strip("$"), pred.strip().strip("$")  # CNMO writes `$...$`
     g_parts, p_parts = split_top(gold, (",",)), split_top(pred, (",",))
     g, p = [_label(x) for x in g_parts], [_label(x) for x in p_parts]
     if len(g) < 2 or not any(lab for lab, _ in g):
