@@ -14,7 +14,7 @@ Pipeline for one response (each step cheap before the expensive one):
    (`f(-2)+f(-1)+f(0) = \\frac{14}{3}`, or a span of the problem's own text), text answers,
    column vectors, listings with "and"/"or"/`\\pm`, ordered pairs vs sets; then hedges
    (`\\pm`, "or", "and" for a single-valued gold) -> 0;
-5. math-verify (its signal-based timeouts off) plus our checks against its known false positives:
+5. math-verify (math_equiv.py; its signal-based timeouts off) plus our checks against its known false positives:
    shape leniency the gold does not allow (a set or interval for a number), equations that
    collapse (`3x-y+13=0` accepted for gold 0 because the right side is 0), numeric tolerance
    (`1/2^99` "equals" `1/2^98` at 6 decimals), `\\mathrm{e}` dropping out (`2\\mathrm{e}` -> 2).
@@ -24,9 +24,12 @@ Pipeline for one response (each step cheap before the expensive one):
 Numbers: exact answers are compared exactly (rationals and big integers exactly, other exact
 values to 100 digits); a tolerance exists only for decimals, at their stated precision
 (math_equiv.py). Several boxes are compared by value: any box that is not the gold makes the
-answer a hedge; a final answer stated in prose after the last box that is not the gold makes it
-`contradicted_answer` (the box alone does not win). An optional LLM judge can give a second
-opinion (math_judge.py).
+answer a hedge; a final answer stated in prose after the last box (or a retraction's value:
+"Actually, ... is 8") that is not the gold makes it `contradicted_answer` (the box alone does not
+win), and a retraction with no value ("Wait, that's wrong.") makes it `retracted_answer`. The
+answer forms of compound answers (a scalar factored out of a matrix, `-\\mathbf{I}`, labelled
+components, a text answer inside a sentence) are math_compound.py's. An optional LLM judge can
+give a second opinion (math_judge.py).
 """
 
 from __future__ import annotations
@@ -172,8 +175,10 @@ def verify_math(problem: Problem, response: str) -> Score:
         seen.add(key)
         if not check_answer(problem.answer, box, asked).correct:
             return Score(0.0, False, "hedged_answer")
-    # A final answer stated in prose after the last box is a second commitment: when it is not
-    # the gold the response gives two answers, scored as a hedge is (the box alone does not win).
+    # A final answer stated in prose after the answer, or a retraction's value ("On second
+    # thought, ... is 8"), is a second commitment: when it is not the gold the response gives two
+    # answers, scored as a hedge is (the box alone does not win). A retraction with no value
+    # takes the answer back.
     if retracted(part[end:]):
         return Score(0.0, False, "retracted_answer")  # "That's wrong." and no other answer
     stated = stated_answer(part[end:])
