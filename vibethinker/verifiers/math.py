@@ -15,8 +15,8 @@ Pipeline for one response (each step cheap before the expensive one):
    column vectors, listings with "and"/"or"/`\\pm`, ordered pairs vs sets; then hedges
    (`\\pm`, "or", "and" for a single-valued gold) -> 0;
 5. math-verify (math_equiv.py; its signal-based timeouts off) plus our checks against its known
-   false positives: shape leniency the gold does not allow (a set or interval for a number), equations that
-   collapse (`3x-y+13=0` accepted for gold 0 because the right side is 0), numeric tolerance
+   false positives: shape leniency the gold does not allow (a set or interval for a number),
+   equations that collapse (`3x-y+13=0` accepted for gold 0: the right side is 0), numeric tolerance
    (`1/2^99` "equals" `1/2^98` at 6 decimals), `\\mathrm{e}` dropping out (`2\\mathrm{e}` -> 2).
    Step 5 runs in a worker process with a hard wall-clock limit (batch.py), so a stuck sympy call
    costs a timeout, never a hang.
