@@ -264,7 +264,7 @@ def _peer_init(barrier, tail: bool, cache: bool) -> None:
 def _verify_nocache(problem, response: str):
     """Our verifier with the per-worker parse cache emptied first (ours_nocache)."""
     from vibethinker.verifiers import verify
-    from vibethinker.verifiers.math import _parse
+    from vibethinker.verifiers.math_equiv import _parse
 
     _parse.cache_clear()
     return verify(problem, response)
@@ -424,12 +424,12 @@ SIDES = {
 
 def _explain_ours(args) -> dict:
     from vibethinker.types import Problem
-    from vibethinker.verifiers import batch, verify
+    from vibethinker.verifiers import batch, math_equiv, verify
     from vibethinker.verifiers import math as vmath
 
     logging.getLogger("math_verify").setLevel(logging.CRITICAL)
     pairs = make_pairs(min(args.n, 200), workload=args.workload, group=args.group)
-    vmath.warm_up()
+    math_equiv.warm_up()
     calls: list[int] = []
     real = vmath.equivalent
 

@@ -19,6 +19,7 @@ way reasoning models end theirs (a think block, then `**Final Answer**` and a di
   commitment: two answers), a wrong box followed by the right value in prose).
 
     python scripts/math_realgold_corpus.py --math500 PATH/test.jsonl
+    python scripts/math_realgold_corpus.py --hand-written-only   # only the hand-written rows
 """
 
 from __future__ import annotations
@@ -417,11 +418,171 @@ KNOWN_LIMITS = [
 ]
 
 
+# Hand-written rows for issue 37's five forms on real golds, both directions (class
+# `five_forms`): a retraction in prose after the box, a scalar factored out of a vector or
+# matrix, a named matrix, a text answer inside a sentence, labelled components.
+_VEC3 = "\\begin{pmatrix} -1/3 \\\\ 2/3 \\\\ 5/3 \\end{pmatrix}"
+_VEC49 = "\\begin{pmatrix} 16/49 \\\\ 48/49 \\\\ 24/49 \\end{pmatrix}"
+_NEG_I = "\\begin{pmatrix} -1 & 0 \\\\ 0 & -1 \\end{pmatrix}"
+_CNMO = "$\\lambda=2\\sqrt{2}, A(\\pm 1, 0)$"
+_M = "MATH500"
+FIVE_FORMS = [
+    (
+        _M,
+        "test/number_theory/978.json",
+        "7",
+        "\\boxed{7}\n\nActually, the answer should be $8$.",
+        False,
+        "a retraction to another value",
+    ),
+    (
+        _M,
+        "test/number_theory/978.json",
+        "7",
+        "\\boxed{7}\n\nOn second thought, the count is 8.",
+        False,
+        "a retraction to another value",
+    ),
+    (
+        _M,
+        "test/number_theory/978.json",
+        "7",
+        "\\boxed{7}\n\nWait, that's wrong.",
+        False,
+        "a retraction with no value",
+    ),
+    (
+        _M,
+        "test/number_theory/978.json",
+        "7",
+        "\\boxed{7}\n\nOn second thought, the count is $7$.",
+        True,
+        "a retraction that restates the value",
+    ),
+    (
+        _M,
+        "test/number_theory/978.json",
+        "7",
+        "\\boxed{7}\n\nWait, let me verify: $3 + 4 = 7$.",
+        True,
+        "a check after the box ending in the value",
+    ),
+    (
+        _M,
+        "test/precalculus/1300.json",
+        _VEC3,
+        "\\boxed{\\frac{1}{3}\\begin{pmatrix} -1 \\\\ 2 \\\\ 5 \\end{pmatrix}}",
+        True,
+        "a scalar factored out of a vector",
+    ),
+    (
+        _M,
+        "test/precalculus/1300.json",
+        _VEC3,
+        "\\boxed{\\frac{1}{3}\\begin{pmatrix} -1 \\\\ 2 \\\\ 4 \\end{pmatrix}}",
+        False,
+        "a scalar factored out, an entry wrong",
+    ),
+    (
+        _M,
+        "test/precalculus/625.json",
+        _VEC49,
+        "\\boxed{\\frac{8}{49}\\begin{pmatrix} 2 \\\\ 6 \\\\ 3 \\end{pmatrix}}",
+        True,
+        "a scalar factored out of a vector",
+    ),
+    (
+        _M,
+        "test/precalculus/625.json",
+        _VEC49,
+        "\\boxed{\\frac{8}{7}\\begin{pmatrix} 2 \\\\ 6 \\\\ 3 \\end{pmatrix}}",
+        False,
+        "a wrong scalar factored out",
+    ),
+    (
+        _M,
+        "test/precalculus/920.json",
+        _NEG_I,
+        "\\boxed{-\\mathbf{I}}",
+        True,
+        "the negative identity by name",
+    ),
+    (
+        _M,
+        "test/precalculus/920.json",
+        _NEG_I,
+        "\\boxed{\\mathbf{I}}",
+        False,
+        "the identity by name",
+    ),
+    (
+        _M,
+        "test/algebra/1349.json",
+        "\\text{Evelyn}",
+        "\\boxed{\\text{Evelyn has the greatest average speed}}",
+        True,
+        "the name inside a sentence",
+    ),
+    (
+        _M,
+        "test/algebra/1349.json",
+        "\\text{Evelyn}",
+        "\\boxed{\\text{Evelyn (4.5 units/hour)}}",
+        True,
+        "the name with a parenthetical",
+    ),
+    (
+        _M,
+        "test/algebra/1349.json",
+        "\\text{Evelyn}",
+        "\\boxed{\\text{Briana has the greatest average speed}}",
+        False,
+        "another name inside a sentence",
+    ),
+    (
+        _M,
+        "test/algebra/1349.json",
+        "\\text{Evelyn}",
+        "\\boxed{\\text{Evelyn does not have the greatest average speed}}",
+        False,
+        "the name in a negated sentence",
+    ),
+    (
+        "CNMO",
+        "17",
+        _CNMO,
+        "\\boxed{\\lambda = 2\\sqrt{2},\\ A = (\\pm 1, 0)}",
+        True,
+        "labelled components",
+    ),
+    ("CNMO", "17", _CNMO, "\\boxed{2\\sqrt{2}, (\\pm 1, 0)}", True, "the components unlabelled"),
+    (
+        "CNMO",
+        "17",
+        _CNMO,
+        "\\boxed{\\lambda = 2\\sqrt{2},\\ A = (\\pm 2, 0)}",
+        False,
+        "labelled components, one wrong",
+    ),
+    (
+        "CNMO",
+        "17",
+        _CNMO,
+        "\\boxed{\\mu = 2\\sqrt{2},\\ A = (\\pm 1, 0)}",
+        False,
+        "labelled components, a label wrong",
+    ),
+]
+
+
 def known_limit_rows() -> list[Row]:
     out = []
     for pid, gold, tail, expected, rule in KNOWN_LIMITS:
         response = f"<think>\nworking\n</think>\n\n**Final Answer**\n{tail}"
         out.append(Row("MATH500", pid, gold, response, expected, "known_limits", rule))
+    for source, pid, gold, tail, expected, rule in FIVE_FORMS:
+        response = f"<think>\nworking\n</think>\n\n**Final Answer**\n{tail}"
+        out.append(Row(source, pid, gold, response, expected, "five_forms", rule))
     return out
 
 
@@ -452,11 +613,40 @@ def rows_for(source: str, pid: str, gold: str, problem: str, k: int) -> list[Row
     return out
 
 
+def _dump(row: Row) -> str:
+    d = asdict(row)
+    d["class"] = d.pop("cls")
+    if not d["prompt"]:
+        del d["prompt"]
+    return json.dumps(d) + "\n"
+
+
+def rewrite_hand_written(path: Path) -> int:
+    """The corpus at `path` with its hand-written rows (`known_limits`, `five_forms`) replaced
+    by this script's (the generated rows need the MATH-500 file; these do not)."""
+    lines = path.read_text().splitlines(keepends=True)
+    hand = ("known_limits", "five_forms")
+    kept = [ln for ln in lines if json.loads(ln)["class"] not in hand]
+    rows = known_limit_rows()
+    path.write_text("".join(kept) + "".join(_dump(r) for r in rows))
+    print(f"{len(kept)} generated + {len(rows)} hand-written rows -> {path}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--math500", type=Path, required=True, help="MATH-500 test.jsonl")
+    ap.add_argument("--math500", type=Path, help="MATH-500 test.jsonl")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--hand-written-only",
+        action="store_true",
+        help="keep the generated rows of --out and write its hand-written rows anew",
+    )
     args = ap.parse_args(argv)
+    if args.hand_written_only:
+        return rewrite_hand_written(args.out)
+    if args.math500 is None:
+        ap.error("--math500 is required (or --hand-written-only)")
     mm = json.loads((Path(mmath.__file__).parent / "mmath" / "en.json").read_text())
     items = [
         (r["data_source"], str(r["data_source_id"]), r["answer"], r["question"])
@@ -473,11 +663,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [row for k, it in enumerate(items) for row in rows_for(*it, k)] + known_limit_rows()
     with args.out.open("w") as f:
         for row in rows:
-            d = asdict(row)
-            d["class"] = d.pop("cls")
-            if not d["prompt"]:
-                del d["prompt"]
-            f.write(json.dumps(d) + "\n")
+            f.write(_dump(row))
     print(f"{len(rows)} rows from {len(items)} golds -> {args.out}", file=sys.stderr)
     return 0
 

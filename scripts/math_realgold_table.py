@@ -1,5 +1,11 @@
 """Score our math verifier and plain math-verify on tests/fixtures/math_realgold.jsonl.
 
+With `--corpus tests/fixtures/math_answerline.jsonl` (rows in other sources' formats, each
+with its `format`), ours reads each row with that answer-location rule and again with `auto`,
+and `--prm800k DIR` adds OpenAI's PRM800K grader (`DIR/grading/grader.py`, from
+github.com/openai/prm800k, run from outside this repo; it needs pylatexenc on the path) on the
+`answer_line` rows, given the text after the last `# Answer` as PRM800K's samples record it.
+
 Prints, per answer class, each verifier's false rejections (the rule says right, the verifier
 says wrong) and false acceptances (the rule says wrong, the verifier says right), then our
 mistakes with their reasons. Plain math-verify is `verify(parse(f"${gold}$"), parse(response))`
@@ -8,14 +14,18 @@ verdict `error:<Exception>` (scored wrong). A corpus row with a missing or misty
 the run with the file, line and field.
 
     PYTHONPATH=$PWD python scripts/math_realgold_table.py [--corpus PATH] [--mistakes]
+    PYTHONPATH=$PWD:/tmp/prm800k:/tmp/pylib python scripts/math_realgold_table.py \
+        --corpus tests/fixtures/math_answerline.jsonl --prm800k /tmp/prm800k
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +58,7 @@ class Case:
     cls: str  # answer class
     rule: str  # the rule that decided `expected`
     prompt: str  # problem text where the rule reads it, else ""
+    format: str = "boxed"  # the answer-location rule of the row's format (extract.py)
 
 
 def load(path: Path) -> list[Case]:
@@ -75,17 +86,35 @@ def load(path: Path) -> list[Case]:
                 row["class"],
                 row["rule"],
                 row.get("prompt", ""),
+                row.get("format", "boxed"),
             )
         )
     return cases
 
 
-def ours(case: Case) -> tuple[bool, str]:
-    s = verify_math(
-        Problem(id=str(case.line), domain="math", prompt=case.prompt or "q", answer=case.gold),
-        case.response,
-    )
+def ours(case: Case, rule: str = "") -> tuple[bool, str]:
+    meta = {"answer_format": rule or case.format}
+    p = Problem(id=str(case.line), domain="math", prompt=case.prompt or "q", answer=case.gold)
+    s = verify_math(dataclasses.replace(p, meta=meta), case.response)
     return s.correct, s.reason
+
+
+def ours_auto(case: Case) -> tuple[bool, str]:
+    return ours(case, "auto")
+
+
+def prm800k_grader(case: Case) -> tuple[bool, str] | None:
+    """OpenAI's PRM800K grader on the text after the last `# Answer` (None: not its format)."""
+    if case.format != "answer_line":
+        return None
+    from grading.grader import grade_answer  # the fetched repo's grader, on PYTHONPATH
+
+    given = case.response.rsplit("# Answer", 1)[-1].strip()
+    try:
+        ok = bool(grade_answer(given, case.gold))
+    except Exception as e:  # noqa: BLE001 -- counted like math-verify's errors
+        return False, f"error:{type(e).__name__}"
+    return ok, "ok" if ok else "wrong_answer"
 
 
 def math_verify_plain(case: Case) -> tuple[bool, str]:
@@ -97,16 +126,32 @@ def math_verify_plain(case: Case) -> tuple[bool, str]:
     return ok, "ok" if ok else "wrong_answer"
 
 
-def score(cases: list[Case]) -> dict[str, dict[str, Counter]]:
-    """{verifier: {class: Counter(fr=, fa=, n=)}} plus each verifier's verdict reasons."""
-    out: dict[str, dict[str, Counter]] = {
-        "ours": defaultdict(Counter),
-        "math-verify": defaultdict(Counter),
-    }
+def group(c: Case) -> str:
+    """The table row of a case: its class; rows of the other formats in one row per format."""
+    return c.cls if c.format in ("boxed", "answer_line") else f"{c.format} (all classes)"
+
+
+def verifiers(cases: list[Case], prm800k: bool) -> dict[str, Callable]:
+    """The columns: ours, ours with `auto` (a corpus in other formats), math-verify, PRM800K."""
+    out: dict[str, Callable] = {"ours": ours}
+    if any(c.format != "boxed" for c in cases):
+        out["ours auto"] = ours_auto
+    out["math-verify"] = math_verify_plain
+    if prm800k:
+        out["PRM800K"] = prm800k_grader
+    return out
+
+
+def score(cases: list[Case], fns: dict[str, Callable]) -> dict[str, dict[str, Counter]]:
+    """{verifier: {group: Counter(fr=, fa=, n=)}} plus each verifier's verdict reasons."""
+    out: dict[str, dict[str, Counter]] = {name: defaultdict(Counter) for name in fns}
     for c in cases:
-        for name, fn in (("ours", ours), ("math-verify", math_verify_plain)):
-            got, reason = fn(c)
-            tally = out[name][c.cls]
+        for name, fn in fns.items():
+            verdict = fn(c)
+            if verdict is None:
+                continue  # not this verifier's format
+            got, reason = verdict
+            tally = out[name][group(c)]
             tally["n"] += 1
             tally["right" if c.expected else "wrong"] += 1
             if got != c.expected:
@@ -117,44 +162,45 @@ def score(cases: list[Case]) -> dict[str, dict[str, Counter]]:
 
 
 def table(res: dict[str, dict[str, Counter]]) -> str:
-    classes = sorted(k for k in res["ours"] if not k.startswith("_"))
-    lines = [
-        "| class | rows (right/wrong) | ours FR | ours FA | math-verify FR | math-verify FA |",
-        "|---|---|---|---|---|---|",
-    ]
-    tot = Counter()
-    for cls in classes:
-        o, m = res["ours"][cls], res["math-verify"][cls]
-        lines.append(
-            f"| {cls} | {o['n']} ({o['right']}/{o['wrong']}) | {o['fr']} | {o['fa']} | "
-            f"{m['fr']} | {m['fa']} |"
-        )
-        for k in ("n", "right", "wrong"):
-            tot[k] += o[k]
-        tot["ofr"] += o["fr"]
-        tot["ofa"] += o["fa"]
-        tot["mfr"] += m["fr"]
-        tot["mfa"] += m["fa"]
-    lines.append(
-        f"| **all** | {tot['n']} ({tot['right']}/{tot['wrong']}) | {tot['ofr']} | "
-        f"{tot['ofa']} | {tot['mfr']} | {tot['mfa']} |"
-    )
-    lines.append(
-        f"\nmistakes: ours {tot['ofr'] + tot['ofa']}, math-verify {tot['mfr'] + tot['mfa']}"
-    )
+    names = list(res)
+    first = res[names[0]]
+    groups = sorted(k for k in first if not k.startswith("_"))
+    head = " | ".join(f"{n} FR | {n} FA" for n in names)
+    lines = [f"| class | rows (right/wrong) | {head} |", "|---|---|" + "---|---|" * len(names)]
+    tot: dict[str, Counter] = defaultdict(Counter)
+    for g in groups:
+        o = first[g]
+        cells = []
+        for n in names:
+            t = res[n].get(g)
+            cells.append("-- | --" if t is None else f"{t['fr']} | {t['fa']}")
+            if t is not None:
+                tot[n].update(fr=t["fr"], fa=t["fa"])
+        lines.append(f"| {g} | {o['n']} ({o['right']}/{o['wrong']}) | {' | '.join(cells)} |")
+        tot["rows"].update(n=o["n"], right=o["right"], wrong=o["wrong"])
+    r = tot["rows"]
+    cells = " | ".join(f"{tot[n]['fr']} | {tot[n]['fa']}" for n in names)
+    lines.append(f"| **all** | {r['n']} ({r['right']}/{r['wrong']}) | {cells} |")
+    scored = {n: sum(t["n"] for k, t in res[n].items() if not k.startswith("_")) for n in names}
+    mistakes = ", ".join(f"{n} {tot[n]['fr'] + tot[n]['fa']} (of {scored[n]})" for n in names)
+    lines.append(f"\nmistakes: {mistakes}")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=CORPUS)
-    ap.add_argument("--mistakes", action="store_true", help="list every mistake of both")
+    ap.add_argument("--mistakes", action="store_true", help="list every mistake of each")
+    ap.add_argument("--prm800k", type=Path, help="a folder holding PRM800K's grading/ package")
     args = ap.parse_args(argv)
-    res = score(load(args.corpus))
+    if args.prm800k:
+        sys.path.insert(0, str(args.prm800k))
+    cases = load(args.corpus)
+    res = score(cases, verifiers(cases, bool(args.prm800k)))
     print(table(res))
-    for name in ("ours", "math-verify"):
+    for name in res:
         print(f"\n{name} verdict reasons:", dict(res[name]["_reasons"].most_common()))
-    for name in ("ours", "math-verify") if args.mistakes else ("ours",):
+    for name in res if args.mistakes else ("ours",):
         print(f"\n{name} mistakes (line, class, gold, response end, reason):")
         for key in sorted(res[name]["_mistakes"]):
             print("  ", key)

@@ -9,6 +9,7 @@ they do not remove it. A failure names the file, the line and the import that br
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import vibethinker
@@ -109,3 +110,100 @@ def test_the_check_catches_upward_and_sibling_imports(tmp_path):
     assert any(v.startswith("vibethinker/verifiers/probe.py:1:") for v in got), got
     assert any(v.startswith("vibethinker/engines/probe.py:2:") for v in got), got
     assert not any("algo/ok.py" in v for v in got)
+
+
+# File-level circles within one package (a folder of modules). Each entry is the sorted tuple of
+# modules in one circle, relative to vibethinker/.
+KNOWN_CIRCLES: set[tuple[str, ...]] = set()  # none: a new circle fails the test
+_DOTTED_RE = re.compile(r"^vibethinker(?:\.\w+)+$")
+
+
+def _module_edges(path: Path, root: Path) -> set[Path]:
+    """Files of `path`'s own folder that it imports, at any depth: `from pkg.mod import x`,
+    `from pkg import mod`, `import pkg.mod`, and a module named by a string (`importlib`)."""
+    folder, names = path.parent, []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+            names += [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if _DOTTED_RE.match(node.value):
+                names.append(node.value)
+    out = set()
+    for name in names:
+        parts = name.split(".")
+        if parts[0] != root.name:
+            continue
+        target = root.parent.joinpath(*parts).with_suffix(".py")
+        if target.parent == folder and target.exists() and target != path:
+            if target.name != "__init__.py":
+                out.add(target)
+    return out
+
+
+def circles(root: Path) -> list[tuple[str, ...]]:
+    """Every file-level import circle within one folder of the package at `root` (the strongly
+    connected components of more than one module), each as a sorted tuple of paths relative to
+    `root`. Package `__init__` files are left out: they re-export, they hold no logic."""
+    files = [p for p in sorted(root.rglob("*.py")) if p.name != "__init__.py"]
+    graph = {p: _module_edges(p, root) for p in files}
+    index: dict[Path, int] = {}
+    low: dict[Path, int] = {}
+    stack: list[Path] = []
+    found = []
+
+    def visit(v: Path) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(tuple(sorted(str(c.relative_to(root)) for c in comp)))
+
+    for p in files:
+        if p not in index:
+            visit(p)
+    return sorted(found)
+
+
+def test_no_import_circle_within_a_package():
+    """Two modules of one folder that import each other (directly or round a longer loop) make
+    the import order matter and neither readable alone: move what both need below both."""
+    assert sorted(set(circles(ROOT)) - KNOWN_CIRCLES) == []
+
+
+def test_known_circles_are_still_circles():
+    """An allowlisted circle that is gone must leave the list (so it cannot come back unseen)."""
+    assert sorted(KNOWN_CIRCLES - set(circles(ROOT))) == []
+
+
+def test_the_circle_check_catches_circles(tmp_path):
+    """The control: a two-module circle by `from pkg import mod`, a three-module loop with one
+    import inside a function, and one import by name (importlib) are each found; a chain is not."""
+    pkg = tmp_path / "vibethinker"
+    (pkg / "v").mkdir(parents=True)
+    (pkg / "v" / "__init__.py").write_text("from vibethinker.v.a import x\n")
+    files = {
+        "a.py": "from vibethinker.v import b\nx = 1\n",
+        "b.py": "import importlib\nimportlib.import_module('vibethinker.v.a')\n",
+        "c.py": "from vibethinker.v.d import y\n",
+        "d.py": "def f():\n    from vibethinker.v.e import z\n",
+        "e.py": "import vibethinker.v.c\n",
+        "f.py": "from vibethinker.v.a import x\nfrom vibethinker.types import Problem\n",
+    }
+    for name, text in files.items():
+        (pkg / "v" / name).write_text(text)
+    assert circles(pkg) == [("v/a.py", "v/b.py"), ("v/c.py", "v/d.py", "v/e.py")]

@@ -424,3 +424,31 @@ def test_eval_passes_the_math_judge_through(stub_openai, tmp_path):  # noqa: F81
     res = evaluate(Canned(), [_math("12")], n=3, ks=[1], workers=1, verify_fn=verify)
     assert [s.correct for s in res.groups[0].scores] == [True, True, False]
     assert verify.stats.as_dict()["share"] == pytest.approx(1 / 3)
+
+
+def test_math_judge_reads_the_rows_answer_format(stub_openai):  # noqa: F811
+    """A `# Answer` row (answer_format=answer_line) gives the judge the answer line, not nothing
+    (before the rules it looked for a box only and never asked)."""
+    import dataclasses
+
+    from vibethinker.verifiers.math_judge import make_math_judge, second_opinion
+
+    stub_openai.hook = _equivalence_hook
+    p = dataclasses.replace(_math("12"), meta={"answer_format": "answer_line"})
+    r = ["Twelve of them.\n\n# Answer\n\n\\text{twelve}"]
+    from vibethinker.verifiers import verify
+
+    scores = [verify(p, r[0])]
+    assert scores[0].reason == "wrong_answer"  # the rules read the line, and cannot decide
+    out = second_opinion([p], r, scores, make_math_judge(f"judge-m@{stub_openai.base_url}"))
+    assert out[0].correct and stub_openai.n_requests == 1
+
+
+def test_maj_at_k_keys_read_the_rows_answer_format():
+    import dataclasses
+
+    from vibethinker.evaluate.metrics import answer_key
+
+    p = dataclasses.replace(_math("12"), meta={"answer_format": "answer_line"})
+    assert answer_key(p, "so\n\n# Answer\n\n$12$") == answer_key(_math("12"), r"\boxed{12}")
+    assert answer_key(_math("12"), "so\n\n# Answer\n\n12") is None  # boxed: no box, no key

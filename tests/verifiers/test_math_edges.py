@@ -5,7 +5,8 @@ from fractions import Fraction
 
 import pytest
 
-from vibethinker.verifiers.math import _check_collection, _repeating, check_answer
+from vibethinker.verifiers.math import _check_collection, check_answer
+from vibethinker.verifiers.math_equiv import repeating as _repeating
 
 
 @pytest.mark.parametrize(

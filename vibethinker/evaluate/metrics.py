@@ -36,7 +36,7 @@ from typing import Any
 from vibethinker.algo.passk import avg_at_n, maj_at_k, pass_at_k
 from vibethinker.types import Group
 from vibethinker.verifiers.choice import committed_letters
-from vibethinker.verifiers.extract import answer_part, final_boxed
+from vibethinker.verifiers.extract import answer_format, answer_part, final_answer
 
 VOTING_DOMAINS = ("math", "stem")
 _CORRECT = ("<correct>",)  # the cluster of verified-correct answers (a tuple: no string clash)
@@ -72,8 +72,8 @@ def answer_key(problem: Any, response: str) -> str | None:
     """The normalised final answer of a response, None when it gives none (or for domains that
     have no votable answer)."""
     if problem.domain == "math":
-        boxed = final_boxed(response)
-        return normalize_answer(boxed) if boxed is not None else None
+        found = final_answer(response, answer_format(problem))
+        return normalize_answer(found) if found is not None else None
     if problem.domain == "stem":
         part = answer_part(response)
         if part is None:

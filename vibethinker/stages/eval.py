@@ -28,6 +28,8 @@ from vibethinker.prompts.paper import prompt_examples, sampler_render, write_pro
 from vibethinker.reports.eval import markdown_table, write_outputs
 from vibethinker.stages import register
 from vibethinker.verifiers import check_available
+from vibethinker.verifiers.extract import ANSWER_FORMATS
+from vibethinker.verifiers.math import with_answer_format
 from vibethinker.verifiers.math_judge import judged_verify
 
 log = get_logger("stages.eval")
@@ -94,6 +96,11 @@ class EvalConfig(EVAL_SAMPLING, EngineFields):
     summary.json's `math_judge` counts its work: `consulted`, `overturned` (the verdicts it
     changed, wrong -> right), `errors`, `share`. Paper: math-verify plus an LLM judge. Empty =
     rules only."""
+    answer_format: str = "boxed"
+    """Where a math response states its final answer (docs/VERIFY_MATH.md): `boxed` (the
+    paper's), `answer_line` (PRM800K's `# Answer` line), `final_answer` ("The final answer is
+    X"), `answer_colon` ("Answer: X"), `last_line`, or `auto` (boxed, answer_line, final_answer,
+    answer_colon in turn). Paper: boxed; the others read outputs in other sources' formats."""
 
     def __post_init__(self) -> None:
         check_eval(self)
@@ -125,6 +132,7 @@ def check_eval(cfg: EvalConfig) -> None:
     c.one_of("dtype", ("auto", "bfloat16", "float16", "float32"))
     c.one_of("endpoint", ("chat", "completions"))
     c.domains("domains")
+    c.one_of("answer_format", ANSWER_FORMATS)
     c.device(empty_ok=True)
     c.done()
 
@@ -247,7 +255,7 @@ def run(cfg: EvalConfig) -> dict[str, str]:
     if not cfg.model or not (cfg.data or cfg.format == "humaneval"):
         raise ValueError("eval: `model` and `data` are required")
     cfg = apply_quick(cfg)
-    problems = load_eval_problems(cfg, cfg.answer_key)
+    problems = with_answer_format(load_eval_problems(cfg, cfg.answer_key), cfg.answer_format)
     if not problems:
         raise ValueError(f"eval: no problems in {cfg.data}")
     check_available({p.domain for p in problems})  # fail before sampling, not after

@@ -20,6 +20,7 @@ from vibethinker.config import runtime
 from vibethinker.data.io import load_problems, problem_to_dict, write_jsonl
 from vibethinker.log import get_logger, is_quiet
 from vibethinker.stages import register
+from vibethinker.verifiers.math import with_answer_format
 
 log = get_logger("stages.verify")
 
@@ -37,6 +38,11 @@ class VerifyConfig:
     code 120 s as a backstop to the sandbox's own limits). Paper: silent."""
     skip_invalid: bool = False
     """Skip malformed input rows (counted in the log) instead of failing on the first one."""
+    answer_format: str = "boxed"
+    """Where a math response states its final answer (docs/VERIFY_MATH.md): `boxed` (the
+    paper's), `answer_line` (PRM800K's `# Answer` line), `final_answer` ("The final answer is
+    X"), `answer_colon` ("Answer: X"), `last_line`, or `auto` (boxed, answer_line, final_answer,
+    answer_colon in turn). Paper: boxed; the others read outputs in other sources' formats."""
 
 
 def output_path(out: str) -> Path:
@@ -96,6 +102,7 @@ def run(cfg: VerifyConfig) -> dict[str, str]:
     if not problems:  # an empty input is a mistake, not an empty success
         skipped = " (every row was malformed and skipped)" if cfg.skip_invalid else ""
         raise ValueError(f"verify: {cfg.input} holds no rows to verify{skipped}; nothing written")
+    problems = with_answer_format(problems, cfg.answer_format)  # ValueError names the rules
     responses: list[str] = []
     for p in problems:
         r = p.meta.pop("response", None)

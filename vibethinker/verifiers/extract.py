@@ -91,26 +91,75 @@ _STATED_RE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 
+_NEGATION = (
+    r"\b(?:that|this|my answer|the answer(?: above)?)(?:'s|\s+is|\s+was)\s+"
+    r"(?:wrong|incorrect|not\s+(?:right|correct))|\bI made an? (?:mistake|error)"
+)
 _SENTENCE_END_RE = re.compile(r"\n|\.(?:\s|$)")
 _INLINE_MATH_RE = re.compile(r"\$|\\[()]|\*\*")
 _MORE_RE = re.compile(r"\s*(?:,\s*\$?[-+\d\\]|and\b|or\b|\\pm|\$?\s*\\text\{\s*(?:and|or)\b)")
 
 
+# A retraction after the answer ("Actually, ...", "Wait, ...", "On second thought, the sum is
+# $6$", "That's wrong"): its last value (one not negated: "6, not 5") is a second commitment.
+_RETRACT_RE = re.compile(
+    r"\b(?:actually|wait|on second thought|correction|oops|scratch that)\b|" + _NEGATION,
+    re.IGNORECASE,
+)
+_NEGATION_RE = re.compile(_NEGATION, re.IGNORECASE)
+_VALUE_RE = re.compile(
+    r"\$\$?([^$]{1,300}?)\$\$?|\\\((.{1,300}?)\\\)|\*\*([^*]{1,300})\*\*"
+    r"|(?<![\w.^{\\])([-+]?\d[\d,]*(?:\.\d+)?(?:/\d+)?)(?![\w^{\\]|\.\d)"
+)
+_NOT_BEFORE_RE = re.compile(r"(?:\bnot|\binstead of|\brather than|\bthan)\W*$", re.IGNORECASE)
+
+
+def retraction(text: str) -> tuple[int, str | None] | None:
+    """(where the first retraction starts, its last value or None) in the first STATED_WINDOW
+    characters of `text`: the math of an inline formula, bold text or a bare number after
+    "Actually", "Wait", "On second thought", "Correction", "Oops", "Scratch that" or a negation
+    of the answer ("that's wrong", "I made a mistake"), a negated value ("6, not 5") skipped.
+    None when there is no retraction, or only a marker with neither a value nor a negation
+    ("Actually, this is a classic problem.")."""
+    window = text[:STATED_WINDOW]
+    m = _RETRACT_RE.search(window)
+    if m is None:
+        return None
+    value = None
+    for v in _VALUE_RE.finditer(window, m.end()):
+        if not _NOT_BEFORE_RE.search(window[max(0, v.start() - 20) : v.start()]):
+            value = next(g for g in v.groups() if g is not None).strip().rstrip(".,;:")
+    if not value and not _NEGATION_RE.search(window, m.start()):
+        return None
+    return m.start(), value or None
+
+
 def stated_answer(text: str) -> str | None:
     """The last final answer stated in prose in `text` (`the final answer is $41$`, `Answer: 41`,
     `the answer is (D)`): the math of an inline formula, bold text, a bare number or a choice
-    label, or a whole listing to the end of its sentence (`4 or 5`, `$-2$ and $1$`); None when
-    there is none. Only the first STATED_WINDOW characters are read."""
-    found = None
+    label, or a whole listing to the end of its sentence (`4 or 5`, `$-2$ and $1$`); or, when a
+    retraction (`retraction`) comes after the last such statement, the retraction's value. None
+    when there is none. Only the first STATED_WINDOW characters are read."""
+    found, at = None, -1
     window = text[:STATED_WINDOW]
     for m in _STATED_RE.finditer(window):
         k = next(i for i, g in enumerate(m.groups(), 1) if g is not None)
-        found = m.group(k)
+        found, at = m.group(k), m.start()
         if _MORE_RE.match(window, m.end()):  # `2 and 3`, `4 or 5`, `$2$, $3$`: the whole listing
             rest = _SENTENCE_END_RE.split(window[m.start(k) : m.start(k) + 300], maxsplit=1)[0]
             found = _INLINE_MATH_RE.sub("", rest)
         found = found.strip().rstrip(".,;:")
+    back = retraction(window)
+    if back is not None and back[1] is not None and back[0] > at:
+        found = back[1]
     return found or None
+
+
+def retracted(text: str) -> bool:
+    """Whether `text` (what follows the answer) takes the answer back without giving another:
+    a negation ("That's wrong.", "I made a mistake") and no value or stated answer after it."""
+    back = retraction(text)
+    return back is not None and back[1] is None and stated_answer(text) is None
 
 
 def _last_box(text: str) -> tuple[str | None, int] | None:
@@ -238,3 +287,107 @@ def all_boxed(text: str, limit: int = 20, max_len: int | None = None) -> list[st
             if len(out) >= limit:
                 break
     return out
+
+
+# ---- answer-location rules: where a math response states its final answer ----
+
+# One rule per source style; `boxed` is the paper's (the RL default). `auto` tries AUTO_ORDER and
+# takes the first rule that finds an answer; `last_line` is never tried by `auto` (any prose
+# line would be read as an answer). docs/VERIFY_MATH.md states what each accepts.
+ANSWER_FORMATS = ("boxed", "answer_line", "final_answer", "answer_colon", "last_line", "auto")
+AUTO_ORDER = ("boxed", "answer_line", "final_answer", "answer_colon")
+# PRM800K / GPT-4: a `# Answer` heading line, the answer on the next non-empty line
+_ANSWER_LINE_RE = re.compile(
+    r"^[ \t]*#{1,6}[ \t]*(?:final[ \t]+)?answer[ \t]*:?[ \t]*$", re.I | re.M
+)
+# Minerva / lm-eval: "Final Answer: The final answer is $X$. I hope it is correct."
+_FINAL_ANSWER_RE = re.compile(
+    r"the final answer is[ \t]*(\$\$?[^$\n]{1,500}\$\$?|[^\n]{1,500}?)"
+    r"[ \t]*(?:\.?[ \t]*I hope it is correct\.?|\.?[ \t]*$)",
+    re.I | re.M,
+)
+# "Answer: X" opening a line (bold markers allowed): the rest of the line
+_ANSWER_COLON_RE = re.compile(
+    r"^[ \t]*(?:\*\*)?[ \t]*(?:final[ \t]+)?answer[ \t]*:[ \t]*(?:\*\*)?[ \t]*(\S[^\n]{0,500})$",
+    re.I | re.M,
+)
+_MATH_SPAN_RE = re.compile(
+    r"\$\$?([^$]{1,500}?)\$\$?|\\\((.{1,500}?)\\\)|\\\[(.{1,500}?)\\\]", re.S
+)
+
+
+def answer_format(problem) -> str:
+    """The answer-location rule of a math row: its `meta["answer_format"]` (set by the eval and
+    verify stages' `answer_format` key, or by the data), else `boxed`, the paper's format."""
+    meta = getattr(problem, "meta", None) or {}
+    return str(meta.get("answer_format") or "boxed")
+
+
+def clean_answer(text: str) -> str:
+    """A located answer without its wrapping: the last box in it when it has one; else its only
+    math span (`$5$`, `\\(5\\)`, `\\[5\\]`, `The answer is $5$.`) when it has exactly one; else
+    the text with bold markers and end punctuation stripped (`5.`, `**5**`)."""
+    text = text.strip()
+    box = last_boxed(text)
+    if box is not None:
+        return box.strip()
+    guarded = text.replace("\\$", "\0")  # an escaped dollar (`\\$32`) is content, not a delimiter
+    spans = _MATH_SPAN_RE.findall(guarded)
+    if len(spans) == 1:
+        return next(g for g in spans[0] if g).strip().replace("\0", "\\$")
+    return text.replace("**", "").strip().rstrip(".;,").strip()
+
+
+def locate_answer(part: str, rule: str = "boxed") -> tuple[str, int] | None:
+    """(the final answer, the index just past it in `part`) under one answer-location rule, or
+    None when the rule finds none. `part` is the answer part (after `</think>`).
+    - boxed: the last box (`last_boxed`);
+    - answer_line: the first non-empty line after the last `# Answer` heading line;
+    - final_answer: what follows the last "The final answer is" up to ". I hope it is correct"
+      or the end of its line;
+    - answer_colon: the rest of the last line that opens with `Answer:` (or `**Answer:**`);
+    - last_line: the last non-empty line;
+    - auto: AUTO_ORDER, the first rule that finds an answer.
+    Every rule but `boxed` passes its text through `clean_answer`. Raises ValueError on an
+    unknown rule."""
+    if rule == "auto":
+        for r in AUTO_ORDER:
+            found = locate_answer(part, r)
+            if found is not None:
+                return found
+        return None
+    if rule == "boxed":
+        span = _last_box(part)
+        return None if span is None or span[0] is None else (span[0], span[1])
+    if rule == "answer_line":
+        heads = list(_ANSWER_LINE_RE.finditer(part))
+        if not heads:
+            return None
+        rest = part[heads[-1].end() :]
+        m = re.search(r"\S[^\n]*", rest)
+        return None if m is None else _cleaned(m.group(0), heads[-1].end() + m.end())
+    if rule in ("final_answer", "answer_colon"):
+        pattern = _FINAL_ANSWER_RE if rule == "final_answer" else _ANSWER_COLON_RE
+        matches = list(pattern.finditer(part))
+        return _cleaned(matches[-1].group(1), matches[-1].end()) if matches else None
+    if rule == "last_line":
+        lines = [ln for ln in part.rstrip().splitlines() if ln.strip()]
+        return _cleaned(lines[-1], len(part)) if lines else None
+    raise ValueError(f"unknown answer format {rule!r}; known: {', '.join(ANSWER_FORMATS)}")
+
+
+def _cleaned(text: str, end: int) -> tuple[str, int] | None:
+    answer = clean_answer(text)
+    return (answer, end) if answer else None
+
+
+def final_answer(response: str, rule: str = "boxed", max_len: int | None = None) -> str | None:
+    """The final answer of a response under `rule` (`final_boxed` for `boxed`): None when there
+    is no answer part (cut off inside `<think>`), no answer, or a longer one than `max_len`."""
+    part = answer_part(response)
+    if part is None or rule not in ANSWER_FORMATS:
+        return None
+    found = locate_answer(part, rule)
+    if found is None or (max_len is not None and len(found[0]) > max_len):
+        return None
+    return found[0]

@@ -2,7 +2,9 @@
 
 Pipeline for one response (each step cheap before the expensive one):
 1. extract: the last box (`\\boxed{}`, `\\fbox{}`, `\\boxed 5`: extract.py's one notion of a box)
-   after `</think>` (nothing inside the reasoning counts);
+   after `</think>` (nothing inside the reasoning counts); or, for outputs from other sources,
+   the row's answer-location rule (`answer_format`: `# Answer` line, "The final answer is X",
+   "Answer: X", the last line; extract.locate_answer);
 2. screen: too long, too deeply nested, numeric exponent towers, huge factorials -> rejected
    before any parser sees them (parser bombs); a tower with a variable (`10^{2^n-n-1}`) is fine;
 3. fast path: plain integers / decimals / integer fractions compared exactly (AIME's '025'
@@ -12,24 +14,27 @@ Pipeline for one response (each step cheap before the expensive one):
    (`f(-2)+f(-1)+f(0) = \\frac{14}{3}`, or a span of the problem's own text), text answers,
    column vectors, listings with "and"/"or"/`\\pm`, ordered pairs vs sets; then hedges
    (`\\pm`, "or", "and" for a single-valued gold) -> 0;
-5. math-verify (its signal-based timeouts off) plus our checks against its known false positives:
-   shape leniency the gold does not allow (a set or interval for a number), equations that
-   collapse (`3x-y+13=0` accepted for gold 0 because the right side is 0), numeric tolerance
+5. math-verify (math_equiv.py; its signal-based timeouts off) plus our checks against its known
+   false positives: shape leniency the gold does not allow (a set or interval for a number),
+   equations that collapse (`3x-y+13=0` accepted for gold 0: the right side is 0), numeric tolerance
    (`1/2^99` "equals" `1/2^98` at 6 decimals), `\\mathrm{e}` dropping out (`2\\mathrm{e}` -> 2).
    Step 5 runs in a worker process with a hard wall-clock limit (batch.py), so a stuck sympy call
    costs a timeout, never a hang.
 
 Numbers: exact answers are compared exactly (rationals and big integers exactly, other exact
 values to 100 digits); a tolerance exists only for decimals, at their stated precision
-(`_decimal_match`). Several boxes are compared by value: any box that is not the gold makes the
-answer a hedge; a final answer stated in prose after the last box that is not the gold makes it
-`contradicted_answer` (the box alone does not win). An optional LLM judge can give a second
-opinion (math_judge.py).
+(math_equiv.py). Several boxes are compared by value: any box that is not the gold makes the
+answer a hedge; a final answer stated in prose after the last box (or a retraction's value:
+"Actually, ... is 8") that is not the gold makes it `contradicted_answer` (the box alone does not
+win), and a retraction with no value ("Wait, that's wrong.") makes it `retracted_answer`. The
+answer forms of compound answers (a scalar factored out of a matrix, `-\\mathbf{I}`, labelled
+components, a text answer inside a sentence) are math_compound.py's. An optional LLM judge can
+give a second opinion (math_judge.py).
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import logging
 import re
 from decimal import Decimal
@@ -38,18 +43,24 @@ from fractions import Fraction
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers import pool
 from vibethinker.verifiers.extract import (
-    after_last_box,
+    ANSWER_FORMATS,
     all_boxed,
+    answer_format,
     answer_part,
-    last_boxed,
+    locate_answer,
+    retracted,
     stated_answer,
 )
-from vibethinker.verifiers.math_forms import ROMAN_CONST_RE as _ROMAN_CONST_RE
+from vibethinker.verifiers.math_compound import (
+    labelled_components,
+    matrix_forms,
+    sentence_match,
+)
+from vibethinker.verifiers.math_equiv import decimal_match, equivalent, repeating
 from vibethinker.verifiers.math_forms import (
     asked_quantities,
     asked_value,
     container,
-    decimal_places,
     drop_name,
     expand_pm,
     has_letters,
@@ -57,7 +68,6 @@ from vibethinker.verifiers.math_forms import (
     is_quantity,
     pred_items,
     rewrite,
-    significant_digits,
     split_top,
     split_unit,
     strip_group,
@@ -71,9 +81,6 @@ MAX_EXPONENT_DIGITS = 4  # 10^{9999} is fine to evaluate; 10^{99999999} is not
 MAX_FACTORIAL_ARG = 10000  # 10000! has 35,660 digits: cheap; 10^8! is not
 CHECK_TIMEOUT_S = 10.0  # hard limit per sympy check (math-verify's own default is 5 s + 5 s)
 MAX_ITEMS = 20  # values compared one by one in a listed answer
-MIN_SIG_DIGITS = 6  # a decimal standing for an exact irrational/repeating value: 1/3 = 0.333333
-EVAL_DIGITS = 120  # exact-looking non-rational values are compared at this precision...
-EXACT_REL_DIGITS = 100  # ...and agree to this many digits (evaluation noise only)
 
 _log = logging.getLogger("vibethinker.verifiers.math")
 
@@ -125,16 +132,33 @@ _EXP_RE = re.compile(r"\^\s*\{?\s*[+-]?(\d+)")
 _FACT_RE = re.compile(r"(\d+)\s*!")
 
 
+def with_answer_format(problems: list[Problem], rule: str) -> list[Problem]:
+    """The problems with every math row's answer-location rule set to `rule` (its
+    `meta["answer_format"]`; the others unchanged). Raises ValueError on an unknown rule."""
+    if rule not in ANSWER_FORMATS:
+        raise ValueError(f"answer_format {rule!r}: not one of {', '.join(ANSWER_FORMATS)}")
+    return [
+        dataclasses.replace(p, meta={**p.meta, "answer_format": rule}) if p.domain == "math" else p
+        for p in problems
+    ]
+
+
 def verify_math(problem: Problem, response: str) -> Score:
-    """Score a math response against `problem.answer` (binary)."""
+    """Score a math response against `problem.answer` (binary); the final answer is found by the
+    row's answer-location rule (`answer_format`; extract.locate_answer)."""
     if not problem.answer:
         return Score(0.0, False, "bad_problem:no_answer")
+    rule = answer_format(problem)
+    missing = "no_boxed_answer" if rule == "boxed" else "no_answer"
+    if rule not in ANSWER_FORMATS:
+        return Score(0.0, False, "bad_problem:answer_format")
     part = answer_part(response)
     if part is None:
-        return Score(0.0, False, "no_boxed_answer")  # cut off inside <think>: no answer given
-    pred = last_boxed(part)
-    if pred is None:
-        return Score(0.0, False, "no_boxed_answer")
+        return Score(0.0, False, missing)  # cut off inside <think>: no answer given
+    located = locate_answer(part, rule)
+    if located is None:
+        return Score(0.0, False, missing)
+    pred, end = located
     asked = asked_quantities(problem.prompt)
     score = check_answer(problem.answer, pred, asked)
     if not score.correct:
@@ -151,9 +175,13 @@ def verify_math(problem: Problem, response: str) -> Score:
         seen.add(key)
         if not check_answer(problem.answer, box, asked).correct:
             return Score(0.0, False, "hedged_answer")
-    # A final answer stated in prose after the last box is a second commitment: when it is not
-    # the gold the response gives two answers, scored as a hedge is (the box alone does not win).
-    stated = stated_answer(after_last_box(part))
+    # A final answer stated in prose after the answer, or a retraction's value ("On second
+    # thought, ... is 8"), is a second commitment: when it is not the gold the response gives two
+    # answers, scored as a hedge is (the box alone does not win). A retraction with no value
+    # takes the answer back.
+    if retracted(part[end:]):
+        return Score(0.0, False, "retracted_answer")  # "That's wrong." and no other answer
+    stated = stated_answer(part[end:])
     if stated is not None and _normalize(strip_group(stated)) not in seen:
         if not check_answer(problem.answer, stated, asked).correct:
             return Score(0.0, False, "contradicted_answer")
@@ -172,12 +200,19 @@ def check_answer(gold: str, pred: str, asked: frozenset[str] = frozenset()) -> S
     fast = _fast_equal(gold, pred)  # plain numbers on both sides: no answer forms to read
     if fast is not None:
         return Score(float(fast), fast, "ok" if fast else "wrong_answer")
-    gold, pred = rewrite(strip_group(gold)), rewrite(strip_group(pred))
+    gold, pred = matrix_forms(strip_group(gold), strip_group(pred))  # `-\\mathbf{I}`, `c\\begin..`
+    gold, pred = rewrite(gold), rewrite(pred)
     if _normalize(gold) == _normalize(pred):
         return Score(1.0, True, "ok")
     text = text_match(gold, pred)
+    if not text and sentence_match(gold, pred):  # `\\text{Evelyn has the ...}` for Evelyn
+        text = True
     if text is not None:
         return Score(float(text), text, "ok" if text else "wrong_answer")
+    pairs = labelled_components(gold, pred)
+    if pairs is not None:  # `\\lambda = 2, A = (1, 0)` for `\\lambda=2, A(1, 0)`
+        ok = bool(pairs) and all(check_answer(g, p).correct for g, p in pairs)
+        return Score(float(ok), ok, "ok" if ok else "wrong_answer")
     gold, g_unit = split_unit(gold)
     pred, p_unit = split_unit(pred)
     if g_unit and p_unit and g_unit != p_unit:
@@ -228,7 +263,7 @@ def _percent_of_one(number: str, percent: str) -> bool | None:
     if p is None:
         return False  # a share of one written in a form we cannot read exactly
     shifted = str(Decimal(p_text) / 100) if _DEC_RE.match(p_text) else str(p / 100)
-    return p / 100 == g or _decimal_match(abs(g - p / 100), _repeating(g), number, shifted)
+    return p / 100 == g or decimal_match(abs(g - p / 100), repeating(g), number, shifted)
 
 
 def _check_restated(gold: str, pred: str, asked: frozenset[str]) -> Score | None:
@@ -331,145 +366,5 @@ def _fast_equal(gold: str, pred: str) -> bool | None:
         return int(g) == int(p)  # big integers as integers; AIME: '025' == 25
     fg, fp = _as_fraction(g), _as_fraction(p)
     if fg is not None and fp is not None:
-        return fg == fp or _decimal_match(abs(fg - fp), _repeating(fg), g, p)
+        return fg == fp or decimal_match(abs(fg - fp), repeating(fg), g, p)
     return None
-
-
-def _repeating(x: Fraction) -> bool:
-    """Whether x has no finite decimal expansion (1/3 does not; 1/8 does)."""
-    d = x.denominator
-    for f in (2, 5):
-        while d % f == 0:
-            d //= f
-    return d != 1
-
-
-def _decimal_match(diff, gold_inexact: bool, gold: str, pred: str) -> bool:
-    """Unequal values that still match because a side is written as a decimal.
-
-    Exact answers are compared exactly; a decimal is read at its stated precision:
-    - neither side a decimal: no tolerance (`1/(2^100+1)` is not `1/2^100`);
-    - both decimals: their values must be equal (`2.50` is `2.5`; `0.53` is not `0.5`);
-    - a decimal gold (`0.33`, `3.14`): an exact prediction that rounds to it (`1/3`, `\\pi`);
-    - a decimal prediction of an exact gold: only a gold with no finite decimal form (1/3,
-      `\\pi`), given to at least MIN_SIG_DIGITS significant digits and correct to the last
-      digit written (rounded or truncated): `0.333333` for 1/3, never `0.33`; `0.13` is not 1/8.
-    `diff` is |gold - pred| (a Fraction or a sympy number)."""
-    g_dec, p_dec = decimal_places(gold), decimal_places(pred)
-    if (g_dec is None) == (p_dec is None):
-        return False
-    if g_dec is not None:
-        return bool(diff * 2 * 10**g_dec <= 1)
-    if not gold_inexact or significant_digits(pred) < MIN_SIG_DIGITS:
-        return False
-    return bool(diff * 10**p_dec <= 1)
-
-
-# ---- the sympy path (runs inside a guarded worker process) ----
-
-
-@functools.lru_cache(maxsize=4096)
-def _parse(latex: str) -> tuple:
-    """math-verify parse of one boxed content, signal timeouts off (we guard from outside)."""
-    from math_verify import LatexExtractionConfig, parse
-
-    text = "$\\boxed{" + _ROMAN_CONST_RE.sub(r"\1", latex) + "}$"
-    cfg = [LatexExtractionConfig(boxed_match_priority=0)]
-    return tuple(
-        parse(text, extraction_config=cfg, parsing_timeout=0)
-    )  # 0: no alarm (0.7 and 0.9 alike; None breaks 0.7)
-
-
-def equivalent(gold: str, pred: str) -> Score:
-    """math-verify equivalence plus our false-positive checks. Unguarded: call it in a worker."""
-    from math_verify import verify
-
-    g, p = _parse(gold), _parse(pred)
-    if not g:
-        return Score(0.0, False, "bad_problem:unparseable_answer")
-    if not p:
-        return Score(0.0, False, "unparseable_answer")
-    gx, px = g[0], p[0]
-    if not verify(list(g), list(p), timeout_seconds=0):
-        # math-verify rounds; a decimal gold read at its precision (`3.14` for `\\pi`) is ours
-        if _kind(gx) == _kind(px) == "scalar" and _numeric_verdict(gx, px, gold, pred):
-            return Score(1.0, True, "ok")
-        return Score(0.0, False, "wrong_answer")
-    if isinstance(gx, str) or isinstance(px, str):
-        return Score(1.0, True, "ok")  # a string-level match (e.g. text answers)
-    reason = _false_positive(gx, px, gold, pred)
-    if reason:
-        return Score(0.0, False, reason)
-    return Score(1.0, True, "ok")
-
-
-def warm_up() -> None:
-    """Run math-verify once so its lazy imports and grammar load before the first deadline."""
-    equivalent(r"\frac{1}{2}", "x=0.5")
-    equivalent(r"\{1, 2\}", r"\sqrt{2}")
-
-
-def _kind(x) -> str:
-    from sympy import And, MatrixBase, Or, Set, Tuple
-    from sympy.core.relational import Relational
-
-    if isinstance(x, MatrixBase):
-        return "matrix"
-    if isinstance(x, (Set, Tuple)):
-        return "collection"
-    if isinstance(x, (Relational, And, Or)):
-        return "relation"
-    return "scalar"
-
-
-def _false_positive(gx, px, gold: str, pred: str) -> str | None:
-    """Why math-verify's True is not a real match here (None if it is)."""
-    from sympy import Eq, Symbol
-
-    gk, pk = _kind(gx), _kind(px)
-    if pk == "relation" and gk != "relation":
-        # math-verify compares the right side of `lhs = rhs` with the gold: fine for `x = 5`,
-        # wrong for `3x - y + 13 = 0` or `0 = 0` when the gold is 0. Only `symbol = value`.
-        if not isinstance(px, Eq) or not isinstance(px.lhs, Symbol):
-            return "trivial_equation"
-        if px.lhs in px.rhs.free_symbols:
-            return "trivial_equation"
-        px, pk = px.rhs, _kind(px.rhs)
-    if gk == "scalar" and pk != "scalar":
-        return "shape_mismatch"  # e.g. {5} or [5, 5] for the number 5
-    if gk == "scalar" and pk == "scalar":
-        return _numeric_mismatch(gx, px, gold, pred)
-    return None
-
-
-def _numeric_mismatch(gx, px, gold: str, pred: str) -> str | None:
-    """Why two numbers math-verify calls equal are not (None when they are, or cannot tell)."""
-    return "numeric_mismatch" if _numeric_verdict(gx, px, gold, pred) is False else None
-
-
-def _numeric_verdict(gx, px, gold: str, pred: str) -> bool | None:
-    """Exact equality for exact answers, stated precision for decimals (`_decimal_match`); None
-    when the values are not both numbers. math-verify rounds to a few decimals, which lets
-    1/2^99 match 1/2^98, 1000000.4 match 1000000 and `\\pi + 10^{-20}` match `\\pi`."""
-    try:
-        if isinstance(gx, str) or isinstance(px, str) or not (gx.is_number and px.is_number):
-            return None
-        gx, px = gx.doit(), px.doit()  # latex2sympy leaves `1 - 1/2^{2018}` unevaluated
-        if not (gx.is_finite and px.is_finite):  # 9/0 is zoo: never equal to a number
-            return None
-        diff = gx - px
-        if diff == 0:
-            return True
-        gx_inexact = not gx.is_Rational or _repeating(Fraction(int(gx.p), int(gx.q)))
-        if diff.is_Rational:  # both rational (big ones too): exact
-            return _decimal_match(abs(diff), gx_inexact, gold, pred)
-        # Irrational: compare at EVAL_DIGITS digits (arbitrary exponent range: 1/2004! is fine).
-        from sympy import Abs, Rational
-
-        d = Abs(diff).evalf(EVAL_DIGITS)
-        scale = max(Abs(gx).evalf(EVAL_DIGITS), Abs(px).evalf(EVAL_DIGITS))
-        if d == 0 or bool(d <= Rational(1, 10**EXACT_REL_DIGITS) * scale):
-            return True  # equal up to evaluation noise
-        return _decimal_match(d, gx_inexact, gold, pred)
-    except Exception:  # not numerically comparable: keep math-verify's symbolic verdict
-        return None

@@ -27,7 +27,7 @@ from typing import Any
 from vibethinker import verifiers
 from vibethinker.log import get_logger
 from vibethinker.types import Problem, Score
-from vibethinker.verifiers.extract import final_boxed
+from vibethinker.verifiers.extract import answer_format, final_answer
 from vibethinker.verifiers.judge import EndpointJudge, Judge
 
 log = get_logger("verifiers.math_judge")
@@ -99,7 +99,8 @@ def second_opinion(
     for i, (p, s) in enumerate(zip(problems, scores)):
         if not needs_judge(p, s):
             continue
-        answer = final_boxed(responses[i] if isinstance(responses[i], str) else "")
+        response = responses[i] if isinstance(responses[i], str) else ""
+        answer = final_answer(response, answer_format(p))
         if not answer or len(answer) > MAX_JUDGED_ANSWER_CHARS:
             continue
         todo.append(i)

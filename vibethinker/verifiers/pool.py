@@ -28,6 +28,7 @@ from typing import Any
 
 from vibethinker.sandbox.base import CancelScope, cancel_scope
 from vibethinker.types import Score
+from vibethinker.verifiers.math_equiv import warm_up
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,9 @@ def in_guarded_worker() -> bool:
 # caller, and never re-imports the caller's __main__ (as spawn/forkserver children do, which breaks
 # scripts without a main guard and re-imports torch in every worker).
 _BOOT = "from vibethinker.verifiers.pool import _worker_main; _worker_main()"
-_PRELOAD = ("vibethinker.verifiers.math", "math_verify", "sympy")
+# third-party imports paid before the first deadline; the verifiers themselves come with the
+# package (_BOOT imports vibethinker.verifiers, whose __init__ imports the registry)
+_PRELOAD = ("math_verify", "sympy")
 
 
 def _die_with_parent() -> None:
@@ -95,7 +98,7 @@ def _worker_main() -> None:
         except ImportError:
             pass
     try:  # the first math-verify call costs ~1.5 s (lazy imports): pay it before any deadline
-        importlib.import_module("vibethinker.verifiers.math").warm_up()  # by name: math uses us
+        warm_up()  # math_equiv: below math.py, which calls this pool
     except Exception:  # noqa: BLE001 -- a cold worker still works, only slower
         pass
     tx.send((None, "ready"))
