@@ -109,13 +109,6 @@ def _spawner() -> ThreadPoolExecutor:
         return _state["spawner"]
 
 
-def _devnull() -> int:
-    with _lock:
-        if "null" not in _state:
-            _state["null"] = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
-        return _state["null"]
-
-
 class Zygote:
     """Host side of one zygote: used by one thread at a time (acquire -> run -> back to pool)."""
 
@@ -190,13 +183,20 @@ class Zygote:
     ) -> int | None:
         """One check (see sandbox.run); returns this zygote to the pool when it stays clean."""
         head = " ".join(sb.limit_args(limits)) + "\n" + ",".join(str(u) for u in uids) + "\n\n"
-        null = _devnull()
-        send = [null if stdin is None else stdin, null if stdout is None else stdout, null]
+        # A /dev/null of the check's own (a fresh open file description): one shared by every
+        # check carried its locks (flock, OFD byte-range locks) and status flags from one check
+        # to the next, an exact relay (tests/sandbox/test_channels.py); this one dies with the
+        # check, since we close our copy as soon as the zygote holds its own.
         deadline = time.monotonic() + limits.timeout
         try:
             if self.cg is not None:
                 self.cg.limit(*cgroup_limits(limits))
-            socket.send_fds(self.sock, [head.encode() + script.encode()], [*send, *fds])
+            null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+            send = [null if stdin is None else stdin, null if stdout is None else stdout, null]
+            try:
+                socket.send_fds(self.sock, [head.encode() + script.encode()], [*send, *fds])
+            finally:
+                os.close(null)
             self.sock.settimeout(max(0.001, deadline - time.monotonic()))  # 0 = non-blocking
             reply = self.sock.recv(64).split()
         except TimeoutError:
