@@ -12,7 +12,13 @@ def test_a_lone_surrogate_gets_its_own_verdict_and_the_rest_is_written(tmp_path,
     # check ran and then writing the output failed, losing every verdict.
     rows = [
         {"id": "a", "domain": "math", "prompt": "1+1?", "answer": "2", "response": "\\boxed{2}"},
-        {"id": "b", "domain": "math", "prompt": "1+1?", "answer": "2", "response": "\ud800\\boxed{2}"},
+        {
+            "id": "b",
+            "domain": "math",
+            "prompt": "1+1?",
+            "answer": "2",
+            "response": "\ud800\\boxed{2}",
+        },
         {"id": "c", "domain": "math", "prompt": "2+2?", "answer": "4", "response": "\\boxed{5}"},
     ]
     src = tmp_path / "in.jsonl"

@@ -14,8 +14,9 @@ from vibethinker.sandbox.bwrap import CGROUP_DIR, proc_hidden
 # argv: [-c, control socket fd, check seccomp filter (hex), /tmp mount options, /dev/shm mount
 # options]. Runs as uid 0 in the sandbox with CAP_SETUID/SETGID/KILL/SYS_ADMIN.
 ZYGOTE = (
-    sb.SETUP
-    + r"""
+    (
+        sb.SETUP
+        + r"""
 import ctypes, signal, socket, time
 
 _ctl = socket.socket(fileno=int(sys.argv[1]))
@@ -248,6 +249,7 @@ _setup(_lim, _uids, [(fd, i) for i, fd in enumerate(_fds)])
 del _lim, _uids, _fds, _codes
 exec(_code, {"__name__": "__vibethinker__", "_drop": _drop, "_UIDS": _UIDS})
 """
-).replace("CGROUP_DIR", CGROUP_DIR).replace(
-    "PROC_HIDDEN", repr(tuple(tuple(p.encode() for p in ps) for ps in proc_hidden()))
+    )
+    .replace("CGROUP_DIR", CGROUP_DIR)
+    .replace("PROC_HIDDEN", repr(tuple(tuple(p.encode() for p in ps) for ps in proc_hidden())))
 )
