@@ -81,7 +81,8 @@ LOCK_READER = (
     "for path in ('/dev/null', '/proc/self/fd/2'):\n"
     "    try:\n"
     "        fd = os.open(path, os.O_RDWR)\n"
-    "        r = struct.unpack('hhqqi4x', fcntl.fcntl(fd, 36, struct.pack('hhqqi4x', 1, 0, 0, 0, 0)))\n"
+    "        q = struct.pack('hhqqi4x', 1, 0, 0, 0, 0)\n"
+    "        r = struct.unpack('hhqqi4x', fcntl.fcntl(fd, 36, q))\n"
     "        if r[0] != 2 and 100 <= r[2] < 900:\n"
     "            found = str(r[2])\n"
     "    except OSError:\n"
@@ -238,3 +239,38 @@ def _one_shot(src: str) -> tuple[str, int | None, bytes]:
             del os.environ["VIBETHINKER_ZYGOTE"]
         else:
             os.environ["VIBETHINKER_ZYGOTE"] = old
+
+
+# --- the measured list: what is closed stays closed, what stays open is written down --------
+
+
+def _channels_script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "sandbox_channels.py"
+    spec = importlib.util.spec_from_file_location("sandbox_channels", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+# Exact before issue 37 (scripts/sandbox_channels.py, 20 rounds, 2026-12-06): dev-null-lock 20
+# of 20 10-bit symbols, mlock-vmstat 19 of 20, proc-stat-forks 19 of 20 4-bit symbols.
+CLOSED = ("dev-null-lock", "mlock-vmstat", "proc-stat-forks")
+
+
+@pytest.mark.parametrize("name", CLOSED)
+def test_closed_channels_carry_nothing(name):
+    ok, n, k, _ = _channels_script().CHANNELS[name](6)
+    assert ok <= (0 if k >= 10 else 2), (name, ok, n)  # 4-bit symbols: 0.4 of 6 by chance
+
+
+def test_every_measured_channel_is_listed_with_its_rate():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "VERIFY_CODE.md").read_text()
+    table = doc.split("## What stays open between checks", 1)[1].split("\n## ", 1)[0]
+    for name in _channels_script().CHANNELS:
+        row = next((ln for ln in table.splitlines() if ln.startswith(f"| `{name}`")), None)
+        assert row is not None and "bits" in row, name

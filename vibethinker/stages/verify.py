@@ -4,8 +4,9 @@
 `response` (the assistant's text); each output row is the same with `score`, `correct` and
 `reason` added. A response that is not valid Unicode text (a lone surrogate such as JSON's
 "\\ud800": no tokenizer decodes to one) is not scored: its row gets score 0 and reason
-`invalid_text`, with a warning naming it, and every other row is verified and written. A summary (per domain: count and accuracy; per reason: count) goes to stderr and,
-next to the output, to `<out>.summary.json`.
+`invalid_text`, with a warning naming it, and every other row is verified and written. A
+summary (per domain: count and accuracy; per reason: count) goes to stderr and, next to the
+output, to `<out>.summary.json`.
 """
 
 from __future__ import annotations
