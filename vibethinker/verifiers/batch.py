@@ -121,27 +121,11 @@ def verify_batch(
 
     def run_group(mode: str) -> None:
         idx = groups[mode]
-        if not idx:
-            return
-        args = [(problems[i], responses[i] if isinstance(responses[i], str) else "") for i in idx]
-        limits = [item_limit(problems[i], timeout) for i in idx]
-
-        def run(js: list[int], done: Callable[[int], None] | None) -> list[Score]:
-            a, lim = [args[j] for j in js], [limits[j] for j in js]
-            if mode == "process":
-                out = get_pool(workers).map(fn, a, lim, done)
-            else:
-                out = run_threads(fn, a, workers, lim, done)
-            return _scores(problems, [idx[j] for j in js], out)
-
-        first = run(list(range(len(idx))), (lambda j: on_done(idx[j])) if on_done else None)
-        again = [j for j, s in enumerate(first) if _is_error(s)]
-        second = run(again, None) if again else []  # progress counted each item once already
-        for j, s in zip(again, second):
-            first[j] = s
-        _count(problems, idx, again, first)
-        for i, s in zip(idx, first):
-            results[i] = s
+        if idx:
+            for i, s in zip(
+                idx, _verify_group(mode, problems, responses, idx, fn, workers, timeout, on_done)
+            ):
+                results[i] = s
 
     # Thread-mode items run beside the process pool, so a mixed batch uses both at once.
     errors: list[BaseException] = []
@@ -159,6 +143,37 @@ def verify_batch(
     if errors:
         raise errors[0]
     return results  # type: ignore[return-value]
+
+
+def _verify_group(
+    mode: str,
+    problems: Sequence[Problem],
+    responses: Sequence[str],
+    idx: list[int],
+    fn: Callable[[Problem, str], Score],
+    workers: int,
+    timeout: float | None,
+    on_done: Callable[[int], None] | None,
+) -> list[Score]:
+    """Items `idx` in one execution mode; those the verifier failed on run once more."""
+    args = [(problems[i], responses[i] if isinstance(responses[i], str) else "") for i in idx]
+    limits = [item_limit(problems[i], timeout) for i in idx]
+
+    def run(js: list[int], done: Callable[[int], None] | None) -> list[Score]:
+        a, lim = [args[j] for j in js], [limits[j] for j in js]
+        if mode == "process":
+            out = get_pool(workers).map(fn, a, lim, done)
+        else:
+            out = run_threads(fn, a, workers, lim, done)
+        return _scores(problems, [idx[j] for j in js], out)
+
+    first = run(list(range(len(idx))), (lambda j: on_done(idx[j])) if on_done else None)
+    again = [j for j, s in enumerate(first) if _is_error(s)]
+    second = run(again, None) if again else []  # progress counted each item once already
+    for j, s in zip(again, second):
+        first[j] = s
+    _count(problems, idx, again, first)
+    return first
 
 
 def _count(problems: Sequence[Problem], idx: list[int], again: list[int], final: list[Score]):
