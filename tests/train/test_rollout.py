@@ -127,9 +127,12 @@ def test_one_token_responses_keep_the_batch_shape(arch):
 
 
 def _one_error(problems, responses):
-    return [Score(0.0, False, "verifier_error:WorkerDied")] + [
-        Score(1.0, True, "ok") for _ in responses[1:]
-    ]
+    # as verify_batch returns them: one item failed twice, one recovered on its retry
+    died = "retried after verifier_error:WorkerDied"
+    return [
+        Score(0.0, False, "verifier_error:WorkerDied", died),
+        Score(1.0, True, "ok", died),
+    ] + [Score(1.0, True, "ok") for _ in responses[2:]]
 
 
 def test_verifier_errors_are_counted_per_step_and_warned(caplog):
@@ -138,7 +141,9 @@ def test_verifier_errors_are_counted_per_step_and_warned(caplog):
     groups = [Group(q, [Completion("7", [5], None, "stop")] * 2) for q in _problems(2)]
     sc = score_groups(groups, _one_error, "zero")
     assert sc.verifier_error.tolist() == [[True, False], [False, False]]
-    assert step_metrics(groups, sc, torch.ones(2))["verifier_errors"] == 1
+    assert sc.verifier_retried.tolist() == [[True, True], [False, False]]
+    row = step_metrics(groups, sc, torch.ones(2))
+    assert (row["verifier_errors"], row["verifier_retried"]) == (1, 2)
     assert "1 of 4 responses got no verdict" in caplog.text
     assert "verifier_error:WorkerDied" in caplog.text
 
@@ -147,4 +152,4 @@ def test_the_rl_metrics_row_carries_verifier_errors(tiny, tmp_path):  # noqa: F8
     model, tok = policy.load_policy(tiny, "cpu")
     opts = rl_options(steps=1, prompts_per_step=2, group_size=2, max_new_tokens=4, eval_every=0)
     res = train(model, tok, _problems(4), opts, tmp_path, verify=_one_error)
-    assert res["history"][0]["verifier_errors"] == 1
+    assert (res["history"][0]["verifier_errors"], res["history"][0]["verifier_retried"]) == (1, 2)

@@ -109,6 +109,8 @@ def test_a_killed_worker_is_retried_and_counted_not_scored_wrong(tmp_path, caplo
     scores = verify_batch(problems, responses, workers=workers, timeout=30, fn=dies_once)
     assert (tmp_path / "marker").exists()  # the worker did die mid-item
     assert [s.reason for s in scores] == ["ok"] * 4  # before: verifier_error:WorkerDied
+    assert scores[1].detail == "retried after verifier_error:WorkerDied"  # the RL step counts it
+    assert not any(s.detail for i, s in enumerate(scores) if i != 1)
     after = error_counts()
     assert after["retried"] - before["retried"] == 1
     assert after["recovered"] - before["recovered"] == 1

@@ -31,6 +31,7 @@ from vibethinker.log import get_logger
 from vibethinker.train import chunked
 from vibethinker.train.sft import backbone_and_head
 from vibethinker.types import Completion, Group, Problem, Score
+from vibethinker.verifiers.batch import RETRIED
 
 log = get_logger("train.rollout")
 
@@ -96,6 +97,8 @@ class Scored:
     # bool, the verifier failed to give a verdict even after its retry (verifiers/batch.py):
     # scored 0, counted per step as `verifier_errors`
     verifier_error: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.bool))
+    # bool, the verifier failed once and the item was run again (`verifier_retried` per step)
+    verifier_retried: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.bool))
 
 
 def score_groups(
@@ -116,13 +119,15 @@ def score_groups(
             len(scores),
             sorted({s.reason for s, e in zip(scores, errors) if e}),
         )
-    k, err = 0, []
+    retried = [s.detail.startswith(RETRIED) for s in scores]
+    k, err, again = 0, [], []
     for g in groups:
         g.scores = [
             rule(s) if c.truncated else s
             for c, s in zip(g.completions, scores[k : k + len(g.completions)])
         ]
         err.append(errors[k : k + len(g.completions)])
+        again.append(retried[k : k + len(g.completions)])
         k += len(g.completions)
     return Scored(
         rewards=torch.tensor([g.rewards for g in groups], dtype=torch.float32),
@@ -130,6 +135,7 @@ def score_groups(
         lengths=torch.tensor([[len(c.token_ids) for c in g.completions] for g in groups]),
         truncated=torch.tensor([[c.truncated for c in g.completions] for g in groups]),
         verifier_error=torch.tensor(err, dtype=torch.bool),
+        verifier_retried=torch.tensor(again, dtype=torch.bool),
     )
 
 

@@ -27,6 +27,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers.code import backstop
@@ -72,6 +73,7 @@ def item_limit(problem: Problem, timeout: float | None) -> float:
 
 
 VERIFIER_ERROR = "verifier_error"  # Score.reason prefix of a verdict the verifier failed to give
+RETRIED = "retried after "  # Score.detail prefix of an item run twice (then the first reason)
 _COUNTS = {"retried": 0, "recovered": 0, "failed": 0}
 _COUNTS_LOCK = threading.Lock()
 
@@ -170,8 +172,9 @@ def _verify_group(
     first = run(list(range(len(idx))), (lambda j: on_done(idx[j])) if on_done else None)
     again = [j for j, s in enumerate(first) if _is_error(s)]
     second = run(again, None) if again else []  # progress counted each item once already
-    for j, s in zip(again, second):
-        first[j] = s
+    for j, s in zip(again, second):  # the detail says so (eval samples; the RL step counts it)
+        note = RETRIED + first[j].reason
+        first[j] = replace(s, detail=f"{note}; {s.detail}" if s.detail else note)
     _count(problems, idx, again, first)
     return first
 
