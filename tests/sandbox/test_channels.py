@@ -274,3 +274,54 @@ def test_every_measured_channel_is_listed_with_its_rate():
     for name in _channels_script().CHANNELS:
         row = next((ln for ln in table.splitlines() if ln.startswith(f"| `{name}`")), None)
         assert row is not None and "bits" in row, name
+
+
+# Everything under /proc a check can read, but its own processes: nothing in it may move when
+# another check forks, makes pipes and files and touches memory (before issue 37: vmstat, stat,
+# meminfo, zoneinfo, buddyinfo, loadavg, uptime, interrupts, softirqs, cgroups, pressure/*,
+# sys/fs/*, fs/ext4/*, irq/*/spurious moved). Random by design, or the CPU clock's speed (the
+# load of the machine, docs/VERIFY_CODE.md), are allowed.
+PROC_DUMP = (
+    "import json, os\n"
+    "out = {}\n"
+    "for d, ds, fs in os.walk('/proc'):\n"
+    "    top = d[len('/proc/'):].split('/')[0]\n"
+    "    if top.isdigit() or top in ('self', 'thread-self'):\n"
+    "        ds[:] = []\n"
+    "        continue\n"
+    "    for f in fs:\n"
+    "        try:\n"
+    "            with open(os.path.join(d, f), 'rb') as fh:\n"
+    "                out[os.path.join(d, f)] = fh.read(1 << 16).decode('latin-1')\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "print(json.dumps(out))\n"
+)
+ACTIVITY = (
+    "import os\n"
+    "for i in range(300):\n"
+    "    p = os.fork()\n"
+    "    if p == 0:\n"
+    "        os._exit(0)\n"
+    "    os.waitpid(p, 0)\n"
+    "for i in range(300):\n"
+    "    for fd in os.pipe():\n"
+    "        os.close(fd)\n"
+    "for i in range(2000):\n"
+    "    open('/tmp/f%d' % i, 'w').close()\n"
+    "x = bytearray(100 << 20)\n"
+    "for i in range(0, len(x), 4096):\n"
+    "    x[i] = 1\n"
+)
+MAY_MOVE = ("/proc/sys/kernel/random/", "/proc/cpuinfo")
+
+
+def test_nothing_a_check_can_read_in_proc_moves_with_another_check():
+    import json
+
+    before = json.loads(run_stdio_case(PROC_DUMP, "", "bwrap", LIM)[2])
+    run_stdio_case(ACTIVITY, "", "bwrap", LIM)
+    after = json.loads(run_stdio_case(PROC_DUMP, "", "bwrap", LIM)[2])
+    assert len(before) > 100  # /proc is there, its files readable
+    moved = sorted(k for k in before if after.get(k) != before[k] and not k.startswith(MAY_MOVE))
+    assert moved == []

@@ -238,6 +238,8 @@ PROC_HIDDEN = (
     "latency_stats",
     "pressure/",  # PSI: cumulative stall times, host-wide
     "sys/fs/",  # file-nr, inode-nr, dentry-state, aio-nr
+    "fs/",  # the host file systems' own counters (ext4 extent cache, free blocks, jbd2)
+    "irq/",  # per-interrupt counts
 )
 
 
