@@ -560,6 +560,15 @@ REFUSED_CALLS = {
     "socket(AF_VSOCK)": ("libc.socket(40, 1, 0)", 97),
     "socket(AF_PACKET)": ("libc.socket(17, 3, 0)", 97),
     "socket(AF_ALG)": ("libc.socket(38, 5, 0)", 97),
+    # host-wide state a later check (or one beside it) reads: issue 37, test_channels.py
+    "mlock": ("libc.mlock(buf, 256)", 1),
+    "mlock2": ("libc.syscall(325, buf, 256, 0)", 1),
+    "mlockall": ("libc.mlockall(3)", 1),
+    "munlockall": ("libc.munlockall()", 1),
+    "flock": ("libc.flock(0, 6)", 1),
+    "fcntl(F_OFD_SETLK)": ("libc.fcntl(0, 37, buf)", 37),
+    "fcntl(F_SETLK)": ("libc.fcntl(0, 6, buf)", 37),
+    "inotify_init1": ("libc.inotify_init1(0)", 1),
 }
 
 
@@ -1019,8 +1028,9 @@ def test_no_counter_carries_over_between_checks(counter):
     reason="SECURITY (low, open): the inode numbers of pipes, sockets and anonymous files come "
     "from one host-wide counter that no namespace separates (one-shot sandboxes share it too): "
     "a check that makes 3,000 pipes moves what the next check sees by ~3,000. A noisy covert "
-    "channel between two cooperating submissions: scripts/sandbox_channels.py decoded 0-3 of 20 "
-    "4-bit symbols (1.25 by chance) on a busy machine (2026-12-03)",
+    "channel between two cooperating submissions: scripts/sandbox_channels.py decoded 0-6 of 20 "
+    "4-bit symbols (1.25 by chance; 0.13 bits per check at most) on a busy machine "
+    "(2026-12-03, 2026-12-06; docs/VERIFY_CODE.md lists every channel with its rate)",
 )
 def test_host_wide_inode_counter_carries_over():
     from vibethinker.verifiers.code import run_stdio_case

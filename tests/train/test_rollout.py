@@ -4,9 +4,14 @@ found untested. The reference is one unpadded forward per row."""
 import pytest
 import torch
 
-from vibethinker.train.rollout import build_batch, response_logprobs
+from tests.helpers.loop_options import rl_options
+from tests.helpers.rl_data import _problems, tiny  # noqa: F401 - the tiny-model fixture
+from vibethinker.train import policy
+from vibethinker.train.rl import train
+from vibethinker.train.rl_metrics import step_metrics
+from vibethinker.train.rollout import build_batch, response_logprobs, score_groups
 from vibethinker.train.sft import backbone_and_head
-from vibethinker.types import Completion
+from vibethinker.types import Completion, Group, Score
 
 SMALL = dict(
     vocab_size=64,
@@ -119,3 +124,32 @@ def test_one_token_responses_keep_the_batch_shape(arch):
     assert lp.shape == ent.shape == (2, 1)
     want = _reference(model, [[1, 2], [3]], [[9], [8]])
     assert torch.allclose(lp[:, 0], torch.cat([w[0] for w in want]), atol=1e-5)
+
+
+def _one_error(problems, responses):
+    # as verify_batch returns them: one item failed twice, one recovered on its retry
+    died = "retried after verifier_error:WorkerDied"
+    return [
+        Score(0.0, False, "verifier_error:WorkerDied", died),
+        Score(1.0, True, "ok", died),
+    ] + [Score(1.0, True, "ok") for _ in responses[2:]]
+
+
+def test_verifier_errors_are_counted_per_step_and_warned(caplog):
+    """A response the verifier could not judge (after batch.py's retry) is scored 0 but never
+    silently: the step's metrics count it (`verifier_errors`) and the log warns."""
+    groups = [Group(q, [Completion("7", [5], None, "stop")] * 2) for q in _problems(2)]
+    sc = score_groups(groups, _one_error, "zero")
+    assert sc.verifier_error.tolist() == [[True, False], [False, False]]
+    assert sc.verifier_retried.tolist() == [[True, True], [False, False]]
+    row = step_metrics(groups, sc, torch.ones(2))
+    assert (row["verifier_errors"], row["verifier_retried"]) == (1, 2)
+    assert "1 of 4 responses got no verdict" in caplog.text
+    assert "verifier_error:WorkerDied" in caplog.text
+
+
+def test_the_rl_metrics_row_carries_verifier_errors(tiny, tmp_path):  # noqa: F811
+    model, tok = policy.load_policy(tiny, "cpu")
+    opts = rl_options(steps=1, prompts_per_step=2, group_size=2, max_new_tokens=4, eval_every=0)
+    res = train(model, tok, _problems(4), opts, tmp_path, verify=_one_error)
+    assert (res["history"][0]["verifier_errors"], res["history"][0]["verifier_retried"]) == (1, 2)

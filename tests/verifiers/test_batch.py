@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import threading
 import time
 
@@ -84,6 +85,48 @@ def test_crash_and_exception_are_scored_not_raised():
         "verifier_error:KeyError",
         "wrong_answer",
     ]
+
+
+def dies_once(problem: Problem, response: str) -> Score:
+    # "DIE:<marker>:<answer>": the first worker to take the item is SIGKILLed mid-item (as by
+    # the OOM killer or an operator); a retry finds the marker and verifies the answer.
+    if response.startswith("DIE:"):
+        _, marker, response = response.split(":", 2)
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+    return verify(problem, response)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_killed_worker_is_retried_and_counted_not_scored_wrong(tmp_path, caplog, workers):
+    from vibethinker.verifiers.batch import error_counts
+
+    before = error_counts()
+    problems = [mp(i, str(i)) for i in range(4)]
+    responses = [rf"\boxed{{{i}}}" for i in range(4)]
+    responses[1] = f"DIE:{tmp_path / 'marker'}:" + responses[1]
+    scores = verify_batch(problems, responses, workers=workers, timeout=30, fn=dies_once)
+    assert (tmp_path / "marker").exists()  # the worker did die mid-item
+    assert [s.reason for s in scores] == ["ok"] * 4  # before: verifier_error:WorkerDied
+    assert scores[1].detail == "retried after verifier_error:WorkerDied"  # the RL step counts it
+    assert not any(s.detail for i, s in enumerate(scores) if i != 1)
+    after = error_counts()
+    assert after["retried"] - before["retried"] == 1
+    assert after["recovered"] - before["recovered"] == 1
+    assert after["failed"] == before["failed"]
+    assert "retried once" in caplog.text
+
+
+def test_an_error_that_persists_is_counted_and_warned(caplog):
+    from vibethinker.verifiers.batch import error_counts
+
+    before = error_counts()
+    scores = verify_batch([mp(0, "1")] * 2, ["CRASH", r"\boxed{1}"], timeout=5, fn=slow_verify)
+    assert [s.reason for s in scores] == ["verifier_error:WorkerDied", "ok"]
+    after = error_counts()
+    assert (after["retried"] - before["retried"], after["failed"] - before["failed"]) == (1, 1)
+    assert "still failing after a retry" in caplog.text and "m0" in caplog.text
 
 
 class SandboxUnavailable(RuntimeError):

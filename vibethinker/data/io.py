@@ -437,7 +437,10 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> int:
     n = 0
     with open(tmp, "w", encoding="utf-8") as f:
         for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            try:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            except UnicodeEncodeError:  # a lone surrogate: as a \udXXX escape (json reads it)
+                f.write(json.dumps(r) + "\n")
             n += 1
     os.replace(tmp, path)
     return n

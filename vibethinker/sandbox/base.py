@@ -86,8 +86,9 @@ def _setup(lim, uids, fdmap):
     for r, v in zip((resource.RLIMIT_AS, resource.RLIMIT_CPU, resource.RLIMIT_NPROC,
                      resource.RLIMIT_FSIZE, resource.RLIMIT_NOFILE), lim):
         resource.setrlimit(r, (int(v), int(v)))
-    # no core dumps; no POSIX message queues (they would outlive the process in the ipc ns)
-    for r in (resource.RLIMIT_CORE, resource.RLIMIT_MSGQUEUE):
+    # no core dumps; no POSIX message queues (they would outlive the process in the ipc ns); no
+    # locked memory (mlock and mmap(MAP_LOCKED) move host-wide /proc/vmstat counters: seccomp.py)
+    for r in (resource.RLIMIT_CORE, resource.RLIMIT_MSGQUEUE, resource.RLIMIT_MEMLOCK):
         resource.setrlimit(r, (0, 0))
     # a check is the first thing the OOM killer takes, before any host process
     try:

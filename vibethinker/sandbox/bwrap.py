@@ -15,7 +15,11 @@
   is remounted read-only; a private, size-capped tmpfs at /tmp (and /dev/shm) is the only
   writable place. /proc is the sandbox's own; its /proc/sys is writable only by uid 0 with
   capabilities, i.e. never by a check (a zygote's checks get it mounted read-only as well:
-  bwrap can only bind the host's /proc/sys there, which would show the host's values). /dev holds only null,
+  bwrap can only bind the host's /proc/sys there, which would show the host's values). The
+  host-wide counters and state in /proc that no namespace separates (`PROC_HIDDEN`: vmstat,
+  stat, meminfo, locks, pressure, /proc/sys/fs, ...) are covered (unreadable files, empty
+  directories): a check could move them and a later one read them back (docs/VERIFY_CODE.md,
+  "What stays open between checks"). /dev holds only null,
   zero, full, random, urandom and the fd links: no /dev/pts or /dev/ptmx (a check could
   otherwise take dozens of the host's limited ptys: kernel.pty.max counts every devpts
   instance), no /dev/tty.
@@ -175,6 +179,12 @@ def bwrap_argv(
     binds, ro = _binds()
     args += binds
     args += ["--proc", "/proc", *_dev_args()]
+    files, dirs = proc_hidden()
+    for f in files:  # bwrap binds without devices: opening one fails with EACCES
+        args += ["--ro-bind", "/dev/null", f]
+    for d in dirs:
+        args += ["--size", "4096", "--perms", "0555", "--tmpfs", d]
+    ro = (*ro, *dirs)
     args += list(extra)
     tmp = str(limits.tmp_mb * 2**20)
     args += ["--size", tmp, "--perms", "1777", "--tmpfs", "/tmp"]
@@ -195,6 +205,50 @@ def bwrap_argv(
 
 
 DEVICES = ("null", "zero", "full", "random", "urandom")
+
+# /proc entries a check must not read: host-wide counters and state that no namespace
+# separates, which a check can move and a later check (or one beside it) can read back.
+# Files become unreadable, directories empty (a zygote's checks get the same on their fresh
+# /proc, zygote_program.py). The rest of /proc (its own processes, cpuinfo, version, mounts,
+# the read-only /proc/sys) stays.
+PROC_HIDDEN = (
+    "vmstat",  # mlock, oom_kill, THP, compaction, page-fault counters (cumulative)
+    "zoneinfo",  # the same counters per memory zone
+    "pagetypeinfo",
+    "buddyinfo",
+    "meminfo",  # Mlocked, Slab, Shmem, Committed_AS: gauges slow to fall back
+    "stat",  # "processes" (every fork since boot), interrupts, context switches, CPU times
+    "loadavg",
+    "uptime",  # idle time summed over CPUs
+    "interrupts",
+    "softirqs",
+    "schedstat",
+    "diskstats",
+    "locks",  # every file lock on the host
+    "slabinfo",
+    "key-users",
+    "cgroups",
+    "swaps",
+    "vmallocinfo",
+    "timer_list",
+    "sched_debug",
+    "kpageflags",
+    "kpagecount",
+    "kpagecgroup",
+    "latency_stats",
+    "pressure/",  # PSI: cumulative stall times, host-wide
+    "sys/fs/",  # file-nr, inode-nr, dentry-state, aio-nr
+    "fs/",  # the host file systems' own counters (ext4 extent cache, free blocks, jbd2)
+    "irq/",  # per-interrupt counts
+)
+
+
+@functools.cache
+def proc_hidden() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(files, directories) of PROC_HIDDEN that this kernel has, as absolute paths."""
+    files = tuple(f"/proc/{n}" for n in PROC_HIDDEN if not n.endswith("/"))
+    dirs = tuple(f"/proc/{n[:-1]}" for n in PROC_HIDDEN if n.endswith("/"))
+    return tuple(f for f in files if os.path.isfile(f)), tuple(d for d in dirs if os.path.isdir(d))
 
 
 def _dev_args() -> list[str]:

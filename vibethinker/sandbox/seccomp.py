@@ -27,7 +27,14 @@ filter removes the kernel attack surface and the few holes the other layers leav
   a cgroup v1 does not count; AF_NETLINK would subscribe to the host's device events (uevents
   reach every network namespace of the initial user namespace); AF_VSOCK is not isolated by a
   network namespace at all (a VM's host is reachable through it); AF_ALG, AF_PACKET, AF_KEY;
-- `mq_open`: POSIX message queues outlive their processes (RLIMIT_MSGQUEUE=0 refuses them too).
+- `mq_open`: POSIX message queues outlive their processes (RLIMIT_MSGQUEUE=0 refuses them too);
+- memory locking (`mlock`, `mlock2`, `mlockall`, `munlock`, `munlockall`; RLIMIT_MEMLOCK=0 also
+  refuses `mmap(MAP_LOCKED)`): each call moves host-wide /proc/vmstat counters that no namespace
+  separates (an exact relay to any later check, ~1.6M pages/s), and no judge program needs it;
+- file locks (`flock`; `fcntl`'s byte-range, OFD, lease and dnotify commands, ENOLCK) and
+  inotify: every check sees the same inodes (the read-only root, /dev/null), so a lock or a
+  watch on one is read by a check running beside it (F_GETLK, /proc/locks), a live relay
+  between two samples graded at once. Within one check a program has no one to lock against.
 
 Two variants: `build(arch)` for checks, and `build(arch, zygote=True)` for a zygote (zygote.py),
 which additionally may `unshare` and `mount` to give each check fresh namespaces and tmpfs;
@@ -55,11 +62,11 @@ _RET = 0x06  # BPF_RET | BPF_K
 RET_KILL_PROCESS = 0x80000000
 RET_ERRNO = 0x00050000
 RET_ALLOW = 0x7FFF0000
-EPERM, ENOSYS, EAFNOSUPPORT = 1, 38, 97
+EPERM, ENOLCK, ENOSYS, EAFNOSUPPORT = 1, 37, 38, 97
 
 # offsets in struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6];} (little endian: the
 # low 32 bits of args[i] sit at 16 + 8 i)
-_NR, _ARCH, _ARG0 = 0, 4, 16
+_NR, _ARCH, _ARG0, _ARG1 = 0, 4, 16, 24
 
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 X32_BIT = 0x40000000  # x86_64: x32 ABI syscalls have this bit in nr
@@ -151,6 +158,15 @@ DENY: dict[str, tuple[int | None, int | None]] = {
     "pwritev2": (328, 287),
     "nfsservctl": (180, 42),
     "mq_open": (240, 180),
+    "mlock": (149, 228),
+    "mlock2": (325, 284),
+    "mlockall": (151, 230),
+    "munlock": (150, 229),
+    "munlockall": (152, 231),
+    "flock": (73, 32),
+    "inotify_init": (253, None),
+    "inotify_init1": (294, 26),
+    "inotify_add_watch": (254, 27),
     "iopl": (172, None),
     "ioperm": (173, None),
     "modify_ldt": (154, None),
@@ -164,6 +180,10 @@ DENY: dict[str, tuple[int | None, int | None]] = {
 CLONE, CLONE3 = (56, 220), (435, 435)
 SOCKET, SOCKETPAIR = (41, 198), (53, 199)
 PERSONALITY = (135, 92)
+FCNTL = (72, 25)
+# fcntl commands refused with ENOLCK (module doc): F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK,
+# F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE, F_GETLEASE, F_NOTIFY
+FCNTL_LOCKS = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
 
 
 def _ins(code: int, jt: int | str, jf: int | str, k: int) -> tuple:
@@ -212,6 +232,11 @@ def build(arch: str, network: bool = False, zygote: bool = False) -> bytes:
         _ins(_JEQ, "socket", 0, SOCKET[a]),
         _ins(_JEQ, "socket", 0, SOCKETPAIR[a]),
         _ins(_JEQ, "personality", 0, PERSONALITY[a]),
+        _ins(_JEQ, "fcntl", 0, FCNTL[a]),
+        _ins(_RET, 0, 0, RET_ALLOW),
+        "fcntl",
+        _ins(_LD_W_ABS, 0, 0, _ARG1),  # the command
+        *[_ins(_JEQ, "enolck", 0, c) for c in FCNTL_LOCKS],
         _ins(_RET, 0, 0, RET_ALLOW),
         "clone",
         _ins(_LD_W_ABS, 0, 0, _ARG0),  # the flags (low 32 bits are all the kernel reads)
@@ -228,6 +253,8 @@ def build(arch: str, network: bool = False, zygote: bool = False) -> bytes:
         _ins(_RET, 0, 0, RET_ERRNO | EPERM),
         "allow",
         _ins(_RET, 0, 0, RET_ALLOW),
+        "enolck",
+        _ins(_RET, 0, 0, RET_ERRNO | ENOLCK),
         "enosys",
         _ins(_RET, 0, 0, RET_ERRNO | ENOSYS),
         "kill",

@@ -48,11 +48,17 @@ Why a submission cannot influence a later check (or the zygote):
   filter as well. With the host's /usr bound instead (VIBETHINKER_SANDBOX_ROOT=off, or a host
   without a tmpfs for the copy) a later check can time its reads: 64 bits per pair of checks
   (scripts/sandbox_channels.py), a relay from a solving sample to the ones graded after it.
+- Open file descriptions: a check's /dev/null (its stderr, and stdin/stdout when none is
+  given) is opened afresh for it and closed by us once sent, so it dies with the check; one
+  description shared by every check carried its locks (an OFD lock's offset, a flock) to every
+  later check and left the host's /dev/null locked (issue 37). Locks and inotify on the inodes
+  all checks share are refused by the seccomp filter, memory locking too (it moves host-wide
+  /proc/vmstat counters), and the host-wide counters of /proc are hidden (bwrap.PROC_HIDDEN).
 - Residual (host-wide, no namespace separates them, one-shot sandboxes share them too, so a
   reused zygote makes no difference to them): the inode numbers of pipes, sockets and
-  anonymous files (per-CPU batches: a naive code decoded 0-3 of 20 4-bit symbols on a busy
-  machine) and the load of the machine. tests/sandbox/test_redteam.py keeps them as known,
-  measured channels.
+  anonymous files (per-CPU batches: a naive code decoded 0-6 of 20 4-bit symbols, ~0.1 bit
+  per check) and the load of the machine. docs/VERIFY_CODE.md ("What stays open between
+  checks") lists each channel with its measured rate (scripts/sandbox_channels.py).
 - Anything unexpected (a leftover, a failed sweep, a malformed reply, the zygote dying) discards
   the zygote: the host SIGKILLs it (the whole sandbox goes with bwrap's --die-with-parent) and
   starts a new one. Dying before answering raises SandboxLost and the check is rerun in a
@@ -107,13 +113,6 @@ def _spawner() -> ThreadPoolExecutor:
         if _state["spawner"] is None:
             _state["spawner"] = ThreadPoolExecutor(1, thread_name_prefix="vt-zygote")
         return _state["spawner"]
-
-
-def _devnull() -> int:
-    with _lock:
-        if "null" not in _state:
-            _state["null"] = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
-        return _state["null"]
 
 
 class Zygote:
@@ -190,13 +189,20 @@ class Zygote:
     ) -> int | None:
         """One check (see sandbox.run); returns this zygote to the pool when it stays clean."""
         head = " ".join(sb.limit_args(limits)) + "\n" + ",".join(str(u) for u in uids) + "\n\n"
-        null = _devnull()
-        send = [null if stdin is None else stdin, null if stdout is None else stdout, null]
         deadline = time.monotonic() + limits.timeout
         try:
             if self.cg is not None:
                 self.cg.limit(*cgroup_limits(limits))
-            socket.send_fds(self.sock, [head.encode() + script.encode()], [*send, *fds])
+            # A /dev/null of the check's own (a fresh open file description): one shared by every
+            # check carried its locks (flock, OFD byte-range locks) and status flags from one check
+            # to the next, an exact relay (tests/sandbox/test_channels.py); this one dies with the
+            # check, since we close our copy as soon as the zygote holds its own.
+            null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+            send = [null if stdin is None else stdin, null if stdout is None else stdout, null]
+            try:
+                socket.send_fds(self.sock, [head.encode() + script.encode()], [*send, *fds])
+            finally:
+                os.close(null)
             self.sock.settimeout(max(0.001, deadline - time.monotonic()))  # 0 = non-blocking
             reply = self.sock.recv(64).split()
         except TimeoutError:

@@ -9,13 +9,14 @@ before it answers. Only a check's child returns from `_serve` and becomes that c
 from __future__ import annotations
 
 from vibethinker.sandbox import base as sb
-from vibethinker.sandbox.bwrap import CGROUP_DIR
+from vibethinker.sandbox.bwrap import CGROUP_DIR, proc_hidden
 
 # argv: [-c, control socket fd, check seccomp filter (hex), /tmp mount options, /dev/shm mount
 # options]. Runs as uid 0 in the sandbox with CAP_SETUID/SETGID/KILL/SYS_ADMIN.
 ZYGOTE = (
-    sb.SETUP
-    + r"""
+    (
+        sb.SETUP
+        + r"""
 import ctypes, signal, socket, time
 
 _ctl = socket.socket(fileno=int(sys.argv[1]))
@@ -74,6 +75,11 @@ def _isolate():
         if os.path.exists(d):
             _mount(d, d, None, _BIND | _REC)
             _mount(None, d, None, _REMOUNT | _BIND | _RDONLY | _NOSUID | _NODEV | _NOEXEC)
+    for f in _HIDDEN_FILES:  # host-wide counters (bwrap.PROC_HIDDEN): unreadable (nodev)
+        _mount(b"/dev/null", f, None, _BIND)
+        _mount(None, f, None, _REMOUNT | _BIND | _RDONLY | _NOSUID | _NODEV | _NOEXEC)
+    for d in _HIDDEN_DIRS:
+        _mount(b"tmpfs", d, b"tmpfs", _NOSUID | _NODEV | _NOEXEC | _RDONLY, b"size=4k")
     _mount(b"tmpfs", b"/tmp", b"tmpfs", _NOSUID | _NODEV, _TMP_OPTS)
     _mount(b"tmpfs", b"/dev/shm", b"tmpfs", _NOSUID | _NODEV, _SHM_OPTS)
     # Mounting over /tmp does not move a process that stands in the old one: enter the fresh
@@ -105,6 +111,7 @@ def _isolate():
 # itself in before it runs anything, so its processes, files and kernel objects count against
 # the check's limit while the zygote, outside, is never the one the OOM killer picks.
 _CGD = "CGROUP_DIR"
+_HIDDEN_FILES, _HIDDEN_DIRS = PROC_HIDDEN
 _CG = [_CGD + "/" + n for n in sorted(os.listdir(_CGD))] if os.path.isdir(_CGD) else []
 
 
@@ -242,4 +249,7 @@ _setup(_lim, _uids, [(fd, i) for i, fd in enumerate(_fds)])
 del _lim, _uids, _fds, _codes
 exec(_code, {"__name__": "__vibethinker__", "_drop": _drop, "_UIDS": _UIDS})
 """
-).replace("CGROUP_DIR", CGROUP_DIR)
+    )
+    .replace("CGROUP_DIR", CGROUP_DIR)
+    .replace("PROC_HIDDEN", repr(tuple(tuple(p.encode() for p in ps) for ps in proc_hidden())))
+)

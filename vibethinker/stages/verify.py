@@ -2,8 +2,11 @@
 
 `vibethinker verify IN.jsonl out=OUT.jsonl workers=2`: each input row is a Problem record plus a
 `response` (the assistant's text); each output row is the same with `score`, `correct` and
-`reason` added. A summary (per domain: count and accuracy; per reason: count) goes to stderr and,
-next to the output, to `<out>.summary.json`.
+`reason` added. A response that is not valid Unicode text (a lone surrogate such as JSON's
+"\\ud800": no tokenizer decodes to one) is not scored: its row gets score 0 and reason
+`invalid_text`, with a warning naming it, and every other row is verified and written. A
+summary (per domain: count and accuracy; per reason: count) goes to stderr and, next to the
+output, to `<out>.summary.json`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from vibethinker.config import runtime
 from vibethinker.data.io import load_problems, problem_to_dict, write_jsonl
 from vibethinker.log import get_logger, is_quiet
 from vibethinker.stages import register
+from vibethinker.types import Score
 from vibethinker.verifiers.math import with_answer_format
 
 log = get_logger("stages.verify")
@@ -43,6 +47,18 @@ class VerifyConfig:
     paper's), `answer_line` (PRM800K's `# Answer` line), `final_answer` ("The final answer is
     X"), `answer_colon` ("Answer: X"), `last_line`, or `auto` (boxed, answer_line, final_answer,
     answer_colon in turn). Paper: boxed; the others read outputs in other sources' formats."""
+
+
+INVALID_TEXT = Score(0.0, False, "invalid_text", "the response holds a lone surrogate")
+
+
+def _valid_text(s: str) -> bool:
+    """Whether `s` is valid Unicode (encodes as UTF-8: no lone surrogates)."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def output_path(out: str) -> Path:
@@ -109,15 +125,31 @@ def run(cfg: VerifyConfig) -> dict[str, str]:
         if r is None:
             log.warning("%s: row %s has no `response`; it scores 0", cfg.input, p.id)
         responses.append(r if isinstance(r, str) else "")
-    bar = tqdm(total=len(problems), desc="verify", disable=is_quiet(), leave=False)
-    scores = verifiers.verify_batch(
-        problems,
-        responses,
+    bad = [i for i, r in enumerate(responses) if not _valid_text(r)]
+    if bad:
+        ids = ", ".join(str(problems[i].id) for i in bad[:10])
+        log.warning(
+            "%s: %d response(s) not valid Unicode (lone surrogates), scored 0 as invalid_text "
+            "without running a verifier: %s%s",
+            cfg.input,
+            len(bad),
+            ids,
+            " ..." if len(bad) > 10 else "",
+        )
+    skip = set(bad)
+    good = [i for i in range(len(problems)) if i not in skip]
+    bar = tqdm(total=len(good), desc="verify", disable=is_quiet(), leave=False)
+    scored = verifiers.verify_batch(
+        [problems[i] for i in good],
+        [responses[i] for i in good],
         workers=cfg.workers,
         timeout=cfg.timeout or None,
         on_done=lambda _: bar.update(1),
     )
     bar.close()
+    scores = [INVALID_TEXT] * len(problems)
+    for i, s in zip(good, scored):
+        scores[i] = s
     rows = []
     for p, resp, s in zip(problems, responses, scores):
         row = problem_to_dict(p)

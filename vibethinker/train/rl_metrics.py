@@ -79,6 +79,8 @@ def step_metrics(groups: list[Group], sc: Scored, weights: torch.Tensor) -> dict
         "len_incorrect": mean_where(~c),
         "trunc_rate": float(sc.truncated.float().mean()),
         "gen_tokens": int(lens.sum()),
+        "verifier_errors": int(sc.verifier_error.sum()),  # no verdict after a retry: scored 0
+        "verifier_retried": int(sc.verifier_retried.sum()),  # failed once, run again
     }
 
 

@@ -20,16 +20,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from vibethinker.algo.losses import entropy_from_logits
 from vibethinker.engines import SamplingParams
+from vibethinker.log import get_logger
 from vibethinker.train import chunked
 from vibethinker.train.sft import backbone_and_head
 from vibethinker.types import Completion, Group, Problem, Score
+from vibethinker.verifiers.batch import RETRIED
+
+log = get_logger("train.rollout")
 
 # ----------------------------------------------------------------------------- data order
 
@@ -90,6 +94,11 @@ class Scored:
     correct: torch.Tensor  # bool
     lengths: torch.Tensor  # long, response tokens (EOS included)
     truncated: torch.Tensor  # bool, hit max_new_tokens
+    # bool, the verifier failed to give a verdict even after its retry (verifiers/batch.py):
+    # scored 0, counted per step as `verifier_errors`
+    verifier_error: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.bool))
+    # bool, the verifier failed once and the item was run again (`verifier_retried` per step)
+    verifier_retried: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.bool))
 
 
 def score_groups(
@@ -102,18 +111,31 @@ def score_groups(
     flat_p = [g.problem for g in groups for _ in g.completions]
     flat_r = [c.text for g in groups for c in g.completions]
     scores = verify(flat_p, flat_r) if flat_p else []
-    k = 0
+    errors = [s.reason.startswith("verifier_error") for s in scores]  # raw: before truncation
+    if any(errors):
+        log.warning(
+            "%d of %d responses got no verdict (verifier errors after a retry), scored 0: %s",
+            sum(errors),
+            len(scores),
+            sorted({s.reason for s, e in zip(scores, errors) if e}),
+        )
+    retried = [s.detail.startswith(RETRIED) for s in scores]
+    k, err, again = 0, [], []
     for g in groups:
         g.scores = [
             rule(s) if c.truncated else s
             for c, s in zip(g.completions, scores[k : k + len(g.completions)])
         ]
+        err.append(errors[k : k + len(g.completions)])
+        again.append(retried[k : k + len(g.completions)])
         k += len(g.completions)
     return Scored(
         rewards=torch.tensor([g.rewards for g in groups], dtype=torch.float32),
         correct=torch.tensor([[s.correct for s in g.scores] for g in groups], dtype=torch.bool),
         lengths=torch.tensor([[len(c.token_ids) for c in g.completions] for g in groups]),
         truncated=torch.tensor([[c.truncated for c in g.completions] for g in groups]),
+        verifier_error=torch.tensor(err, dtype=torch.bool),
+        verifier_retried=torch.tensor(again, dtype=torch.bool),
     )
 
 

@@ -11,6 +11,12 @@ Two execution modes, chosen per domain in `MODES` (a dict, not branches in the l
   item: never more sandboxes than `workers`. Only a thread that ignores the cancel (e.g. stuck
   in an HTTP call) is replaced after CANCEL_GRACE_S, and left to finish detached.
 
+Verifier errors (the verifier raised, or its worker died mid-item: an OOM kill, a signal, a
+segfault) say nothing about the response, so they are never silently a 0: each such item is
+run once more, and what still fails keeps its `verifier_error:<Type>` reason, is logged as a
+warning and counted (`error_counts()`, cumulative; the RL loop's `verifier_errors` per step).
+Timeouts are verdicts (the response is too slow) and are not retried.
+
 Per-item limits: TIMEOUTS per domain, or BACKSTOPS, a function of the problem (the code
 verifier's is derived from its case count and per-case limit, code.backstop).
 """
@@ -21,6 +27,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers.code import backstop
@@ -65,6 +72,32 @@ def item_limit(problem: Problem, timeout: float | None) -> float:
     return BACKSTOPS[d](problem) if d in BACKSTOPS else TIMEOUTS.get(d, 60.0)
 
 
+VERIFIER_ERROR = "verifier_error"  # Score.reason prefix of a verdict the verifier failed to give
+RETRIED = "retried after "  # Score.detail prefix of an item run twice (then the first reason)
+_COUNTS = {"retried": 0, "recovered": 0, "failed": 0}
+_COUNTS_LOCK = threading.Lock()
+
+
+def error_counts() -> dict[str, int]:
+    """Verifier errors in this process so far: items `retried` once, `recovered` by the retry,
+    `failed` again (scored 0 with their verifier_error reason)."""
+    with _COUNTS_LOCK:
+        return dict(_COUNTS)
+
+
+def _is_error(score: Score) -> bool:
+    return score.reason.startswith(VERIFIER_ERROR)
+
+
+def _scores(problems: Sequence[Problem], idx: list[int], out: list) -> list[Score]:
+    res = []
+    for i, (status, value) in zip(idx, out):
+        if status == "error" and value[0] in SETUP_ERRORS:
+            raise VerifierUnavailable(f"{problems[i].domain}: {value[0]}: {value[1]}")
+        res.append(to_score(status, value))
+    return res
+
+
 def verify_batch(
     problems: Sequence[Problem],
     responses: Sequence[str],
@@ -90,19 +123,11 @@ def verify_batch(
 
     def run_group(mode: str) -> None:
         idx = groups[mode]
-        if not idx:
-            return
-        args = [(problems[i], responses[i] if isinstance(responses[i], str) else "") for i in idx]
-        done = (lambda j: on_done(idx[j])) if on_done else None
-        limits = [item_limit(problems[i], timeout) for i in idx]
-        if mode == "process":
-            out = get_pool(workers).map(fn, args, limits, done)
-        else:
-            out = run_threads(fn, args, workers, limits, done)
-        for i, (status, value) in zip(idx, out):
-            if status == "error" and value[0] in SETUP_ERRORS:
-                raise VerifierUnavailable(f"{problems[i].domain}: {value[0]}: {value[1]}")
-            results[i] = to_score(status, value)
+        if idx:
+            for i, s in zip(
+                idx, _verify_group(mode, problems, responses, idx, fn, workers, timeout, on_done)
+            ):
+                results[i] = s
 
     # Thread-mode items run beside the process pool, so a mixed batch uses both at once.
     errors: list[BaseException] = []
@@ -120,6 +145,57 @@ def verify_batch(
     if errors:
         raise errors[0]
     return results  # type: ignore[return-value]
+
+
+def _verify_group(
+    mode: str,
+    problems: Sequence[Problem],
+    responses: Sequence[str],
+    idx: list[int],
+    fn: Callable[[Problem, str], Score],
+    workers: int,
+    timeout: float | None,
+    on_done: Callable[[int], None] | None,
+) -> list[Score]:
+    """Items `idx` in one execution mode; those the verifier failed on run once more."""
+    args = [(problems[i], responses[i] if isinstance(responses[i], str) else "") for i in idx]
+    limits = [item_limit(problems[i], timeout) for i in idx]
+
+    def run(js: list[int], done: Callable[[int], None] | None) -> list[Score]:
+        a, lim = [args[j] for j in js], [limits[j] for j in js]
+        if mode == "process":
+            out = get_pool(workers).map(fn, a, lim, done)
+        else:
+            out = run_threads(fn, a, workers, lim, done)
+        return _scores(problems, [idx[j] for j in js], out)
+
+    first = run(list(range(len(idx))), (lambda j: on_done(idx[j])) if on_done else None)
+    again = [j for j, s in enumerate(first) if _is_error(s)]
+    second = run(again, None) if again else []  # progress counted each item once already
+    for j, s in zip(again, second):  # the detail says so (eval samples; the RL step counts it)
+        note = RETRIED + first[j].reason
+        first[j] = replace(s, detail=f"{note}; {s.detail}" if s.detail else note)
+    _count(problems, idx, again, first)
+    return first
+
+
+def _count(problems: Sequence[Problem], idx: list[int], again: list[int], final: list[Score]):
+    if not again:
+        return
+    failed = [j for j in again if _is_error(final[j])]
+    with _COUNTS_LOCK:
+        _COUNTS["retried"] += len(again)
+        _COUNTS["recovered"] += len(again) - len(failed)
+        _COUNTS["failed"] += len(failed)
+    if failed:
+        log.warning(
+            "%d verifier error(s) still failing after a retry, scored 0 (not the responses' "
+            "fault): %s",
+            len(failed),
+            ", ".join(f"{problems[idx[j]].id}: {final[j].reason}" for j in failed[:10]),
+        )
+    else:
+        log.warning("%d verifier error(s) retried once; all recovered", len(again))
 
 
 def default_workers() -> int:
