@@ -15,7 +15,7 @@ import vibethinker
 
 # Bottom to top. A name is a subpackage or a top-level module of vibethinker.
 LAYERS: list[tuple[str, ...]] = [
-    ("types", "log", "malloc", "threads"),
+    ("types", "log", "malloc", "threads", "ledger", "devices"),
     ("config",),
     ("algo", "dist"),
     ("sandbox",),

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from vibethinker import ledger
 from vibethinker.algo.advantages import ADVANTAGE_ESTIMATORS
 from vibethinker.config import is_runtime
 from vibethinker.engines import SamplingParams
@@ -263,6 +264,12 @@ def rl_step(lp: Loop, step: int) -> dict[str, Any]:
         tb, rows, old_lp, ref_lp = logprob_inputs(lp, groups, adv_mine)
     with timer("update"):
         u = update_all(lp, tb, adv_mine, rows, old_lp, ref_lp, n_total=adv.numel())
+    ledger.trained(
+        int(tb.attention_mask[rows].sum()),
+        tb.attention_mask[rows].numel(),
+        timer.t["logprobs"] + timer.t["update"],
+        ledger.n_params(lp.model),
+    )
     if lp.sync is not None:
         with timer("sync"):
             lp.sync()  # the next rollout samples from the updated weights
