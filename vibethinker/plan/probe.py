@@ -1,0 +1,95 @@
+"""The CPU's rates for the cost model, measured once on the embedded world's tiny model (the
+model the CPU demo trains) and cached beside the matmul probe (devices.cpu_probe's file).
+
+On a CPU a ~1M-parameter model is far from the matmul peak: each decode step's time is mostly
+fixed per-call cost (Python, kernel dispatch), so the CPU row is not peak x efficiency alone.
+Measured here: a training step (forward, backward, AdamW) of 8 x 256 tokens -> train efficiency
+by 6N; a no-grad forward of 16 x 256 -> forward efficiency by 2N; the HF engine sampling 4 and
+32 rows for 48 tokens -> the fixed cost per decode step and the cost per row per step.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import tempfile
+import time
+from typing import Any
+
+from vibethinker import devices, ledger
+
+PROBE_TEXTS = [f"What is {a} + {b}? The answer is {a + b}." for a in range(40) for b in range(5)]
+
+
+def _timed(fn, reps: int = 3) -> float:
+    fn()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t0) / reps
+
+
+def _decode(sampler: Any, rows: int) -> tuple[float, int]:
+    from vibethinker.engines import SamplingParams
+
+    params = SamplingParams(temperature=1.0, max_new_tokens=48, seed=0)
+    ledger.start()
+    sampler.generate(["What is 3 + 4?"] * rows, 1, params)
+    led = ledger.stop(0.0)
+    g = led["generation"]["sample"]
+    return led["seconds"]["sample"], g["decode_steps"]
+
+
+def measure() -> dict[str, float]:
+    import torch
+
+    from vibethinker.engines.hf import HFSampler
+    from vibethinker.models.tiny import build_tiny_model
+
+    peak = devices.cpu_probe().flops
+    with tempfile.TemporaryDirectory() as tmp:
+        build_tiny_model(tmp, PROBE_TEXTS, size="1m", vocab_size=512)
+        sampler = HFSampler(tmp, device="cpu")
+        model = sampler.model
+        n = sum(p.numel() for p in model.parameters())
+        ids = torch.randint(0, model.config.vocab_size, (8, 256))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def step() -> None:
+            model.train()
+            out = model(input_ids=ids, labels=ids)
+            out.loss.backward()
+            opt.step()
+            opt.zero_grad()
+
+        t_train = _timed(step)
+        x = torch.randint(0, model.config.vocab_size, (16, 256))
+        with torch.no_grad():
+            t_fwd = _timed(lambda: model(input_ids=x))
+        (s4, n4), (s32, n32) = _decode(sampler, 4), _decode(sampler, 32)
+    per4, per32 = s4 / max(n4, 1), s32 / max(n32, 1)
+    row = max(0.0, (per32 - per4) / 28)
+    return {
+        "params": n,
+        "layers": model.config.num_hidden_layers,
+        "train_eff": 6 * n * ids.numel() / t_train / peak,
+        "fwd_eff": 2 * n * x.numel() / t_fwd / peak,
+        "step_s": max(1e-5, per4 - 4 * row),
+        "row_step_s": row,
+    }
+
+
+def cpu_rates(refresh: bool = False) -> dict[str, float]:
+    """The measurements above, cached per host and thread count."""
+    import torch
+
+    key = f"tiny:{platform.node()}:{torch.get_num_threads()}"
+    path = devices._cache_file()
+    cached = json.loads(path.read_text()) if path.is_file() else {}
+    if key not in cached or refresh:
+        got = measure()
+        cached = json.loads(path.read_text()) if path.is_file() else {}
+        cached[key] = got
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(cached, indent=1))
+    return cached[key]
