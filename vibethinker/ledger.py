@@ -40,6 +40,7 @@ class Gen:
     lengths: list[int] = field(default_factory=list)  # response tokens per rollout
     truncated: int = 0
     decode_steps: int = 0  # sum over batches of the longest response (one weight read each)
+    seconds: float = 0.0  # the engine calls' own seconds
 
 
 @dataclass
@@ -112,6 +113,7 @@ def sampled(
     g.lengths += lengths
     g.truncated += truncated
     g.decode_steps += decode_steps
+    g.seconds += seconds
     _CUR.seconds[ph] += seconds
     _CUR.params = _CUR.params or params
 
@@ -206,7 +208,7 @@ def _rates(led: Ledger, dev: Any) -> dict[str, float]:
         out["train_flops_s"] = 6.0 * led.params * led.trained_tokens / upd
         out["train_frac_peak"] = round(out["train_flops_s"] / dev.flops, 4)
     steps = sum(g.decode_steps for g in led.gen.values())
-    samp = led.seconds.get("sample", 0.0) + led.seconds.get("eval", 0.0)
+    samp = sum(g.seconds for g in led.gen.values())
     if steps and samp:
         out["decode_bytes_s"] = steps * dev.dtype_bytes * led.params / samp
         out["decode_frac_bandwidth"] = round(out["decode_bytes_s"] / dev.bandwidth, 4)

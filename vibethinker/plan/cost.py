@@ -151,7 +151,8 @@ def seconds(w: Work, r: Rates) -> float:
 def total(sc: StageCost, r: Rates) -> StageCost:
     """Fill the stage's seconds per phase and tokens from its work."""
     sc.seconds = {p: 0.0 for p in PHASES}
-    sc.tokens = {"trained": 0.0, "prompt": 0.0, "generated": 0.0}
+    sc.tokens = {"trained": 0.0, "prompt": 0.0, "generated": 0.0, "rollouts_sample": 0.0}
+    sc.tokens["rollouts_eval"] = 0.0
     for w in sc.work:
         sc.seconds[w.phase] += seconds(w, r)
         if w.kind == "train":
@@ -159,6 +160,7 @@ def total(sc: StageCost, r: Rates) -> StageCost:
         elif w.kind == "decode":
             sc.tokens["generated"] += w.tokens
             sc.tokens["prompt"] += w.rows * w.seq
+            sc.tokens["rollouts_eval" if w.phase == "eval" else "rollouts_sample"] += w.rows
     return sc
 
 

@@ -86,7 +86,9 @@ def render(costs: list[StageCost], r: Rates, ex: Expect, recipe: Any) -> str:
             "their unpublished ones, HF or vLLM rollouts at our efficiencies against their stack)."
         )
     notes = [n for sc in costs for n in sc.notes]
+    notes += [f"the other counts: {f} (and any expect.<stage>.<key>=V given)" for f in ex.files]
+    notes += [f"ledgers of {len(ex.ledgers)} stages of an earlier run"] if ex.ledgers else []
     if ex.used or notes:
         out.append("\nCounts not fixed by the recipe (set expect.<stage>.<key>=N to change):")
-        out += [f"  {u}" for u in dict.fromkeys(ex.used)] + [f"  {n}" for n in notes]
+        out += [f"  {u}" for u in ex.summary()] + [f"  {n}" for n in dict.fromkeys(notes)]
     return "\n".join(out)

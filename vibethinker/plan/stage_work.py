@@ -38,13 +38,16 @@ def sft_tokens(name: str, cfg: Any, ex: Expect) -> tuple[float, float]:
     return tokens, per
 
 
-def _eval(
-    sc: StageCost, s: ModelShape, ex: Expect, rows: float, cap: float, prompt: float, domain: str
-):
+def _eval(sc: StageCost, s: ModelShape, ex: Expect, rows: float, cap: float, prompt: float, *more):
+    """Held-out sampling and its verification; `more`: the domain and the engine."""
+    domain, engine = (list(more) + ["math", "hf"][len(more) :])[:2]
     if rows <= 0:
         return
-    mean = _resp(ex, sc.name, cap, "eval_response_tokens")
-    sc.work += [gen("eval", s, rows, cap, mean, prompt), verify("eval", rows, domain, ex, sc.name)]
+    mean = ex.get(sc.name, "eval_response_tokens", _resp(ex, sc.name, cap))
+    sc.work += [
+        gen("eval", s, rows, cap, mean, prompt, engine),
+        verify("eval", rows, domain, ex, sc.name),
+    ]
 
 
 def work_sft(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[str, Any]) -> None:
@@ -89,7 +92,7 @@ def work_rl(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[str, A
     sc.work.append(Work("update", "train", s, tokens=tokens, seq=prompt + mean))
     if cfg.eval_data and cfg.eval_every:
         evals = cfg.steps // cfg.eval_every + 1 + (cfg.steps % cfg.eval_every > 0)
-        _eval(sc, s, ex, evals * cfg.eval_limit * cfg.eval_n, cap, prompt, dom)
+        _eval(sc, s, ex, evals * cfg.eval_limit * cfg.eval_n, cap, prompt, dom, cfg.engine)
     other(sc, ex, cfg.steps / cfg.save_every + 1 if cfg.save_every else 1)
 
 
@@ -138,7 +141,7 @@ def work_sampling(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[
             sc.name, "eval_problems", (count_rows(cfg.data) or (None,))[0], "no problem count"
         )
         rows = probs * (cfg.n or ex.get(sc.name, "n", 1))
-    _eval(sc, s, ex, rows, cap, prompt, "math")
+    _eval(sc, s, ex, rows, cap, prompt, "math", getattr(cfg, "engine", "hf"))
     other(sc, ex, 1 if sc.stage == "probe_merge" else 0)
 
 

@@ -33,6 +33,8 @@ from vibethinker.plan.shapes import ModelShape
 
 VERIFY_S = {"code": 0.05}  # seconds per call; others 0.002 (ASSUMED; a ledger's replace them)
 VERIFY_DEFAULT_S = 0.002
+# computed from the config and other counts (not assumptions of their own): not listed
+DERIVED = ("tokens", "checkpoints", "filter_prompts", "other_s", "eval_response_tokens")
 
 
 @dataclass
@@ -41,23 +43,36 @@ class Expect:
 
     keys: dict[str, dict[str, float]] = field(default_factory=dict)
     ledgers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    used: list[str] = field(default_factory=list)  # "stage.key = V (source)"
+    used: list[str] = field(default_factory=list)  # "key = V (source): stage"
+    files: list[str] = field(default_factory=list)  # the .expect.yaml read
     gpu: bool = False
 
     def get(self, stage: str, key: str, default: float | None = None, why: str = "") -> float:
-        if key in self.keys.get(stage, {}):
-            return float(self.keys[stage][key])
+        for src in (stage, "all"):  # a stage's own key, else the file's `all:` entry
+            if key in self.keys.get(src, {}):
+                return float(self.keys[src][key])
         got = from_ledger(self.ledgers.get(stage), key)
         if got is not None:
-            self.used.append(f"{stage}.{key} = {got:g} (earlier run's ledger)")
+            self.used.append(f"{key} = {got:g} (earlier run's ledger): {stage}")
             return got
         if default is None:
             raise ConfigError(
                 f"plan: stage {stage}: {why}; set expect.{stage}.{key}=N (or ledger=RUN_DIR "
                 "of an earlier run)"
             )
-        self.used.append(f"{stage}.{key} = {default:g} (default)")
+        if key not in DERIVED:
+            self.used.append(f"{key} = {default:g} (default): {stage}")
         return float(default)
+
+    def summary(self) -> list[str]:
+        """The counts used, one line per key and value with the stages that used it."""
+        groups: dict[str, list[str]] = {}
+        for u in self.used:
+            head, _, stage = u.rpartition(": ")
+            groups.setdefault(head, [])
+            if stage not in groups[head]:
+                groups[head].append(stage)
+        return [f"{head}: {', '.join(st)}" for head, st in groups.items()]
 
 
 def from_ledger(led: dict[str, Any] | None, key: str) -> float | None:
@@ -86,8 +101,9 @@ def load_expect(recipe: Any, values: dict[str, str], gpu: bool) -> Expect:
     """Expect from plan keys (`expect.<stage>.<key>`), the recipe's .expect.yaml, a ledger."""
     keys: dict[str, dict[str, float]] = {}
     side = Path(str(recipe.path)).with_suffix(".expect.yaml")
+    files = [str(side)] if side.is_file() else []
     if side.is_file():
-        for st, kv in (read_yaml(str(side)) or {}).items():
+        for st, kv in (read_yaml(str(side), "plan expectations") or {}).items():
             keys.setdefault(st, {}).update({k: float(v) for k, v in (kv or {}).items()})
     for k, v in values.items():
         if not k.startswith("expect."):
@@ -99,7 +115,7 @@ def load_expect(recipe: Any, values: dict[str, str], gpu: bool) -> Expect:
             keys.setdefault(parts[1], {})[parts[2]] = float(v)
         except ValueError:
             raise ConfigError(f"plan: {k}={v!r}: expected a number") from None
-    return Expect(keys=keys, ledgers={}, gpu=gpu)
+    return Expect(keys=keys, ledgers={}, gpu=gpu, files=files)
 
 
 def read_ledgers(run_dir: str) -> dict[str, dict[str, Any]]:
