@@ -40,7 +40,7 @@ GPUS = {
 }
 RESERVE_GIB = 2.0  # CUDA context, NCCL buffers and allocator fragmentation: our allowance
 MAX_GPUS = 64  # the largest torchrun world the knob search tries
-PLAN_KEYS = ("gpus", "gpu_mem_gb", "gpu", "device", "prompt_tokens", "ledger")
+PLAN_KEYS = ("gpus", "gpu_mem_gb", "gpu", "device", "prompt_tokens", "ledger", "engine")
 USAGE = """usage: vibethinker plan RECIPE.yaml [gpus=N] [gpu_mem_gb=M | gpu=NAME] [device=D]
                         [prompt_tokens=T] [ledger=RUN_DIR] [expect.<stage>.<key>=V]
                         [recipe overrides: model=..., <stage>.<key>=...]
@@ -55,6 +55,7 @@ that makes it fit; then predicted time and tokens per stage and phase, and devic
                   measured once by a probe); devices.py has the table and its sources
   ledger=RUN_DIR  counts (tokens, response lengths, verifier rate) from an earlier run's
                   ledger; default the recipe's own run folder when it has one
+  engine=vllm     predict every sampling phase on vLLM (default: each stage's own engine)
   expect.S.K=V    a count the recipe does not fix (plan/workload.py lists the keys), e.g.
                   expect.sft1.rows=100000 expect.rl_math.response_tokens=12000
   prompt_tokens=T the assumed prompt length of sampled and RL rows; default 2048
@@ -312,6 +313,8 @@ def cmd_plan(args: list[str], values: dict[str, str], show_help: bool = False) -
     own = {k: values.pop(k) for k in list(values) if k in PLAN_KEYS}
     expect = {k: values.pop(k) for k in list(values) if k.startswith("expect.")}
     device = own.get("device", "h100").lower()
+    if own.get("engine", "hf") not in ("hf", "vllm"):
+        raise ConfigError(f"plan: engine={own['engine']!r}: set engine=hf or engine=vllm")
     if device not in KNOWN:
         raise ConfigError(f"plan: unknown device {device!r}; set device= one of {', '.join(KNOWN)}")
     if device in DEVICES and "gpu" not in own and "gpu_mem_gb" not in own:

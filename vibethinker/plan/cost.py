@@ -29,6 +29,7 @@ from vibethinker.plan.shapes import ModelShape
 PHASES = ("sample", "verify", "update", "eval", "other")
 HF_BUDGET = 1 << 17  # engines/hf.py's default token budget per batch
 VLLM_BATCH = 256  # vLLM's default max_num_seqs
+VLLM_UTIL = 0.9  # vLLM's default gpu_memory_utilization: weights + KV cache share of the device
 # Engine anchors for the decode factor: (params, layers, hidden, kv_dim, batch, prompt, response,
 # tok/s, device). HF: the H200 anchor (Qwen2.5-1.5B, batch 256, 2.9K-3.2K tok/s; prompt and
 # response lengths ASSUMED 256 + 1024). vLLM: Llama 3.1 8B bf16 on one H100, ~12,500 output
@@ -122,8 +123,10 @@ def decode_seconds(w: Work, r: Rates) -> float:
         return 0.0
     mean = w.tokens / w.rows
     pre = prefill_seconds(Work("", "prefill", s, w.rows * w.seq, w.seq), r)
-    if w.engine == "vllm":
-        b = min(w.rows, VLLM_BATCH)
+    if w.engine == "vllm":  # continuous batching, as many rows as the KV cache holds
+        kv_row = 2.0 * s.layers * s.kv_dim * r.dev.dtype_bytes * (w.seq + mean)
+        room = VLLM_UTIL * r.dev.mem_gb * 1e9 - r.dev.dtype_bytes * s.params()
+        b = max(1.0, min(w.rows, VLLM_BATCH, room / kv_row))
         steps = w.tokens / b
     else:
         b = min(w.rows, max(1, HF_BUDGET // max(1, int(w.seq + w.cap))))

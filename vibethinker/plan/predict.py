@@ -3,6 +3,7 @@ and plan/cost.py on one device of the table, and the comparison with the 1.5B re
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from vibethinker import devices
@@ -12,6 +13,7 @@ from vibethinker.plan.shapes import ModelShape, lookup
 from vibethinker.plan.stage_work import WORK, work_fixed
 from vibethinker.plan.workload import Expect, load_expect, read_ledgers
 
+DISTRIBUTED = ("sft", "rl", "distill")  # recipe.py's stages that run on every process
 REPORT_15B_H800_HOURS = 3900  # VibeThinker-1.5B technical report: ~3,900 H800 GPU-hours, all stages
 
 
@@ -70,7 +72,11 @@ def predict(recipe: Any, device: str, gpus: int, prompt_tokens: int, values: dic
         if fn is not work_fixed and shape is None:
             raise ConfigError(f"plan: no model shape for {ps.name}; pass model=FOLDER or a hub id")
         fn(sc, ps.config, shape, ex, ctx)
-        costs.append(total(sc, r))
+        for w in sc.work:  # engine=vllm: every sampling phase on vLLM (a what-if)
+            w.engine = values.get("engine") or w.engine
+        # under torchrun only the training stages use every GPU; the rest run on rank 0 while
+        # the others wait (their hours still count: the devices are held)
+        costs.append(total(sc, r if ps.stage in DISTRIBUTED else replace(r, gpus=1)))
     return costs, r, ex
 
 

@@ -81,12 +81,12 @@ def work_rl(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[str, A
         rows = n * cfg.filter_rollouts
         sc.work += [
             gen("sample", s, rows, cap, mean, prompt, cfg.engine),
-            verify("verify", rows, dom, ex, sc.name),
+            verify("verify", rows, dom, ex, sc.name, cfg.verify_workers),
         ]
     rows = cfg.steps * cfg.prompts_per_step * cfg.group_size
     sc.work += [
         gen("sample", s, rows, cap, mean, prompt, cfg.engine),
-        verify("verify", rows, dom, ex, sc.name),
+        verify("verify", rows, dom, ex, sc.name, cfg.verify_workers),
     ]
     tokens = ex.get(sc.name, "tokens", rows * (prompt + mean))
     sc.work.append(Work("update", "train", s, tokens=tokens, seq=prompt + mean))
@@ -135,7 +135,8 @@ def work_sampling(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[
         n_ck = ex.get(sc.name, "checkpoints", _checkpoints(src, ctx) or None, "no checkpoint count")
         rows = n_ck * ex.get(sc.name, "eval_problems", None, "no probe problem count") * cfg.n
     elif sc.stage == "clr":
-        rows = cfg.limit * cfg.k * (1 + cfg.repeats) + cfg.claim_eval
+        probs = cfg.limit or ex.get(sc.name, "eval_problems", None, "limit is 0")
+        rows = probs * cfg.k * (1 + cfg.repeats) + cfg.claim_eval
     else:
         probs = cfg.limit or ex.get(
             sc.name, "eval_problems", (count_rows(cfg.data) or (None,))[0], "no problem count"
