@@ -8,6 +8,8 @@ from typing import Any
 
 from vibethinker import devices
 from vibethinker.config import ConfigError
+from vibethinker.models.tiny import depth_shape, resolve_depth
+from vibethinker.plan import probe
 from vibethinker.plan.cost import Rates, StageCost, cost_table, total, where_it_goes
 from vibethinker.plan.shapes import ModelShape, lookup
 from vibethinker.plan.stage_work import WORK, work_fixed
@@ -20,8 +22,6 @@ REPORT_15B_H800_HOURS = 3900  # VibeThinker-1.5B technical report: ~3,900 H800 G
 def tiny_shape(recipe: Any) -> ModelShape | None:
     """The shape the recipe's own `model` stage will build (its config: size, vocabulary), when
     the recipe's model is that stage's output: plan works before anything has run."""
-    from vibethinker.models.tiny import depth_shape, resolve_depth
-
     for ps in recipe.stages:
         if ps.stage == "model" and str(ps.config.out).rstrip("/") == str(recipe.model).rstrip("/"):
             d = depth_shape(resolve_depth(ps.config.size, ps.config.vocab_size))
@@ -51,9 +51,7 @@ def rates(device: str, gpus: int) -> Rates:
     except ValueError as e:
         raise ConfigError(f"plan: {e}") from None
     if dev.name == "cpu":
-        from vibethinker.plan.probe import cpu_rates
-
-        return Rates(dev, 1, cpu_rates())
+        return Rates(dev, 1, probe.cpu_rates())
     return Rates(dev, gpus)
 
 

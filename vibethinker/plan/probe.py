@@ -16,7 +16,12 @@ import tempfile
 import time
 from typing import Any
 
+import torch
+
 from vibethinker import devices, ledger
+from vibethinker.engines import SamplingParams
+from vibethinker.engines.hf import HFSampler
+from vibethinker.models.tiny import build_tiny_model
 
 PROBE_TEXTS = [f"What is {a} + {b}? The answer is {a + b}." for a in range(40) for b in range(5)]
 
@@ -30,8 +35,6 @@ def _timed(fn, reps: int = 3) -> float:
 
 
 def _decode(sampler: Any, rows: int) -> tuple[float, int]:
-    from vibethinker.engines import SamplingParams
-
     params = SamplingParams(temperature=1.0, max_new_tokens=48, seed=0)
     ledger.start()
     sampler.generate(["What is 3 + 4?"] * rows, 1, params)
@@ -41,11 +44,6 @@ def _decode(sampler: Any, rows: int) -> tuple[float, int]:
 
 
 def measure() -> dict[str, float]:
-    import torch
-
-    from vibethinker.engines.hf import HFSampler
-    from vibethinker.models.tiny import build_tiny_model
-
     peak = devices.cpu_probe().flops
     with tempfile.TemporaryDirectory() as tmp:
         build_tiny_model(tmp, PROBE_TEXTS, size="1m", vocab_size=512)
@@ -81,8 +79,6 @@ def measure() -> dict[str, float]:
 
 def cpu_rates(refresh: bool = False) -> dict[str, float]:
     """The measurements above, cached per host and thread count."""
-    import torch
-
     key = f"tiny:{platform.node()}:{torch.get_num_threads()}"
     path = devices._cache_file()
     cached = json.loads(path.read_text()) if path.is_file() else {}
