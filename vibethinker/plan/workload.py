@@ -84,7 +84,7 @@ def from_ledger(led: dict[str, Any] | None, key: str) -> float | None:
     calls = sum(v.get("calls", 0) for v in (led.get("verify") or {}).values())
     secs = led.get("seconds") or {}
     got = {
-        "tokens": led.get("trained_tokens") or None,
+        "tokens": led.get("trained_tokens") if led.get("train_steps") else None,
         "response_tokens": sample.get("response_mean") or None,
         "eval_response_tokens": ev.get("response_mean") or None,
         "prompt_tokens": (sample.get("prompt_tokens", 0) / sample["rollouts"])
