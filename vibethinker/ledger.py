@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ class Ledger:
 
 
 _CUR: Ledger | None = None
+_LOCK = threading.Lock()
 _PHASE: list[str] = []
 
 
@@ -159,11 +161,13 @@ def checkpoint(folder: str | os.PathLike) -> None:
 
 
 def teacher(calls: int, prompt_tokens: int, completion_tokens: int) -> None:
-    """A remote teacher's or judge's requests and their tokens."""
+    """Requests to an OpenAI-compatible server (a teacher, a judge, a served policy) and their
+    tokens as the server's `usage` reports them."""
     if _CUR is None:
         return
-    _CUR.teacher_calls += calls
-    _CUR.teacher_tokens.update(prompt=prompt_tokens, completion=completion_tokens)
+    with _LOCK:  # requests run in a thread pool
+        _CUR.teacher_calls += calls
+        _CUR.teacher_tokens.update(prompt=prompt_tokens, completion=completion_tokens)
 
 
 def p95(xs: list[int]) -> int:
