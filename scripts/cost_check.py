@@ -20,10 +20,14 @@ import json
 import sys
 from pathlib import Path
 
-from vibethinker import devices
-from vibethinker.plan.predict import predict
-from vibethinker.plan.probe import cpu_rates
-from vibethinker.recipe import load_recipe
+from vibethinker import threads
+
+threads.configure()  # as the CLI: OpenMP threads sleep while they wait (before torch loads)
+
+from vibethinker import devices  # noqa: E402
+from vibethinker.plan.predict import predict  # noqa: E402
+from vibethinker.plan.probe import cpu_rates  # noqa: E402
+from vibethinker.recipe import load_recipe  # noqa: E402
 
 DEMO_SECONDS = {  # README.md's table of the demo's stages (seconds)
     "construct": 51,

@@ -54,6 +54,7 @@ class Work:
     engine: str = "hf"
     seconds: float = 0.0  # fixed items; verify: seconds per call
     workers: int = 1
+    recompute: bool = False  # train: activation checkpointing (one more forward: x 4/3)
 
 
 @dataclass
@@ -92,6 +93,7 @@ def _attn(s: ModelShape, seq: float) -> float:
 
 def train_seconds(w: Work, r: Rates) -> float:
     flops = w.tokens * (6.0 * w.shape.params() + 3 * _attn(w.shape, w.seq))
+    flops *= 4 / 3 if w.recompute else 1.0  # the anchors ran without checkpointing (ASSUMED)
     return flops / (r.dev.flops * r.train_eff(w.shape) * r.gpus)
 
 

@@ -21,6 +21,10 @@ def _resp(ex: Expect, name: str, cap: float, key: str = "response_tokens") -> fl
     return ex.get(name, key, cap / 2)
 
 
+def _ckpt(cfg: Any) -> bool:
+    return bool(getattr(cfg, "gradient_checkpointing", False))
+
+
 def _prompt(ex: Expect, name: str, default: float) -> float:
     return ex.get(name, "prompt_tokens", default)
 
@@ -61,7 +65,7 @@ def work_sft(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[str, 
         )
         sc.work.append(verify("verify", rows, "math", ex, sc.name))
     tokens, per = sft_tokens(sc.name, cfg, ex)
-    sc.work.append(Work("update", "train", s, tokens=tokens, seq=per))
+    sc.work.append(Work("update", "train", s, tokens=tokens, seq=per, recompute=_ckpt(cfg)))
     steps = math.ceil(tokens / per / max(1, cfg.global_batch))
     ctx["steps"][sc.name] = steps
     ctx["save_every"][sc.name] = cfg.save_every
@@ -89,7 +93,9 @@ def work_rl(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[str, A
         verify("verify", rows, dom, ex, sc.name, cfg.verify_workers),
     ]
     tokens = ex.get(sc.name, "tokens", rows * (prompt + mean))
-    sc.work.append(Work("update", "train", s, tokens=tokens, seq=prompt + mean))
+    sc.work.append(
+        Work("update", "train", s, tokens=tokens, seq=prompt + mean, recompute=_ckpt(cfg))
+    )
     if cfg.eval_data and cfg.eval_every:
         evals = cfg.steps // cfg.eval_every + 1 + (cfg.steps % cfg.eval_every > 0)
         _eval(sc, s, ex, evals * cfg.eval_limit * cfg.eval_n, cap, prompt, dom, cfg.engine)
@@ -115,7 +121,9 @@ def work_distill(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[s
     scored = ex.get(sc.name, "scored", kept * 2)  # every correct trace is scored (ASSUMED 2x kept)
     sc.work.append(Work("update", "prefill", s, tokens=scored * (prompt + mean), seq=prompt + mean))
     tokens = ex.get(sc.name, "tokens", cfg.epochs * kept * min(prompt + mean, cfg.max_len))
-    sc.work.append(Work("update", "train", s, tokens=tokens, seq=prompt + mean))
+    sc.work.append(
+        Work("update", "train", s, tokens=tokens, seq=prompt + mean, recompute=_ckpt(cfg))
+    )
     ctx["steps"][sc.name] = math.ceil(cfg.epochs * kept / max(1, cfg.global_batch))
     if cfg.eval_data:
         models = 1 + (1 + len(cfg.teachers) if cfg.eval_baselines else 0)
@@ -158,7 +166,9 @@ def work_reward_model(
     sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[str, Any]
 ) -> None:
     tokens = ex.get(sc.name, "tokens", None, "no count of its pair tokens")
-    sc.work.append(Work("update", "train", s, tokens=tokens, seq=cfg.max_len / 2))
+    sc.work.append(
+        Work("update", "train", s, tokens=tokens, seq=cfg.max_len / 2, recompute=_ckpt(cfg))
+    )
     other(sc, ex, 1)
 
 
