@@ -8,9 +8,11 @@ seconds come from one of four models:
 - prefill (teacher-forced scoring, prompts before decoding): tokens x (2N + 2 x layers x seq x
   hidden) over peak x forward efficiency.
 - decode: steps x step time; a step reads the weights once and each row's KV cache
-  (bandwidth x BW_EFF), or computes 2N per row (whichever is slower), times the engine's factor,
-  plus the engine's fixed cost per step (on CPU, measured by the probe). HF batches to its token
-  budget and runs each batch to its longest response; vLLM batches continuously (256 rows).
+  (bandwidth x BW_EFF), or computes 2N per row (whichever is slower). HF adds its kernel
+  launches (HF_LAYER_S per layer) and a cost per row and context token (solved from the HF
+  anchor), batches to its token budget and runs each batch to its longest response; vLLM runs
+  at its anchor's factor over the bound, batching continuously (256 rows, or what its KV cache
+  holds). On CPU: the probe's fixed cost per step plus its cost per row.
 - verify: calls x seconds per call over the verifier workers.
 Counts the recipe does not fix come from `Expect` (module plan/expect.py): plan keys, an earlier
 run's ledger, the data on disk, or a default named in the output.
@@ -29,6 +31,8 @@ from vibethinker.plan.shapes import ModelShape
 PHASES = ("sample", "verify", "update", "eval", "other")
 HF_BUDGET = 1 << 17  # engines/hf.py's default token budget per batch
 VLLM_BATCH = 256  # vLLM's default max_num_seqs
+# eager PyTorch's kernel launches per layer per decode step (~35 kernels x ~10 us; ASSUMED)
+HF_LAYER_S = 0.35e-3
 VLLM_UTIL = 0.9  # vLLM's default gpu_memory_utilization: weights + KV cache share of the device
 # Engine anchors for the decode factor: (params, layers, hidden, kv_dim, batch, prompt, response,
 # tok/s, device). HF: the H200 anchor (Qwen2.5-1.5B, batch 256, 2.9K-3.2K tok/s; prompt and
@@ -111,11 +115,26 @@ def step_seconds(s_params: float, layers: int, kv_dim: int, b: float, ctx: float
 
 
 def engine_factor(engine: str) -> float:
-    """How much slower than the bandwidth/compute bound the engine runs: solved from its
-    anchor's measured throughput (ANCHORS)."""
-    n, layers, _, kv, b, p, resp, tok_s, dev = ANCHORS["vllm" if engine == "vllm" else "hf"]
+    """vLLM: how much slower than the bandwidth/compute bound it runs, solved from its anchor's
+    measured throughput (ANCHORS; CUDA graphs leave it little fixed cost per step)."""
+    n, layers, _, kv, b, p, resp, tok_s, dev = ANCHORS["vllm"]
     t_bw, t_fl = step_seconds(n, layers, kv, b, p + resp / 2, devices.DEVICES[dev])
     return (b / tok_s) / max(t_bw, t_fl)
+
+
+def hf_row_cost() -> float:
+    """HF generate's seconds per row per context token per step, beyond the bound and the
+    launches (its padded cache and eager attention): solved from the HF anchor (ANCHORS)."""
+    n, layers, _, kv, b, p, resp, tok_s, dev = ANCHORS["hf"]
+    ctx = p + resp / 2
+    t_bw, t_fl = step_seconds(n, layers, kv, b, ctx, devices.DEVICES[dev])
+    return (b / tok_s - max(t_bw, t_fl) - layers * HF_LAYER_S) / (b * ctx)
+
+
+def hf_step(s: ModelShape, b: float, ctx: float, dev: Device) -> float:
+    """One HF decode step: the bound, the launches, and the per-row cost over the context."""
+    t_bw, t_fl = step_seconds(s.params(), s.layers, s.kv_dim, b, ctx, dev)
+    return max(t_bw, t_fl) + s.layers * HF_LAYER_S + b * ctx * hf_row_cost()
 
 
 def decode_seconds(w: Work, r: Rates) -> float:
@@ -137,7 +156,10 @@ def decode_seconds(w: Work, r: Rates) -> float:
     if r.cpu:  # measured: a fixed cost per step plus a cost per row per step
         step = r.cpu["step_s"] + b * r.cpu["row_step_s"] * (s.layers / r.cpu["layers"])
         return pre + steps * step
-    t_bw, t_fl = step_seconds(s.params(), s.layers, s.kv_dim, b, w.seq + mean / 2, r.dev)
+    ctx = w.seq + mean / 2
+    if w.engine != "vllm":
+        return pre + steps * hf_step(s, b, ctx, r.dev) / r.gpus
+    t_bw, t_fl = step_seconds(s.params(), s.layers, s.kv_dim, b, ctx, r.dev)
     return pre + steps * max(t_bw, t_fl) * engine_factor(w.engine) / r.gpus
 
 
