@@ -71,7 +71,7 @@ def work_sft(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[str, 
     ctx["save_every"][sc.name] = cfg.save_every
     if cfg.eval_data:
         _eval(sc, s, ex, cfg.eval_limit * cfg.eval_n, cfg.eval_max_new_tokens, prompt, "math")
-    other(sc, ex, steps / cfg.save_every + 1 if cfg.save_every else 1)
+    other(sc, ex, steps / cfg.save_every + 1 if cfg.save_every else 1, s)
 
 
 def work_rl(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[str, Any]) -> None:
@@ -99,7 +99,7 @@ def work_rl(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[str, A
     if cfg.eval_data and cfg.eval_every:
         evals = cfg.steps // cfg.eval_every + 1 + (cfg.steps % cfg.eval_every > 0)
         _eval(sc, s, ex, evals * cfg.eval_limit * cfg.eval_n, cap, prompt, dom, cfg.engine)
-    other(sc, ex, cfg.steps / cfg.save_every + 1 if cfg.save_every else 1)
+    other(sc, ex, cfg.steps / cfg.save_every + 1 if cfg.save_every else 1, s)
 
 
 def work_distill(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[str, Any]) -> None:
@@ -129,7 +129,7 @@ def work_distill(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[s
         models = 1 + (1 + len(cfg.teachers) if cfg.eval_baselines else 0)
         per = (cfg.eval_limit or ex.get(sc.name, "eval_problems", None, "eval_limit is 0")) * 4
         _eval(sc, s, ex, models * per * cfg.eval_n, cfg.eval_max_new_tokens, prompt, "math")
-    other(sc, ex, 2)
+    other(sc, ex, 2, s)
 
 
 def work_sampling(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[str, Any]) -> None:
@@ -151,7 +151,7 @@ def work_sampling(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[
         )
         rows = probs * (cfg.n or ex.get(sc.name, "n", 1))
     _eval(sc, s, ex, rows, cap, prompt, "math", getattr(cfg, "engine", "hf"))
-    other(sc, ex, 1 if sc.stage == "probe_merge" else 0)
+    other(sc, ex, 1 if sc.stage == "probe_merge" else 0, s)
 
 
 def _checkpoints(src: str, ctx: dict[str, Any]) -> float:
@@ -169,7 +169,7 @@ def work_reward_model(
     sc.work.append(
         Work("update", "train", s, tokens=tokens, seq=cfg.max_len / 2, recompute=_ckpt(cfg))
     )
-    other(sc, ex, 1)
+    other(sc, ex, 1, s)
 
 
 def work_fixed(

@@ -141,13 +141,17 @@ def count_rows(path: str) -> tuple[int, float] | None:
     return n, chars / max(n, 1)
 
 
-def other(sc: StageCost, ex: Expect, checkpoints: float = 0.0) -> None:
-    """The stage's fixed seconds: loading, saving (ASSUMED 3 s + 0.3 s per checkpoint on CPU,
-    60 s + 20 s per checkpoint on a GPU; a ledger's `other` replaces them)."""
-    base, per = (60.0, 20.0) if ex.gpu else (3.0, 0.3)
-    sc.work.append(
-        Work("other", "fixed", seconds=ex.get(sc.name, "other_s", base + per * checkpoints))
-    )
+def other(sc: StageCost, ex: Expect, checkpoints: float = 0.0, s: ModelShape | None = None):
+    """The stage's fixed seconds: loading and saving (ASSUMED: on a GPU 10 s of start-up, bf16
+    weights loaded and each checkpoint's fp32 weights + AdamW moments (12 bytes a parameter)
+    written at 1 GB/s; on the CPU 3 s + 0.3 s a checkpoint; a ledger's `other` replaces them)."""
+    n = s.params() if s is not None else 0
+    if ex.gpu:
+        base, per = 10.0 + 2.0 * n / 1e9, 12.0 * n / 1e9
+    else:
+        base, per = 3.0, 0.3
+    secs = ex.get(sc.name, "other_s", base + per * checkpoints)
+    sc.work.append(Work("other", "fixed", seconds=secs))
 
 
 def gen(
