@@ -30,6 +30,7 @@ from vibethinker.plan.shapes import ModelShape
 
 PHASES = ("sample", "verify", "update", "eval", "other")
 HF_BUDGET = 1 << 17  # engines/hf.py's default token budget per batch
+HF_MAX_BATCH = 256  # engines/hf.py's default max_batch_size
 VLLM_BATCH = 256  # vLLM's default max_num_seqs
 # eager PyTorch's kernel launches per layer per decode step (~35 kernels x ~10 us; ASSUMED)
 HF_LAYER_S = 0.35e-3
@@ -150,15 +151,17 @@ def decode_seconds(w: Work, r: Rates) -> float:
         b = max(1.0, min(w.rows, VLLM_BATCH, room / kv_row))
         steps = w.tokens / b
     else:
-        b = min(w.rows, max(1, HF_BUDGET // max(1, int(w.seq + w.cap))))
+        b = min(w.rows, HF_MAX_BATCH, max(1, HF_BUDGET // max(1, int(w.seq + w.cap))))
         longest = min(w.cap, 2 * mean) if w.cap else mean  # a batch runs to its longest row
         steps = math.ceil(w.rows / b) * longest
+        # the engine drops finished rows (compact_frac): on average mean/longest of b still run
+        active = b * min(1.0, mean / longest)
     if r.cpu:  # measured: a fixed cost per step plus a cost per row per step
-        step = r.cpu["step_s"] + b * r.cpu["row_step_s"] * (s.layers / r.cpu["layers"])
+        step = r.cpu["step_s"] + active * r.cpu["row_step_s"] * (s.layers / r.cpu["layers"])
         return pre + steps * step
     ctx = w.seq + mean / 2
     if w.engine != "vllm":
-        return pre + steps * hf_step(s, b, ctx, r.dev) / r.gpus
+        return pre + steps * hf_step(s, active, ctx, r.dev) / r.gpus
     t_bw, t_fl = step_seconds(s.params(), s.layers, s.kv_dim, b, ctx, r.dev)
     return pre + steps * max(t_bw, t_fl) * engine_factor(w.engine) / r.gpus
 

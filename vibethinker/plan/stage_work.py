@@ -63,14 +63,14 @@ def work_sft(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[str, 
         sc.work.append(
             gen("sample", s, rows, cap, _resp(ex, sc.name, cap), prompt, cfg.filter_engine)
         )
-        sc.work.append(verify("verify", rows, "math", ex, sc.name))
+        sc.work.append(verify("verify", rows, "mix", ex, sc.name))
     tokens, per = sft_tokens(sc.name, cfg, ex)
     sc.work.append(Work("update", "train", s, tokens=tokens, seq=per, recompute=_ckpt(cfg)))
     steps = math.ceil(tokens / per / max(1, cfg.global_batch))
     ctx["steps"][sc.name] = steps
     ctx["save_every"][sc.name] = cfg.save_every
     if cfg.eval_data:
-        _eval(sc, s, ex, cfg.eval_limit * cfg.eval_n, cfg.eval_max_new_tokens, prompt, "math")
+        _eval(sc, s, ex, cfg.eval_limit * cfg.eval_n, cfg.eval_max_new_tokens, prompt, "mix")
     other(sc, ex, steps / cfg.save_every + 1 if cfg.save_every else 1, s)
 
 
@@ -128,7 +128,7 @@ def work_distill(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[s
     if cfg.eval_data:
         models = 1 + (1 + len(cfg.teachers) if cfg.eval_baselines else 0)
         per = (cfg.eval_limit or ex.get(sc.name, "eval_problems", None, "eval_limit is 0")) * 4
-        _eval(sc, s, ex, models * per * cfg.eval_n, cfg.eval_max_new_tokens, prompt, "math")
+        _eval(sc, s, ex, models * per * cfg.eval_n, cfg.eval_max_new_tokens, prompt, "mix")
     other(sc, ex, 2, s)
 
 
@@ -150,8 +150,10 @@ def work_sampling(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[
             sc.name, "eval_problems", (count_rows(cfg.data) or (None,))[0], "no problem count"
         )
         rows = probs * (cfg.n or ex.get(sc.name, "n", 1))
-    _eval(sc, s, ex, rows, cap, prompt, "math", getattr(cfg, "engine", "hf"))
-    other(sc, ex, 1 if sc.stage == "probe_merge" else 0, s)
+    dom = "math" if sc.stage in ("probe_merge", "clr") else "mix"
+    _eval(sc, s, ex, rows, cap, prompt, dom, getattr(cfg, "engine", "hf"))
+    loads = len(cfg.models) if sc.stage == "headline" else 1  # each model loaded and evaluated
+    other(sc, ex, loads if sc.stage in ("probe_merge", "headline") else 0, s)
 
 
 def _checkpoints(src: str, ctx: dict[str, Any]) -> float:

@@ -16,6 +16,7 @@ line naming the key. The keys:
   filter_prompts     SFT stage 2: prompts its filter samples (default: rows)
   eval_problems      problems an eval / headline / probe reads when its limit does not say
   verify_s           seconds per verifier call
+  code_share         the share of code among an all-domain stage's verifier calls (default 0.25)
   seconds            a stage with no model work (data, construct, model): its wall seconds
   other_s            a stage's fixed seconds (loading, saving)
 """
@@ -34,7 +35,7 @@ from vibethinker.plan.shapes import ModelShape
 VERIFY_S = {"code": 0.05}  # seconds per call; others 0.002 (ASSUMED; a ledger's replace them)
 VERIFY_DEFAULT_S = 0.002
 # computed from the config and other counts (not assumptions of their own): not listed
-DERIVED = ("tokens", "checkpoints", "filter_prompts", "other_s", "eval_response_tokens")
+DERIVED = ("tokens", "checkpoints", "filter_prompts", "other_s", "eval_response_tokens", "verify_s")
 
 
 @dataclass
@@ -169,5 +170,11 @@ def gen(
 
 
 def verify(phase: str, rows: float, domain: str, ex: Expect, stage: str, workers: int = 2) -> Work:
-    per = ex.get(stage, "verify_s", VERIFY_S.get(domain, VERIFY_DEFAULT_S))
+    """Verifier calls; domain "mix": every domain, `code_share` of them code (default 0.25:
+    the world's four domains alike), whose sandbox runs dominate the cost."""
+    per = VERIFY_S.get(domain, VERIFY_DEFAULT_S)
+    if domain == "mix":
+        share = ex.get(stage, "code_share", 0.25)
+        per = share * VERIFY_S["code"] + (1 - share) * VERIFY_DEFAULT_S
+    per = ex.get(stage, "verify_s", per)
     return Work(phase, "verify", rows=rows, seconds=per, workers=workers)
