@@ -92,11 +92,17 @@ def cpu_probe(refresh: bool = False) -> Device:
 
     key = f"{platform.node()}:{torch.get_num_threads()}"
     path = _cache_file()
-    cached = json.loads(path.read_text()) if path.is_file() else {}
+    try:
+        cached = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        cached = {}
     if key not in cached or refresh:
         cached[key] = _measure(torch)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(cached, indent=1))
+        try:  # a read-only home measures again next time; it never fails a stage
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(cached, indent=1))
+        except OSError:
+            pass
     got = cached[key]
     return Device(
         "cpu",
