@@ -75,7 +75,9 @@ def cost_row(name: str, led: dict[str, Any]) -> list[str]:
         f"{led.get('device_count', 1)} x {led.get('device', '?')}",
         f"{led.get('device_seconds', 0):.1f}",
         " / ".join(f"{secs.get(p, 0):.1f}" for p in PHASES),
-        f"{_k(tok)} ({_k(led.get('padded_positions', 0))})" if tok else "",
+        f"{_k(tok)} ({_k(led.get('padded_positions', 0))})"
+        if tok or led.get("train_steps")
+        else "",
         _k(g["prompts"]) if g["prompts"] else "",
         _k(g["rollouts"]) if g["rollouts"] else "",
         f"{_k(g['prompt_tokens'])} / {_k(g['response_tokens'])}" if g["rollouts"] else "",
