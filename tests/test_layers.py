@@ -16,7 +16,7 @@ import vibethinker
 
 # Bottom to top. A name is a subpackage or a top-level module of vibethinker.
 LAYERS: list[tuple[str, ...]] = [
-    ("types", "log", "malloc", "threads", "statefile"),
+    ("types", "log", "malloc", "threads", "statefile", "ledger", "devices"),
     ("config",),
     ("algo", "dist"),
     ("sandbox",),

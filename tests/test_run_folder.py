@@ -62,7 +62,7 @@ def test_status_elsewhere_and_after_a_move_keeps_the_report(env, tmp_path, monke
     assert main(["status", "runs/r"]) == 0
     report = Path("runs/r/report.md").read_text()
     assert "### numbers of t_write" not in report and "numbers of t_write" in report
-    assert "![plot](t_slow/plot.png)" in report and report.count("\n## ") == 2
+    assert "![plot](t_slow/plot.png)" in report and report.count("\n## ") == 3  # + Cost
     # from another directory, then after moving the folder: the same report
     moved = tmp_path / "elsewhere" / "moved"
     moved.parent.mkdir()
@@ -73,7 +73,7 @@ def test_status_elsewhere_and_after_a_move_keeps_the_report(env, tmp_path, monke
     monkeypatch.chdir(moved.parent)
     assert main(["status", "moved"]) == 0
     text = (moved / "report.md").read_text()
-    assert text.count("\n## ") == 2 and "![plot](t_write/plot.png)" in text
+    assert text.count("\n## ") == 3 and "![plot](t_write/plot.png)" in text  # + Cost
     assert "t_write/file.txt" in text
     # the moved run is the same run: nothing re-runs when the recipe points at it
     r = load_recipe(str(tmp_path / "work/recipe.yaml"), {"run_dir": str(moved)})
@@ -87,13 +87,13 @@ def test_a_rebuild_never_holds_less_than_the_report_it_replaces(env, tmp_path, m
     assert write_report("runs/r") == "runs/r/report.md"
     assert Path("runs/r/report.md").read_text() == before
     rebuilt = Path("runs/r/report.rebuilt.md").read_text()
-    assert rebuilt.count("\n## ") == 1 and before.count("\n## ") == 2
+    assert rebuilt.count("\n## ") == 2 and before.count("\n## ") == 3  # + Cost
     # a stage the recipe no longer has is not a loss: the report is rewritten without it
     man = Manifest("runs/r")
     man.data["order"] = ["t_write"]
     man.save()
     write_report("runs/r")
-    assert Path("runs/r/report.md").read_text().count("\n## ") == 1
+    assert Path("runs/r/report.md").read_text().count("\n## ") == 2  # + Cost
 
 
 def test_legacy_manifest_with_cwd_relative_outs_is_found_from_anywhere(tmp_path, monkeypatch):

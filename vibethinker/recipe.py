@@ -51,7 +51,7 @@ from typing import Any
 
 import torch
 
-from vibethinker import rundir, statefile
+from vibethinker import devices, ledger, rundir, statefile
 from vibethinker import stages as stage_registry
 from vibethinker.config import ConfigError, is_runtime, make_config, read_yaml
 from vibethinker.log import get_logger, setup_logging
@@ -387,6 +387,7 @@ def _run_stage(manifest: Manifest | None, ps: PlannedStage, run_dir: str) -> dic
     rank 0 alone; the manifest (rank 0's) records the outcome, with outputs relative to the run
     folder."""
     spec = stage_registry.get(ps.stage)
+    ledger.start()
     t0 = time.time()
     try:
         outputs = dist.run_on_main(lambda: spec.fn(ps.config) or {}, ps.stage in DISTRIBUTED)
@@ -402,7 +403,9 @@ def _run_stage(manifest: Manifest | None, ps: PlannedStage, run_dir: str) -> dic
         raise
     if manifest is not None:
         outs = {k: rundir.relative(str(v), run_dir) for k, v in (outputs or {}).items()}
-        _end_stage(manifest, ps, t0, "done", outputs=outs)
+        cost = ledger.stop(time.time() - t0, *devices.detect(getattr(ps.config, "device", "")))
+        ledger.write(ps.config.out, cost)
+        _end_stage(manifest, ps, t0, "done", outputs=outs, ledger=cost)
         log.info("stage %s done in %.1f s", ps.name, time.time() - t0)
     return outputs or {}
 

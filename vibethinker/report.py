@@ -18,6 +18,7 @@ from typing import Any
 
 from vibethinker import statefile
 from vibethinker.log import get_logger
+from vibethinker.reports.cost import cost_markdown, cost_text
 from vibethinker.reports.headline import headline_markdown
 from vibethinker.rundir import read_manifest, stage_dir
 
@@ -134,7 +135,8 @@ def status_table(run_dir: str) -> str:
                 f"  single/{name}  {rec.get('stage')}  {rec.get('status')}  "
                 f"{rec.get('finished') or rec.get('started', '')}"
             )
-    return "\n".join(lines + ([""] + notes if notes else []))
+    cost = cost_text(order, stages)
+    return "\n".join(lines + ([""] + notes if notes else []) + (["", cost] if cost else []))
 
 
 def headline_section(run_dir: str) -> tuple[str, str | None]:
@@ -175,6 +177,8 @@ def write_report(run_dir: str) -> str:
         outs = ", ".join(f"{k}: `{v}`" for k, v in (rec.get("outputs") or {}).items())
         secs = _seconds(rec)
         lines.append(f"| {name} | {rec.get('stage', '')} | {rec['status']} | {secs} | {outs} |")
+    cost = cost_markdown(order, stages)
+    lines += ["", cost] if cost else []
     warned = [(n, w) for n in order for w in _warnings(run_dir, stages.get(n, {}))]
     if warned:
         lines += ["", "## Warnings", ""] + [f"- **{n}**: {w}" for n, w in warned]

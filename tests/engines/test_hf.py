@@ -330,3 +330,25 @@ def test_vllm_engine_generates(tiny, tmp_path):
 def test_unknown_engine():
     with pytest.raises(ValueError, match="known engines"):
         make_sampler("nope")
+
+
+def test_the_cost_ledger_counts_rollouts_tokens_and_decode_steps(tiny):
+    from vibethinker import ledger
+
+    model, tok = tiny
+    s = make_sampler("hf", model=model, tokenizer=tok, token_budget=64)  # several batches
+    params = SamplingParams(max_new_tokens=8, seed=1)
+    plain = s.generate(PROMPTS, n=2, params=params)
+    ledger.start()
+    out = s.generate(PROMPTS, n=2, params=params)
+    rec = ledger.stop(1.0)
+    assert [[c.token_ids for c in g] for g in out] == [[c.token_ids for c in g] for g in plain]
+    g = rec["generation"]["sample"]
+    comps = [c for grp in out for c in grp]
+    assert g["prompts"] == len(PROMPTS) and g["rollouts"] == len(comps)
+    assert g["response_tokens"] == sum(len(c.token_ids) for c in comps)
+    assert g["prompt_tokens"] == sum(2 * len(s.encode(p)) for p in PROMPTS)
+    assert g["truncation_rate"] == round(sum(c.finish_reason == "length" for c in comps) / 6, 4)
+    # each batch runs to its longest row: at least the longest, at most every row's length
+    assert max(len(c.token_ids) for c in comps) <= g["decode_steps"] <= g["response_tokens"]
+    assert rec["params"] == sum(p.numel() for p in model.parameters())

@@ -213,3 +213,14 @@ def test_tokenizer_adds_the_turn_end_as_a_stop_string(tmp_path):
     )
     assert got[0].text == "4" and got[0].finish_reason == "stop"
     assert got[0].num_tokens == 1  # counted with the tokenizer (no usage, no logprobs)
+
+
+def test_the_cost_ledger_counts_requests_and_their_usage():
+    from vibethinker import ledger
+
+    with StubOpenAI(responses=["abcde"], ignore_n=True, no_logprobs=True) as srv:
+        ledger.start()
+        sampler(srv).generate(["x", "y"], 2, SamplingParams())
+        rec = ledger.stop(1.0)
+    t = rec["teacher"]
+    assert t["calls"] == 4 and t["completion"] == 4 * 5  # one request per sample: n ignored

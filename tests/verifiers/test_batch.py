@@ -336,3 +336,16 @@ def test_cancel_scope_kills_what_runs_and_refuses_what_comes():
         with scope.running(lambda: killed.append("b")):  # started after: stopped, not run
             raise AssertionError("never runs")
     assert killed == ["a", "b"]
+
+
+def test_the_cost_ledger_counts_verdicts_by_reason():
+    from vibethinker import ledger
+
+    probs = [Problem(id=f"m{i}", domain="math", prompt="1+1?", answer="2") for i in range(3)]
+    ledger.start()
+    scores = verify_batch(probs, ["\\boxed{2}", "\\boxed{3}", "no answer"], workers=1)
+    rec = ledger.stop(1.0)
+    v = rec["verify"]["verify"]
+    assert v["calls"] == 3 and v["rejection_rate"] == round(2 / 3, 4)
+    wrong = {s.reason: 1 for s in scores if not s.correct}
+    assert v["rejected_by_reason"] == wrong and len(wrong) == 2

@@ -40,10 +40,12 @@ from __future__ import annotations
 
 import inspect
 import os
+import time
 from typing import Any
 
 import torch
 
+from vibethinker import ledger
 from vibethinker.engines import (
     Prompt,
     SamplingParams,
@@ -163,19 +165,42 @@ class HFSampler:
             gen = torch.Generator(device=self.device).manual_seed(params.seed)
         was_training = self.model.training
         self.model.eval()
+        t0, steps = time.perf_counter(), 0
         try:
             with torch.inference_mode():
                 for chunks in batches:
                     rows = self._sample_batch(
                         [ids[i] for i, _ in chunks], [c for _, c in chunks], params, gen
                     )
+                    steps += max((len(r.token_ids) for r in rows), default=0)
                     k = 0
                     for i, c in chunks:
                         out[i].extend(rows[k : k + c])
                         k += c
         finally:
             self.model.train(was_training)
+        self._count(ids, out, steps, time.perf_counter() - t0)
         return out
+
+    def _count(self, ids: list[list[int]], out: list[list[Completion]], steps: int, dt: float):
+        """The cost ledger's record of one call (a no-op when no ledger is open)."""
+        if ledger.current() is None:
+            return
+        comps = [(len(ids[i]), c) for i, cs in enumerate(out) for c in cs]
+        ledger.sampled(
+            prompts=len(ids),
+            prompt_lens=[n for n, _ in comps],
+            lengths=[len(c.token_ids) for _, c in comps],
+            truncated=sum(c.finish_reason == "length" for _, c in comps),
+            decode_steps=steps,
+            seconds=dt,
+            params=self._n_params(),
+        )
+
+    def _n_params(self) -> int:
+        if not hasattr(self, "_params"):
+            self._params = sum(p.numel() for p in self.model.parameters())
+        return self._params
 
     def response_budget(self, longest_prompt: int, params: SamplingParams) -> int:
         """The most response tokens any row may take: `max_new_tokens`, or with 0 the context

@@ -31,6 +31,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from vibethinker import ledger
 from vibethinker.engines import (
     Prompt,
     SamplerError,
@@ -212,6 +213,10 @@ class OpenAISampler:
         out = []
         choices = sorted(resp.get("choices") or [], key=lambda c: c.get("index", 0))
         usage = (resp.get("usage") or {}).get("completion_tokens")
+        used = resp.get("usage") or {}  # the cost ledger: one remote request and its tokens
+        ledger.teacher(
+            1, int(used.get("prompt_tokens") or 0), int(used.get("completion_tokens") or 0)
+        )
         for ch in choices:
             if self.endpoint == "chat":
                 msg = ch.get("message") or {}

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from vibethinker import verifiers
+from vibethinker import ledger, verifiers
 from vibethinker.engines import Sampler, SamplingParams
 from vibethinker.evaluate.metrics import aggregate, answer_key, group_stats, n_tokens, passk_curve
 from vibethinker.log import get_logger, progress
@@ -134,13 +134,14 @@ def evaluate(
         for idx in [[i for i, x in enumerate(ns) if x == v]]
         for s in range(0, len(idx), chunk)
     ]
-    for idx in progress(calls, desc="eval sample", total=len(calls)):
-        outs = sampler.generate([prompts[i] for i in idx], ns[idx[0]], params)
-        for i, cs in zip(idx, outs):
-            completions[i] = list(cs)
-    flat_p = [p for p, cs in zip(problems, completions) for _ in cs]
-    flat_r = [c.text for cs in completions for c in cs]
-    scores = (verify_fn or verifiers.verify_batch)(flat_p, flat_r, workers=workers)
+    with ledger.phase("eval"):  # the cost ledger counts this sampling and verifying as eval
+        for idx in progress(calls, desc="eval sample", total=len(calls)):
+            outs = sampler.generate([prompts[i] for i in idx], ns[idx[0]], params)
+            for i, cs in zip(idx, outs):
+                completions[i] = list(cs)
+        flat_p = [p for p, cs in zip(problems, completions) for _ in cs]
+        flat_r = [c.text for cs in completions for c in cs]
+        scores = (verify_fn or verifiers.verify_batch)(flat_p, flat_r, workers=workers)
     groups, k = [], 0
     for p, cs in zip(problems, completions):
         groups.append(Group(p, list(cs), list(scores[k : k + len(cs)])))

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from vibethinker import ledger
 from vibethinker.log import get_logger
 from vibethinker.models.chat import chat_end_token
 from vibethinker.models.hub import hub_load_kwargs
@@ -220,4 +221,5 @@ def save_model_and_tokenizer(model: Any, tokenizer: Any, out_dir: str | os.PathL
         for key in ("is_local", "local_files_only"):  # load-time flags leaked into the file
             cfg.pop(key, None)
         cfg_path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n")
+    ledger.checkpoint(out)
     return str(out)

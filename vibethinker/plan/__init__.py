@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from vibethinker.config import ConfigError
+from vibethinker.devices import DEVICES, KNOWN
 from vibethinker.plan.memory import GIB, Phase
-from vibethinker.plan.shapes import ModelShape, lookup
+from vibethinker.plan.predict import base_shape, predict, render
+from vibethinker.plan.shapes import ModelShape, lookup  # noqa: F401 (re-exported)
 from vibethinker.plan.stages import ESTIMATORS, Context
 from vibethinker.recipe import Recipe, load_recipe
 
@@ -38,17 +40,24 @@ GPUS = {
 }
 RESERVE_GIB = 2.0  # CUDA context, NCCL buffers and allocator fragmentation: our allowance
 MAX_GPUS = 64  # the largest torchrun world the knob search tries
-PLAN_KEYS = ("gpus", "gpu_mem_gb", "gpu", "device", "prompt_tokens")
-USAGE = """usage: vibethinker plan RECIPE.yaml [gpus=N] [gpu_mem_gb=M | gpu=NAME] [device=cpu]
-                        [prompt_tokens=T] [recipe overrides: model=..., <stage>.<key>=...]
+PLAN_KEYS = ("gpus", "gpu_mem_gb", "gpu", "device", "prompt_tokens", "ledger", "engine")
+USAGE = """usage: vibethinker plan RECIPE.yaml [gpus=N] [gpu_mem_gb=M | gpu=NAME] [device=D]
+                        [prompt_tokens=T] [ledger=RUN_DIR] [expect.<stage>.<key>=V]
+                        [recipe overrides: model=..., <stage>.<key>=...]
 
 Predicted peak memory per device for every stage of the recipe, whether it fits, and the knob
-that makes it fit.
+that makes it fit; then predicted time and tokens per stage and phase, and device-hours.
 
   gpus=N          processes under torchrun (FSDP2 for the training stages); default 1
   gpu_mem_gb=M    memory per device in GB; default 80
   gpu=NAME        instead of gpu_mem_gb: {gpus}
-  device=cpu      fp32 on CPU (the arithmetic scripts/plan_check.py measures)
+  device=D        h100 (default), h200, a100, h800 or cpu (fp32 on this CPU; its rates
+                  measured once by a probe); devices.py has the table and its sources
+  ledger=RUN_DIR  counts (tokens, response lengths, verifier rate) from an earlier run's
+                  ledger; default the recipe's own run folder when it has one
+  engine=vllm     predict every sampling phase on vLLM (default: each stage's own engine)
+  expect.S.K=V    a count the recipe does not fix (plan/workload.py lists the keys), e.g.
+                  expect.sft1.rows=100000 expect.rl_math.response_tokens=12000
   prompt_tokens=T the assumed prompt length of sampled and RL rows; default 2048
 
 Exit status 0 when every stage fits, 1 when one needs a knob, 2 for bad input."""
@@ -243,7 +252,7 @@ def plan_recipe(
     cuda: bool = True,
     prompt_tokens: int = 2048,
 ) -> list[StagePlan]:
-    base: ModelShape | None = lookup(recipe.model or "")
+    base: ModelShape | None = base_shape(recipe)
     ctx = Context(base=base, gpus=gpus, mem=mem, cuda=cuda, prompt_tokens=prompt_tokens)
     return [plan_stage(ps.name, ps.stage, ps.config, ctx) for ps in recipe.stages]
 
@@ -281,7 +290,7 @@ def format_table(plans: list[StagePlan], gpus: int, mem: float, cuda: bool) -> s
 def ckpt_table(plans: list[StagePlan], recipe: Recipe, gpus: int, mem: float, cuda: bool) -> str:
     """Training stages' update peak with and without activation checkpointing."""
     rows = ["| stage | update peak, checkpointing on | off |", "|---|---:|---:|"]
-    ctx = Context(base=lookup(recipe.model or ""), gpus=gpus, mem=mem, cuda=cuda)
+    ctx = Context(base=base_shape(recipe), gpus=gpus, mem=mem, cuda=cuda)
     for ps in recipe.stages:
         if ps.stage not in ("sft", "rl", "distill", "reward_model"):
             continue
@@ -302,22 +311,32 @@ def cmd_plan(args: list[str], values: dict[str, str], show_help: bool = False) -
     if len(args) > 1:
         raise ConfigError(f"plan: one recipe, got {args}; options are key=value")
     own = {k: values.pop(k) for k in list(values) if k in PLAN_KEYS}
+    expect = {k: values.pop(k) for k in list(values) if k.startswith("expect.")}
+    device = own.get("device", "h100").lower()
+    if own.get("engine", "hf") not in ("hf", "vllm"):
+        raise ConfigError(f"plan: engine={own['engine']!r}: set engine=hf or engine=vllm")
+    if device not in KNOWN:
+        raise ConfigError(f"plan: unknown device {device!r}; set device= one of {', '.join(KNOWN)}")
+    if device in DEVICES and "gpu" not in own and "gpu_mem_gb" not in own:
+        own["gpu_mem_gb"] = str(DEVICES[device].mem_gb)
     gpus, mem, cuda = parse_gpu(own)
     prompt = own.get("prompt_tokens", "2048")
     if not prompt.isdigit() or int(prompt) < 1:
         raise ConfigError(f"plan: prompt_tokens={prompt!r}: expected a whole number of tokens")
     prompt = int(prompt)
     recipe = load_recipe(args[0], values)
-    if not lookup(recipe.model or ""):
+    if not base_shape(recipe):
         lookup_err = f"recipe {recipe.path}: model {recipe.model!r}"
         raise ConfigError(
             f"{lookup_err} is neither a folder with config.json nor a known Qwen2.5 "
             "hub id; pass model=FOLDER or model=Qwen/Qwen2.5-1.5B"
         )
     plans = plan_recipe(recipe, gpus, mem, cuda, prompt)
-    print(f"recipe {recipe.path} (model {recipe.model}, {lookup(recipe.model).params():,} params)")
+    print(f"recipe {recipe.path} (model {recipe.model}, {base_shape(recipe).params():,} params)")
     print(format_table(plans, gpus, mem, cuda))
     ck = ckpt_table(plans, recipe, gpus, mem, cuda)
     if ck:
         print("\nActivation checkpointing (training stages, update phase, GB):\n\n" + ck)
+    costs, r, ex = predict(recipe, device, gpus, prompt, {**expect, **own})
+    print("\n" + render(costs, r, ex, recipe))
     return 0 if all(sp.fits is not False for sp in plans) else 1

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from vibethinker import ledger
 from vibethinker.algo.advantages import ADVANTAGE_ESTIMATORS
 from vibethinker.config import is_runtime
 from vibethinker.engines import SamplingParams
@@ -261,6 +262,12 @@ def rl_step(lp: Loop, step: int) -> dict[str, Any]:
     with timer("update"):
         u = update_all(lp, tb, adv_mine, rows, old_lp, ref_lp, n_total=adv.numel())
     u["mismatch_over"] = check_mismatch(u, lp.opts.mismatch_limit, lp.opts.on_mismatch, step + 1)
+    ledger.trained(
+        int(tb.attention_mask[rows].sum()),
+        tb.attention_mask[rows].numel(),
+        timer.t["logprobs"] + timer.t["update"],
+        ledger.n_params(lp.model),
+    )
     if lp.sync is not None:
         with timer("sync"):
             lp.sync()  # the next rollout samples from the updated weights

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 import torch
 import torch.nn.functional as F
 
+from vibethinker import ledger
 from vibethinker.log import get_logger, make_tracker
 from vibethinker.train import checkpoints, chunked, dist, interrupt, packing, policy
 from vibethinker.train.packing import IGNORE, Sample
@@ -246,6 +247,9 @@ def _one_step(run: _Run, step: int) -> tuple[dict[str, Any], dict[str, str]]:
     lr = policy.current_lr(run.optimizer)
     gnorm = policy.optimizer_step(run.model, run.optimizer, run.scheduler, run.opts.max_grad_norm)
     dt = time.perf_counter() - t0
+    ledger.trained(
+        n_tok, sum(m["input_ids"].numel() for m in micro), dt, ledger.n_params(run.model)
+    )
     run.stats["tokens"] += n_tok
     run.stats["seconds"] += dt
     row = _row(

@@ -26,9 +26,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from vibethinker import ledger
 from vibethinker.types import Problem, Score
 from vibethinker.verifiers.code import backstop
 from vibethinker.verifiers.pool import (  # noqa: F401 (re-exported: the pool's names, by their old home)
@@ -115,6 +117,7 @@ def verify_batch(
     if len(problems) != len(responses):
         raise ValueError(f"{len(problems)} problems but {len(responses)} responses")
     fn = fn or verify
+    t0 = time.perf_counter()
     check_available({p.domain for p in problems})
     groups: dict[str, list[int]] = {"process": [], "thread": []}
     for i, p in enumerate(problems):
@@ -144,6 +147,8 @@ def verify_batch(
     side.join()
     if errors:
         raise errors[0]
+    done = [r for r in results if r is not None]
+    ledger.verified([r.reason for r in done], [r.correct for r in done], time.perf_counter() - t0)
     return results  # type: ignore[return-value]
 
 
