@@ -11,6 +11,7 @@ from typing import Any
 from vibethinker.plan.cost import StageCost, Work
 from vibethinker.plan.shapes import ModelShape
 from vibethinker.plan.workload import Expect, count_rows, gen, other, verify
+from vibethinker.stages.eval import n_profile
 
 CHARS_PER_TOKEN = 4.0  # a JSONL row's characters per token when only the file is known (ASSUMED)
 FIXED_S = {"data": 5.0, "model": 10.0}  # CPU seconds of the stages with no model work (ASSUMED)
@@ -40,6 +41,28 @@ def sft_tokens(name: str, cfg: Any, ex: Expect) -> tuple[float, float]:
     per = min(per, cfg.max_len)
     tokens = ex.get(name, "tokens", cfg.epochs * rows * per)
     return tokens, per
+
+
+# An eval file's format -> the domain whose n the paper's profile gives (stages/eval.PAPER_N).
+FORMAT_DOMAIN = {
+    "math": "math",
+    "imo-answerbench": "imo-answerbench",
+    "gpqa": "stem",
+    "livecodebench": "code",
+    "humaneval": "code",
+    "ifeval": "instruct",
+    "ifbench": "instruct",
+}
+
+
+def paper_n(cfg: Any) -> int:
+    """Samples per problem of an eval with n = 0 (the paper's per-domain profile): its format's
+    domain's n (a mixed file, or an unknown format: the profile's default, 8)."""
+    n = n_profile(cfg)
+    if isinstance(n, int):
+        return n
+    dom = FORMAT_DOMAIN.get(getattr(cfg, "format", ""), "")
+    return int(n.get(dom, n.get("default", 8)))
 
 
 def _eval(sc: StageCost, s: ModelShape, ex: Expect, rows: float, cap: float, prompt: float, *more):
@@ -149,7 +172,7 @@ def work_sampling(sc: StageCost, cfg: Any, s: ModelShape, ex: Expect, ctx: dict[
         probs = cfg.limit or ex.get(
             sc.name, "eval_problems", (count_rows(cfg.data) or (None,))[0], "no problem count"
         )
-        rows = probs * (cfg.n or ex.get(sc.name, "n", 1))
+        rows = probs * (cfg.n or ex.get(sc.name, "n", paper_n(cfg)))
     dom = "math" if sc.stage in ("probe_merge", "clr") else "mix"
     _eval(sc, s, ex, rows, cap, prompt, dom, getattr(cfg, "engine", "hf"))
     loads = len(cfg.models) if sc.stage == "headline" else 1  # each model loaded and evaluated
