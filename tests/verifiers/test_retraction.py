@@ -56,6 +56,8 @@ VERIFICATIONS = [
     "Actually, we can also see this as 4 + 3 = 7.",
     "Wait, is it 4? No: the difference is 3, not 4.",
     "Actually, the answer is 3 after all.",
+    "Wait, what about 4? 4 doesn't work because 4 + 3 = 7 is the total. So 3 it is.",
+    "Wait, could it be 4? No, 4 is too many: only 7 - 4 = 3 remain.",
     "Wait, that's wrong. The answer is $3$ after all.",
 ]
 
@@ -90,6 +92,15 @@ RETRACTIONS = [
     ("Actually, I need to reconsider. Since she ate 2, there are 5 left.", "contradicted_answer"),
     ("Actually, she ate one more, giving 2.", "contradicted_answer"),
     ("Wait, no. The difference is 5.", "contradicted_answer"),
+    (
+        "Hmm, wait, 3 doesn't work because it is odd. The smallest even count is 4.",
+        "contradicted_answer",
+    ),
+    ("Wait, 3 is not possible since one apple is left. So there are 4.", "contradicted_answer"),
+    ("Wait — I forgot to include the last one. That makes 4.", "contradicted_answer"),
+    ("Oops! I double counted. The correct count is 2.", "contradicted_answer"),
+    ("Wait. I think it should be 4.", "contradicted_answer"),
+    ("Actually, the problem asks for $n+1$, which is $4$.", "contradicted_answer"),
     ("Wait, the difference is actually 5.", "contradicted_answer"),
     ("Let me verify: 3 + 4 = 8. Oh wait, the difference is 4.", "contradicted_answer"),
     ("Let me verify the answer: 3 + 4 = 8. So the answer should be 4.", "contradicted_answer"),

@@ -14,8 +14,9 @@ mistake", "I miscounted") followed by a statement of another value ("the sum is 
 - a cue sentence counts its own statements; after a negation, an admission, a rethink ("let me
   recompute") or a bare cue ("Wait."), the following sentences count as well, until a check;
 - a value counts only in the place of a statement: after "is", "are", "be", "equals", "gives",
-  "get", "to", ":" or the cue itself, or as `name = value`; an arithmetic equation (`3 + 4 = 7`,
-  `$7 - 4 = 3$`, "3 plus 4 is 7") or a negated value ("6, not 5") is not a statement.
+  "get", "to", ":" or right after the cue, or as `name = value`; an arithmetic equation
+  (`3 + 4 = 7`, `$7 - 4 = 3$`, "3 plus 4 is 7"), a negated value ("6, not 5") or a number that
+  opens a sentence without a cue ("4 doesn't work") is not a statement.
 
 Pure string functions, linear in a window of at most a few thousand characters.
 """
@@ -39,7 +40,9 @@ _HYPOTHETICAL_RE = re.compile(r"\b(?:if|whether)\b[^.]*$", re.I)
 # a rethink keeps the retraction open to the next sentences, without taking the answer back
 _RETHINK_RE = re.compile(
     r"\b(?:re-?(?:compute|calculate|count|do|think|consider|examine|evaluate|read)\w*"
-    r"|mistake|error|misread|miscount\w*|overlooked|forgot|instead)\b",
+    r"|mistake|error|misread|miscount\w*|overlooked|forgot|instead"
+    r"|(?:does|did|would|will|can|could)(?:n['’]t| not) (?:work|be)|cannot be"
+    r"|is(?:n['’]t| not) (?:valid|allowed|possible)|is (?:invalid|impossible))\b",
     re.I,
 )
 # a check or a confirmation: its numbers are arithmetic, not answers ("the correct answer is"
@@ -61,9 +64,10 @@ _STATEMENT_RE = re.compile(
     r"(?:(?:\b(?:is|are|was|were|be|equals?|becomes?|gives?|giving|leaving|get|got|yields?"
     r"|to|makes?)\b"
     r"|['’]s)(?:\s+(?:exactly|actually|just|only|really|then|now|also))?|:|(?<![\w)+\-*/^])"
-    r"[A-Za-z]\w*\s*=|^\W*(?:\bno\b)?\W*)\s*$",
+    r"[A-Za-z]\w*\s*=)\s*$",
     re.I,
 )
+_AFTER_CUE_RE = re.compile(r"^\W*(?:\bno\b)?\W*$", re.I)  # "Correction: 6", "Actually, no, 6."
 _ARITH = r"(?:[-+*/×÷]|\\times|\\cdot|\bplus\b|\bminus\b|\btimes\b|\bdivided by\b|\bover\b)"
 _ARITH_BEFORE_RE = re.compile(
     r"\d\)?\s*\$?\s*" + _ARITH + r"\s*\$?\s*\(?-?\d[\d.,]*\)?\s*\$?\s*"
@@ -93,8 +97,8 @@ def _value(match: re.Match[str], sentence: str, cue_end: int) -> str | None:
         return None  # "3 + 4 = 7", "3 plus 4 is 7": arithmetic
     if arithmetic(raw, sentence[match.end() : match.end() + 8] if match.group(4) else ""):
         return None
-    if not _STATEMENT_RE.search(pre[-80:]):
-        return None
+    if not _STATEMENT_RE.search(pre[-80:]) and (cue_end < 0 or not _AFTER_CUE_RE.match(pre)):
+        return None  # a number that opens a sentence without a cue is a subject, not a value
     return raw or None
 
 
