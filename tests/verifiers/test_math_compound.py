@@ -61,6 +61,13 @@ def _verify(gold: str, response: str):
         (EVELYN, r"\text{Evelyn, Briana}", False),
         (EVELYN, r"\text{Evelyn is faster than Briana}", False),  # a comparison, not an answer
         (EVELYN, r"\text{Briana (not Evelyn)}", False),
+        (EVELYN, r"\text{The greatest average speed is Evelyn's}", True),  # the possessive
+        (EVELYN, r"\text{The greatest average speed is Evelyn’s}", True),
+        (EVELYN, r"\text{The greatest average speed is Briana's}", False),
+        (EVELYN, r"\text{The greatest average speed is not Evelyn's}", False),
+        (EVELYN, r"\text{The greatest speed is Evelyn's or Briana's}", False),
+        (EVELYN, r"\text{Evelyn's brother is fastest}", False),  # someone else
+        (EVELYN, r"\text{The greatest speed is Evelyn's brother's}", False),
         (r"\text{even}", r"\text{the function is even}", True),
         (r"\text{even}", r"\text{the function is odd}", False),
         (r"\text{even}", r"\text{even though it looks odd, it is odd}", False),

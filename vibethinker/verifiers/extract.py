@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from vibethinker.verifiers.retraction import arithmetic, retraction
+
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 
@@ -91,47 +93,9 @@ _STATED_RE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 
-_NEGATION = (
-    r"\b(?:that|this|my answer|the answer(?: above)?)(?:'s|\s+is|\s+was)\s+"
-    r"(?:wrong|incorrect|not\s+(?:right|correct))|\bI made an? (?:mistake|error)"
-)
 _SENTENCE_END_RE = re.compile(r"\n|\.(?:\s|$)")
 _INLINE_MATH_RE = re.compile(r"\$|\\[()]|\*\*")
 _MORE_RE = re.compile(r"\s*(?:,\s*\$?[-+\d\\]|and\b|or\b|\\pm|\$?\s*\\text\{\s*(?:and|or)\b)")
-
-
-# A retraction after the answer ("Actually, ...", "Wait, ...", "On second thought, the sum is
-# $6$", "That's wrong"): its last value (one not negated: "6, not 5") is a second commitment.
-_RETRACT_RE = re.compile(
-    r"\b(?:actually|wait|on second thought|correction|oops|scratch that)\b|" + _NEGATION,
-    re.IGNORECASE,
-)
-_NEGATION_RE = re.compile(_NEGATION, re.IGNORECASE)
-_VALUE_RE = re.compile(
-    r"\$\$?([^$]{1,300}?)\$\$?|\\\((.{1,300}?)\\\)|\*\*([^*]{1,300})\*\*"
-    r"|(?<![\w.^{\\])([-+]?\d[\d,]*(?:\.\d+)?(?:/\d+)?)(?![\w^{\\]|\.\d)"
-)
-_NOT_BEFORE_RE = re.compile(r"(?:\bnot|\binstead of|\brather than|\bthan)\W*$", re.IGNORECASE)
-
-
-def retraction(text: str) -> tuple[int, str | None] | None:
-    """(where the first retraction starts, its last value or None) in the first STATED_WINDOW
-    characters of `text`: the math of an inline formula, bold text or a bare number after
-    "Actually", "Wait", "On second thought", "Correction", "Oops", "Scratch that" or a negation
-    of the answer ("that's wrong", "I made a mistake"), a negated value ("6, not 5") skipped.
-    None when there is no retraction, or only a marker with neither a value nor a negation
-    ("Actually, this is a classic problem.")."""
-    window = text[:STATED_WINDOW]
-    m = _RETRACT_RE.search(window)
-    if m is None:
-        return None
-    value = None
-    for v in _VALUE_RE.finditer(window, m.end()):
-        if not _NOT_BEFORE_RE.search(window[max(0, v.start() - 20) : v.start()]):
-            value = next(g for g in v.groups() if g is not None).strip().rstrip(".,;:")
-    if not value and not _NEGATION_RE.search(window, m.start()):
-        return None
-    return m.start(), value or None
 
 
 def stated_answer(text: str) -> str | None:
@@ -144,12 +108,14 @@ def stated_answer(text: str) -> str | None:
     window = text[:STATED_WINDOW]
     for m in _STATED_RE.finditer(window):
         k = next(i for i, g in enumerate(m.groups(), 1) if g is not None)
+        if arithmetic(m.group(k), window[m.end() : m.end() + 8] if k == 5 else ""):
+            continue  # "Let me verify the answer: 4 + 3 = 7": a check, not an answer
         found, at = m.group(k), m.start()
         if _MORE_RE.match(window, m.end()):  # `2 and 3`, `4 or 5`, `$2$, $3$`: the whole listing
             rest = _SENTENCE_END_RE.split(window[m.start(k) : m.start(k) + 300], maxsplit=1)[0]
             found = _INLINE_MATH_RE.sub("", rest)
         found = found.strip().rstrip(".,;:")
-    back = retraction(window)
+    back = retraction(window, STATED_WINDOW)
     if back is not None and back[1] is not None and back[0] > at:
         found = back[1]
     return found or None

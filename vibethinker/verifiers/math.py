@@ -24,9 +24,10 @@ Pipeline for one response (each step cheap before the expensive one):
 Numbers: exact answers are compared exactly (rationals and big integers exactly, other exact
 values to 100 digits); a tolerance exists only for decimals, at their stated precision
 (math_equiv.py). Several boxes are compared by value: any box that is not the gold makes the
-answer a hedge; a final answer stated in prose after the last box (or a retraction's value:
-"Actually, ... is 8") that is not the gold makes it `contradicted_answer` (the box alone does not
-win), and a retraction with no value ("Wait, that's wrong.") makes it `retracted_answer`. The
+answer a hedge; a final answer stated in prose after the last box (or an explicit retraction's
+value: "Actually, ... is 8"; a check after the box, "Wait, let me verify: 3 + 4 = 7", is no
+answer, retraction.py) that is not the gold makes it `contradicted_answer` (the box alone does
+not win), and a retraction with no value ("Wait, that's wrong.") makes it `retracted_answer`. The
 answer forms of compound answers (a scalar factored out of a matrix, `-\\mathbf{I}`, labelled
 components, a text answer inside a sentence) are math_compound.py's. An optional LLM judge can
 give a second opinion (math_judge.py).

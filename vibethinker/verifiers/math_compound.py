@@ -14,8 +14,9 @@
 - **A text answer inside a sentence** (`\\text{Evelyn has the greatest average speed}` for
   `\\text{Evelyn}`, `\\text{the function is even}` for `\\text{even}`, `\\text{Evelyn (the
   fastest)}`): a sentence whose subject is the gold name (the gold capitalised as written, the
-  sentence opening with it) or that ends "is/are <gold>", with no negation, alternative or
-  comparison word anywhere in it; a trailing parenthetical is dropped when the gold has none.
+  sentence opening with it) or that ends "is/are <gold>" (a gold name also as its possessive:
+  "The greatest average speed is Evelyn's"), with no negation, alternative or comparison word
+  anywhere in it; a trailing parenthetical is dropped when the gold has none.
 """
 
 from __future__ import annotations
@@ -184,6 +185,11 @@ def labelled_components(gold: str, pred: str) -> list[tuple[str, str]] | None:
     return [(gv, pv) for (_, gv), (_, pv) in zip(g, p)]
 
 
+def _own(word: str) -> str:
+    """`word` without a possessive `'s`."""
+    return word[:-2] if word.endswith(("'s", "’s")) else word
+
+
 def sentence_match(gold: str, pred: str) -> bool | None:
     """A text gold against a sentence that gives it (module docstring); None when `gold` is not
     a text answer or `pred` is no longer sentence (left to the other text rules)."""
@@ -206,5 +212,7 @@ def sentence_match(gold: str, pred: str) -> bool | None:
         return None if len(p) <= len(g) else False
     raw = " ".join(re.findall(r"\{([^{}]*)\}", gold)).strip()
     subject = raw[:1].isupper() and p[: len(g)] == g
+    if raw[:1].isupper():  # "The greatest speed is Evelyn's" (speed): at the end only, where
+        p = [*p[:-1], _own(p[-1])]  # "Evelyn's brother is fastest" names someone else
     predicate = p[-len(g) :] == g and p[-len(g) - 1] in ("is", "are")
     return subject or predicate
