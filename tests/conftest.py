@@ -17,3 +17,19 @@ def _few_threads():
     except ImportError:
         pass
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sigint_not_ignored():
+    """A suite started as a background job (`make test &`, `nohup`) inherits SIGINT ignored, and
+    the training loops rightly leave an ignored signal ignored (train/interrupt.py): the tests
+    that press Ctrl-C with os.kill would then see nothing happen. Run the suite as a foreground
+    process sees it, whatever started it."""
+    import signal
+
+    old = signal.getsignal(signal.SIGINT)
+    if old is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if old is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, old)
