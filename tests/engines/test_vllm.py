@@ -126,19 +126,24 @@ def server(tiny, tmp_path_factory):
         log.close()
 
 
-def _kl(engine, model, tok, seed: int) -> float:
-    """Mean k3 KL between vLLM's sampled-token logprobs and the trainer's on the same tokens."""
+def _mismatch(engine, model, tok, seed: int, n: int = 4, new: int = 24) -> tuple[float, float]:
+    """(mean k3 KL, mean |delta logp|) of vLLM's sampled-token logprobs against the trainer's on
+    the same tokens (4 prompts x n samples of up to `new` tokens)."""
     prompts = [p.prompt for p in _problems()[:4]]
     outs = engine.generate(
-        prompts, 2, SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=12, seed=seed)
+        prompts, n, SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=new, seed=seed)
     )
     comps = [c for cs in outs for c in cs]
-    ids = [engine.encode(p) for p in prompts for _ in range(2)]
+    ids = [engine.encode(p) for p in prompts for _ in range(n)]
     b = build_batch(ids, comps, tok.pad_token_id or 0)
     with torch.no_grad():
         lp, _ = response_logprobs(model, b)
     d = (b.engine_logp - lp)[b.mask]  # log(pi_engine / pi_trainer)
-    return float((torch.exp(-d) - 1 + d).mean())
+    return float((torch.exp(-d) - 1 + d).mean()), float(d.abs().mean())
+
+
+def _kl(engine, model, tok, seed: int) -> float:
+    return _mismatch(engine, model, tok, seed, n=2, new=12)[0]
 
 
 def test_update_weights_moves_the_engine(tiny, engine):
@@ -190,21 +195,6 @@ def test_rl_steps_with_vllm_rollouts_and_weight_sync(tiny, engine, tmp_path):
     for r in rows:  # every rollout came from the weights the trainer had at that step
         assert r["engine_kl"] < SYNCED_KL, r
     assert _kl(engine, model.eval(), tok, 9) < SYNCED_KL  # and from the final ones
-
-
-def _mismatch(engine, model, tok, seed: int) -> tuple[float, float]:
-    """(k3 KL, mean |delta logp|) of the engine's sampled tokens against the trainer's."""
-    prompts = [p.prompt for p in _problems()[:4]]
-    outs = engine.generate(
-        prompts, 4, SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=24, seed=seed)
-    )
-    comps = [c for cs in outs for c in cs]
-    ids = [engine.encode(p) for p in prompts for _ in range(4)]
-    b = build_batch(ids, comps, tok.pad_token_id or 0)
-    with torch.no_grad():
-        lp, _ = response_logprobs(model, b)
-    d = (b.engine_logp - lp)[b.mask]
-    return float((torch.exp(-d) - 1 + d).mean()), float(d.abs().mean())
 
 
 def test_rows_that_finish_early_with_a_seed(engine):
