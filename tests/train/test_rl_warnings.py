@@ -120,3 +120,32 @@ def test_filter_keeping_nothing_stops_or_passes_the_model_through(tiny, tmp_path
     a = AutoModelForCausalLM.from_pretrained(tiny).state_dict()
     b = AutoModelForCausalLM.from_pretrained(outs["model"]).state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_mismatch_panel_plots_what_the_loop_logs():
+    """The curves' fourth panel draws each logged mismatch series (positive values, log scale)
+    and says so when the sampler is the trainer (all zero) instead of leaving a blank axis."""
+    from vibethinker.reports import pyplot
+    from vibethinker.reports.rl import _plot_mismatch
+
+    plt = pyplot()
+    hist = [
+        {
+            "step": s,
+            "engine_kl": 5e-5,
+            "engine_logp_absdiff": 3e-3,
+            "token_mult_prob_error": 1.003,
+            "tis_capped_frac": 0.0,
+        }
+        for s in range(1, 4)
+    ]
+    fig, ax = plt.subplots()
+    _plot_mismatch(ax, hist)
+    labels = sorted(line.get_label() for line in ax.get_lines())
+    assert labels == ["k3 KL", "mean |dlogp|", "mult. prob. error - 1"]
+    assert ax.get_yscale() == "log"
+    fig2, ax2 = plt.subplots()
+    _plot_mismatch(ax2, [{"step": 1, "engine_kl": 0.0, "token_mult_prob_error": 1.0}])
+    assert not ax2.get_lines() and "sampler = trainer" in ax2.texts[0].get_text()
+    plt.close(fig)
+    plt.close(fig2)

@@ -9,9 +9,11 @@ from vibethinker.train.rl_config import RLConfig
 
 
 def plot_curves(history: list[dict], evals: list[dict], png: str | Path, title: str) -> str:
-    """Three panels: train reward/accuracy per step, held-out avg@n, response lengths."""
+    """Four panels: train reward/accuracy per step, held-out avg@n, response lengths, and the
+    sampler-vs-trainer mismatch per step (log scale; the hf engine in the trainer's dtype sits at
+    rounding level or 0, which the panel says instead of plotting nothing)."""
     plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.3), dpi=110)
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.3), dpi=110)
     steps = [r["step"] for r in history]
     ax = axes[0]
     ax.plot(steps, [r["reward"] for r in history], lw=0.8, alpha=0.5, label="reward")
@@ -43,11 +45,46 @@ def plot_curves(history: list[dict], evals: list[dict], png: str | Path, title: 
         ax.plot(*zip(*pts), "o-", color="C3", label="held-out correct")
     ax.set(xlabel="step", ylabel="tokens", title="response length")
     ax.legend(fontsize=7)
+    _plot_mismatch(axes[3], history)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(png)
     plt.close(fig)
     return str(png)
+
+
+# (metrics.jsonl key, label, transform): every figure is 0 when the sampler is the trainer.
+_MISMATCH_SERIES = (
+    ("engine_kl", "k3 KL", lambda v: v),
+    ("engine_logp_absdiff", "mean |dlogp|", lambda v: v),
+    ("token_mult_prob_error", "mult. prob. error - 1", lambda v: v - 1.0),
+    ("tis_capped_frac", "share past the cap", lambda v: v),
+)
+
+
+def _plot_mismatch(ax, history: list[dict]) -> None:
+    """Per step: the engine's sampled-token logprobs against the trainer's (algo/correction.py)."""
+    drawn = 0
+    for key, lab, tf in _MISMATCH_SERIES:
+        pts = [(r["step"], tf(r[key])) for r in history if r.get(key) is not None]
+        pos = [(s, v) for s, v in pts if v > 0]
+        if pos:
+            ax.plot(*zip(*pos), lw=0.8, alpha=0.9, label=lab)
+            drawn += 1
+    if drawn:
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
+    else:
+        ax.text(
+            0.5,
+            0.5,
+            "sampler = trainer\n(no mismatch to plot)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+            fontsize=8,
+        )
+    ax.set(xlabel="step", ylabel="per step (log)", title="sampler vs trainer")
 
 
 def _smooth(xs: list[float], k: int = 10) -> list[float]:
