@@ -208,6 +208,23 @@ def test_rows_that_finish_early_with_a_seed(engine):
     assert len(outs) == len(prompts) and len(lengths) > 1
 
 
+def test_a_nan_checkpoint_is_refused_before_vllm_loads_it(tiny, tmp_path):
+    """vLLM would sample a NaN model (every answer scores 0, no word of why): the sampler refuses
+    the folder first, as the hf engine's load does."""
+    import math
+
+    from vibethinker.engines.vllm import VLLMSampler
+    from vibethinker.models import load_model_and_tokenizer
+
+    model, tok = load_model_and_tokenizer(tiny)
+    with torch.no_grad():
+        next(model.parameters()).fill_(math.nan)
+    model.save_pretrained(tmp_path / "nan")
+    tok.save_pretrained(tmp_path / "nan")
+    with pytest.raises(ValueError, match="non-finite"):
+        VLLMSampler(str(tmp_path / "nan"), dtype="float32")
+
+
 def test_bf16_sampler_mismatch_against_fp32_trainer(tiny, engine, tmp_path):
     # After this test the module's `engine` is unusable: the second in-process engine built here
     # tears down vLLM's process-wide parallel groups when it is collected (docs/SCALING.md); the

@@ -201,3 +201,17 @@ def test_disk_full_mid_sft_names_the_file_and_the_rerun_resumes(
     assert "metrics.jsonl: line 2 is torn" in capsys.readouterr().err
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3]
+
+
+def test_a_nan_checkpoint_folder_is_refused_before_an_engine_loads_it(tiny, tmp_path):
+    """vLLM reads a checkpoint folder by itself: check_finite_files (called by VLLMSampler before
+    it builds the engine) names the tensor and file; a clean folder passes."""
+    from vibethinker.models import check_finite_files, load_model_and_tokenizer
+
+    check_finite_files(tiny, "tiny")
+    model, _ = load_model_and_tokenizer(tiny)
+    with torch.no_grad():
+        dict(model.named_parameters())["model.norm.weight"][0] = math.inf
+    model.save_pretrained(tmp_path / "inf")
+    with pytest.raises(ValueError, match=r"non-finite.*model\.norm\.weight in model\.safetensors"):
+        check_finite_files(tmp_path / "inf", "inf")

@@ -105,6 +105,9 @@ class VLLMSampler:
                 "rope_scaling": rope_params(cfg),
                 "max_position_embeddings": cfg.max_position_embeddings,
             }
+        from vibethinker.models import check_finite_files
+
+        check_finite_files(model, str(model))  # as the hf engine's load: no NaN model sampled
         self.llm = vllm.LLM(**kw)
         self.tokenizer = self.llm.get_tokenizer()
         self.use_chat_template = chat_template and getattr(self.tokenizer, "chat_template", None)

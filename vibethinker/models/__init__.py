@@ -179,6 +179,26 @@ def check_finite_weights(model: Any, name: str) -> None:
         )
 
 
+def check_finite_files(folder: str | Path, name: str) -> None:
+    """`check_finite_weights` for a checkpoint folder an engine loads by itself (vLLM): reads the
+    safetensors files one tensor at a time (no model built). A hub id or a folder without
+    safetensors files is left to the engine."""
+    import torch
+    from safetensors import safe_open
+
+    files = sorted(Path(folder).glob("*.safetensors")) if Path(folder).is_dir() else []
+    for f in files:
+        with safe_open(str(f), framework="pt") as st:
+            for key in st.keys():
+                t = st.get_tensor(key)
+                if t.is_floating_point() and not torch.isfinite(t).all():
+                    raise ValueError(
+                        f"{name}: the model has non-finite (NaN or infinite) weights, e.g. "
+                        f"{key} in {f.name}: it comes from a run that diverged or its files are "
+                        "damaged; use an earlier checkpoint"
+                    )
+
+
 def add_turn_end_to_eos(model: Any, tokenizer: Any) -> list[int]:
     """Make the chat template's turn end (e.g. `<|im_end|>`) an EOS of the model's
     generation_config, after the EOS ids it already has; returns the EOS ids.
