@@ -49,7 +49,7 @@ from vibethinker.engines import (
     encode_prompt,
 )
 from vibethinker.engines.openai import OpenAISampler
-from vibethinker.models import apply_yarn, rope_params
+from vibethinker.models import apply_yarn, check_finite_files, rope_params
 from vibethinker.types import Completion
 
 
@@ -105,8 +105,6 @@ class VLLMSampler:
                 "rope_scaling": rope_params(cfg),
                 "max_position_embeddings": cfg.max_position_embeddings,
             }
-        from vibethinker.models import check_finite_files
-
         check_finite_files(model, str(model))  # as the hf engine's load: no NaN model sampled
         self.llm = vllm.LLM(**kw)
         self.tokenizer = self.llm.get_tokenizer()
