@@ -10,6 +10,7 @@ import random
 import pytest
 import torch
 
+from vibethinker import ledger
 from vibethinker.data.io import save_problems
 from vibethinker.data.world import generate
 from vibethinker.data.world.instruct_open import degrade, open_problems, preference_pairs
@@ -23,6 +24,7 @@ from vibethinker.train.reward_model import (
     encode_pairs,
     length_batches,
     micro_groups,
+    step_tokens,
 )
 from vibethinker.verifiers.rubric import RewardModelRubric, load_reward_model
 
@@ -304,6 +306,39 @@ def test_micro_groups_keep_order_and_budget_and_pad_to_their_own_longest():
             len(enc[i][0]) + len(enc[i][1]) for i in g
         )
     assert micro_groups(enc, [3], 1, max_tokens=8) == [[3]]  # one pair over budget still runs
+
+
+def test_step_tokens_count_real_tokens_and_the_padded_positions_of_each_micro_batch():
+    enc = [([1, 2, 3], [1]), ([1, 2], [1, 2, 3, 4])]
+    # one pair per forward: rows (3, 1) padded to 3, rows (2, 4) padded to 4
+    assert step_tokens(enc, [0, 1], 1) == (10, 2 * 3 + 2 * 4)
+    # both pairs in one forward: four rows padded to 4
+    assert step_tokens(enc, [0, 1], 2) == (10, 4 * 4)
+
+
+def test_the_stage_fills_the_cost_ledger(world, tmp_path):
+    root, _, model = world
+    cfg = RewardModelConfig(
+        model=str(model),
+        data=str(root),
+        out=str(tmp_path / "rm"),
+        epochs=1,
+        batch=8,
+        micro_batch=4,
+        max_len=128,
+        eval_frac=0.2,
+        device="cpu",
+    )
+    ledger.start()
+    try:
+        out = run_rm(cfg)
+    finally:
+        rec = ledger.stop(1.0)
+    hist = [json.loads(x) for x in open(out["metrics"])]
+    assert rec["train_steps"] == len(hist) > 0
+    assert rec["trained_tokens"] > 0 and rec["padded_positions"] > 0  # pairs of unequal lengths
+    assert rec["params"] > 0 and rec["seconds"]["update"] > 0
+    assert rec["checkpoints"]["count"] == 1 and rec["checkpoints"]["bytes"] > 0
 
 
 class _Saved:

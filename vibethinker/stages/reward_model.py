@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vibethinker import ledger
 from vibethinker.config import Checks
 from vibethinker.data.io import load_problems
 from vibethinker.data.world.instruct_open import preference_pairs
@@ -233,11 +234,7 @@ def run(cfg: RewardModelConfig) -> dict[str, str]:
     after = evaluate_pairs(model, held_enc, pad, cfg.micro_batch)
     out = Path(cfg.out)
     final = out / "final"
-    final.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(final)
-    tok.save_pretrained(final)
-    norm = norm_from(after["chosen"], after["rejected"])
-    (final / "reward_norm.json").write_text(json.dumps(norm, indent=1) + "\n")
+    norm = save_final(model, tok, final, after)
     with (out / "metrics.jsonl").open("w") as f:
         f.writelines(json.dumps(r) + "\n" for r in hist)
     res = {
@@ -263,6 +260,18 @@ def run(cfg: RewardModelConfig) -> dict[str, str]:
         "eval": str(out / "eval.json"),
         "summary": summary,
     }
+
+
+def save_final(model: Any, tok: Any, final: Path, after: dict) -> dict:
+    """The trained model, its tokenizer and its reward normalisation (from the held-out
+    rewards `after`) in `final`; the checkpoint counted in the cost ledger. Returns the norm."""
+    final.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(final)
+    tok.save_pretrained(final)
+    norm = norm_from(after["chosen"], after["rejected"])
+    (final / "reward_norm.json").write_text(json.dumps(norm, indent=1) + "\n")
+    ledger.checkpoint(final)
+    return norm
 
 
 def write_summary(path: Path, cfg: RewardModelConfig, res: dict, wall: float) -> str:

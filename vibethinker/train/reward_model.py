@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from vibethinker import ledger
 from vibethinker.log import get_logger
 from vibethinker.train.policy import autocast_context
 from vibethinker.verifiers.rubric import rm_text
@@ -87,6 +88,19 @@ def micro_groups(
             groups.append([i])
             longest = n
     return groups
+
+
+def step_tokens(
+    enc: Sequence[tuple[list, list]], idx: Sequence[int], micro_batch: int, max_tokens: int = 0
+) -> tuple[int, int]:
+    """(real tokens, computed positions) of one step's forwards: each micro-batch's 2B rows
+    right-padded to its own longest (`collate` over `micro_groups`), for the cost ledger."""
+    real = positions = 0
+    for group in micro_groups(enc, idx, micro_batch, max_tokens):
+        lens = [len(enc[i][0]) for i in group] + [len(enc[i][1]) for i in group]
+        real += sum(lens)
+        positions += len(lens) * max(lens)
+    return real, positions
 
 
 def collate(enc: Sequence[tuple[list, list]], idx: Sequence[int], pad_id: int):
@@ -186,6 +200,15 @@ def _bt_row(
     }
 
 
+def _optimizer_step(model: Any, opt: Any, sched: Any, max_grad_norm: float) -> torch.Tensor:
+    """Clip, step the optimizer and the schedule, clear the gradients; the norm before clipping."""
+    gn = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    opt.step()
+    sched.step()
+    opt.zero_grad(set_to_none=True)
+    return gn
+
+
 def train_bt(
     model: Any,
     tokenizer: Any,
@@ -228,12 +251,11 @@ def train_bt(
             loss, rc, rr = accumulate_step(
                 model, enc, idx, pad_id, micro_batch or batch, max_tokens_per_micro
             )
-            gn = torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
+            gn = _optimizer_step(model, opt, sched, max_grad_norm)
             lr_now, dt = sched.get_last_lr()[0], time.perf_counter() - ts
             hist.append(_bt_row(len(hist) + 1, ep, loss, rc, rr, gn, lr_now, dt))
+            tokens = step_tokens(enc, idx, micro_batch or batch, max_tokens_per_micro)
+            ledger.trained(*tokens, dt, ledger.n_params(model))
             if max_seconds and time.perf_counter() - t0 >= max_seconds:
                 log.warning(
                     "reward model: wall-clock cap %.0f s reached after %d/%d steps",
