@@ -15,7 +15,9 @@ line naming the key. The keys:
   prompts            RL: prompts kept by the start filter (default: max_prompts)
   filter_prompts     SFT stage 2: prompts its filter samples (default: rows)
   eval_problems      problems an eval / headline / probe reads when its limit does not say
-  verify_s           seconds per verifier call
+  verify_s           seconds per verifier call of one worker (the stage's workers share the calls)
+  verify_wall_s      from an earlier run's ledger: wall seconds per call, its workers' overlap
+                     included (its verify seconds / calls); used when verify_s is not set
   code_share         the share of code among an all-domain stage's verifier calls (default 0.25)
   seconds            a stage with no model work (data, construct, model): its wall seconds
   other_s            a stage's fixed seconds (loading, saving)
@@ -35,7 +37,15 @@ from vibethinker.plan.shapes import ModelShape
 VERIFY_S = {"code": 0.05}  # seconds per call; others 0.002 (ASSUMED; a ledger's replace them)
 VERIFY_DEFAULT_S = 0.002
 # computed from the config and other counts (not assumptions of their own): not listed
-DERIVED = ("tokens", "checkpoints", "filter_prompts", "other_s", "eval_response_tokens", "verify_s")
+DERIVED = (
+    "tokens",
+    "checkpoints",
+    "filter_prompts",
+    "other_s",
+    "eval_response_tokens",
+    "verify_s",
+    "verify_wall_s",
+)
 
 
 @dataclass
@@ -91,7 +101,7 @@ def from_ledger(led: dict[str, Any] | None, key: str) -> float | None:
         "prompt_tokens": (sample.get("prompt_tokens", 0) / sample["rollouts"])
         if sample.get("rollouts")
         else None,
-        "verify_s": secs.get("verify", 0) / calls if calls and secs.get("verify") else None,
+        "verify_wall_s": secs.get("verify", 0) / calls if calls and secs.get("verify") else None,
         "seconds": led.get("wall_seconds"),
         "other_s": secs.get("other"),
     }.get(key)
@@ -176,5 +186,9 @@ def verify(phase: str, rows: float, domain: str, ex: Expect, stage: str, workers
     if domain == "mix":
         share = ex.get(stage, "code_share", 0.25)
         per = share * VERIFY_S["code"] + (1 - share) * VERIFY_DEFAULT_S
+    if not any("verify_s" in ex.keys.get(src, {}) for src in (stage, "all")):
+        wall = ex.get(stage, "verify_wall_s", 0.0)
+        if wall:  # a ledger's wall seconds per call: the workers' overlap is already in it
+            return Work(phase, "verify", rows=rows, seconds=wall, workers=1)
     per = ex.get(stage, "verify_s", per)
     return Work(phase, "verify", rows=rows, seconds=per, workers=workers)
