@@ -75,6 +75,23 @@ def test_run_resume_and_config_change(env):  # noqa: F811
     assert ts.CALLS == ["hello-again"]
 
 
+def test_every_stage_closes_its_vllm_engine_even_when_it_fails(env, monkeypatch):  # noqa: F811
+    """vLLM holds one in-process engine at a time and its KV cache keeps its memory (on CPU a
+    share of the RAM): an sft2 filter's engine left alive made probe_merge's engine fail to
+    start. The runner closes a stage's engine when the stage ends, failed or not."""
+    import types
+
+    tmp, recipe = env
+    closed = []
+    fake = types.SimpleNamespace(close_live=lambda: closed.append(1))
+    monkeypatch.setitem(sys.modules, "vibethinker.engines.vllm", fake)
+    with pytest.raises(KeyboardInterrupt):
+        execute(load_recipe(str(recipe), {"t_write.fail": "true"}), quiet=True)
+    assert closed == [1]  # the failed stage's
+    execute(load_recipe(str(recipe)), quiet=True)
+    assert closed == [1] * 4  # and each of the three that ran
+
+
 def test_dry_run_cli(env, capsys):  # noqa: F811
     tmp, recipe = env
     assert main(["run", str(recipe), "--dry-run", "t_slow.n=3"]) == 0

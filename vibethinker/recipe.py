@@ -44,6 +44,7 @@ import json
 import re
 import shutil
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -390,7 +391,10 @@ def _run_stage(manifest: Manifest | None, ps: PlannedStage, run_dir: str) -> dic
     ledger.start()
     t0 = time.time()
     try:
-        outputs = dist.run_on_main(lambda: spec.fn(ps.config) or {}, ps.stage in DISTRIBUTED)
+        try:
+            outputs = dist.run_on_main(lambda: spec.fn(ps.config) or {}, ps.stage in DISTRIBUTED)
+        finally:
+            _close_engines()
     except KeyboardInterrupt as e:
         if manifest is not None:
             _end_stage(manifest, ps, t0, "interrupted", error="interrupted")
@@ -408,6 +412,15 @@ def _run_stage(manifest: Manifest | None, ps: PlannedStage, run_dir: str) -> dic
         _end_stage(manifest, ps, t0, "done", outputs=outs, ledger=cost)
         log.info("stage %s done in %.1f s", ps.name, time.time() - t0)
     return outputs or {}
+
+
+def _close_engines() -> None:
+    """A stage's vLLM engine ends with the stage (engines/vllm.py `close_live`: one in-process
+    engine at a time, and its KV cache holds memory the next stage needs). Nothing to do when
+    vLLM was never loaded (no import here: the hf-only path stays vLLM-free)."""
+    mod = sys.modules.get("vibethinker.engines.vllm")
+    if mod is not None:
+        mod.close_live()
 
 
 def _lock(run_dir: Path) -> Any:

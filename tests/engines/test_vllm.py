@@ -226,9 +226,9 @@ def test_a_nan_checkpoint_is_refused_before_vllm_loads_it(tiny, tmp_path):
 
 
 def test_bf16_sampler_mismatch_against_fp32_trainer(tiny, engine, tmp_path):
-    # After this test the module's `engine` is unusable: the second in-process engine built here
-    # tears down vLLM's process-wide parallel groups when it is collected (docs/SCALING.md); the
-    # tests below build their own engines.
+    # After this test the module's `engine` is shut down: building a second in-process engine
+    # closes the first (engines/vllm.py close_live; docs/SCALING.md); the tests below build their
+    # own engines.
     model, tok = policy.load_policy(tiny, "cpu")
     model.eval()
     engine.update_weights(model.state_dict().items())
@@ -321,3 +321,22 @@ def test_probe_merge_stage_on_vllm(tmp_path):
     res = json.loads(Path(run_probe(cfg)["table"]).read_text())
     assert list(res["table"]) == ["sft/step-000005", "sft/step-000010", "merged"]
     assert set(res["specialists"]) == set(res["groups"])
+
+
+def test_a_new_engine_closes_the_last_and_the_closed_one_says_so(tiny):
+    """One in-process engine at a time (vLLM's parallel groups are process-wide, and on CPU each
+    engine's KV cache takes its share of the RAM): building one closes the last; the closed one
+    refuses with a reason; `close_live` (the recipe runner's, after every stage) closes it."""
+    from vibethinker.engines import SamplerError
+    from vibethinker.engines import vllm as ve
+
+    a = ve.VLLMSampler(tiny, dtype="float32", gpu_memory_utilization=0.2)
+    b = ve.VLLMSampler(tiny, dtype="float32", gpu_memory_utilization=0.2)
+    assert ve._LIVE == [b]
+    params = SamplingParams(max_new_tokens=4)
+    with pytest.raises(SamplerError, match="shut down"):
+        a.generate(["1+1="], 1, params)
+    assert len(b.generate(["1+1="], 2, params)[0]) == 2
+    ve.close_live()
+    assert ve._LIVE == []
+    b.close()  # closing twice is harmless

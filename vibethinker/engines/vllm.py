@@ -34,7 +34,6 @@ engine-vs-trainer KL (`engine_kl`) every step.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +48,13 @@ from vibethinker.engines import (
     encode_prompt,
 )
 from vibethinker.engines.openai import OpenAISampler
+from vibethinker.engines.vllm_wire import (
+    GROUP_TIMEOUT,
+    HEADER,
+    ThreadCall,
+    receive_tensor,
+    send_tensor,
+)
 from vibethinker.models import apply_yarn, check_finite_files, rope_params
 from vibethinker.types import Completion
 
@@ -62,6 +68,19 @@ def _import_vllm() -> Any:
             "(GPU only; or serve the model with vLLM and use engine=openai)"
         ) from e
     return vllm
+
+
+_LIVE: list[VLLMSampler] = []  # the in-process engine this process holds (at most one)
+
+
+def close_live() -> None:
+    """Shut down the vLLM engine this process holds, if any. vLLM supports one in-process engine
+    at a time (its parallel groups are process-wide) and its KV cache keeps the memory it
+    reserved (on CPU, `gpu_memory_utilization` of the machine's RAM), so a new engine closes
+    the last one first, and the recipe runner calls this after every stage: one stage's engine
+    never starves the next stage's training or engine."""
+    while _LIVE:
+        _LIVE.pop().close()
 
 
 class VLLMSampler:
@@ -106,7 +125,9 @@ class VLLMSampler:
                 "max_position_embeddings": cfg.max_position_embeddings,
             }
         check_finite_files(model, str(model))  # as the hf engine's load: no NaN model sampled
+        close_live()  # one in-process engine at a time (close_live)
         self.llm = vllm.LLM(**kw)
+        _LIVE.append(self)
         self.tokenizer = self.llm.get_tokenizer()
         self.use_chat_template = chat_template and getattr(self.tokenizer, "chat_template", None)
         end = chat_end_token(self.tokenizer) if self.use_chat_template else None
@@ -120,8 +141,12 @@ class VLLMSampler:
         such as the probe over every checkpoint, calls it before building the next)."""
         import gc
 
+        if self in _LIVE:
+            _LIVE.remove(self)
+        if getattr(self, "llm", None) is None:
+            return  # closed already
         self.llm.llm_engine.engine_core.shutdown()
-        del self.llm
+        self.llm = None
         gc.collect()
 
     # --------------------------------------------------------------- RL: weight sync, sleep
@@ -182,6 +207,11 @@ class VLLMSampler:
             logprobs=0,  # the sampled token's logprob only
         )
         inputs = [{"prompt_token_ids": self.encode(p)} for p in prompts]
+        if self.llm is None:
+            raise SamplerError(
+                "this vLLM engine was shut down (a process holds one in-process engine at a "
+                "time: building another, or the end of its stage, closes it); build a new one"
+            )
         self._wake()
         results = self.llm.generate(inputs, sp, use_tqdm=False)
         self._maybe_sleep()
@@ -232,79 +262,17 @@ class WeightSyncExtension:
         s = json.loads(spec)
         rank = 1 + int(getattr(self, "rank", 0))
         store = TCPStore(s["host"], s["port"], s["world"], is_master=False)
-        self.vt_group = ProcessGroupGloo(store, rank, s["world"], timeout=_GROUP_TIMEOUT)
+        self.vt_group = ProcessGroupGloo(store, rank, s["world"], timeout=GROUP_TIMEOUT)
         return rank
 
     def vt_load_weights_from_group(self) -> int:
         """Receive tensors from the trainer until its end header, loading each as it comes."""
 
         def received() -> Any:
-            while (item := _receive_tensor(self.vt_group)) is not None:
+            while (item := receive_tensor(self.vt_group)) is not None:
                 yield item
 
         return _load_weights(self, received())
-
-
-# The group's wire format, one tensor at a time: an int64 header [more, name bytes, dtype index,
-# ndim, dims...], the name as uint8, then the tensor; a header with more=0 ends the sync.
-_WIRE_DTYPES = ("float32", "bfloat16", "float16", "float64", "int64", "int32", "uint8", "bool")
-_HEADER = 16
-_GROUP_TIMEOUT = datetime.timedelta(seconds=600)  # a stalled peer fails the step
-
-
-def _send_tensor(group: Any, name: str, t: Any) -> None:
-    import torch
-
-    t = t.detach().cpu().contiguous()
-    if t.dim() > _HEADER - 4:
-        raise SamplerError(f"weight sync: {name} has {t.dim()} dims (at most {_HEADER - 4})")
-    raw = torch.tensor(list(name.encode()), dtype=torch.uint8)
-    head = [1, raw.numel(), _WIRE_DTYPES.index(str(t.dtype).removeprefix("torch.")), t.dim()]
-    header = torch.zeros(_HEADER, dtype=torch.int64)
-    header[: 4 + t.dim()] = torch.tensor(head + list(t.shape))
-    for x in (header, raw, t):
-        group.broadcast(x, 0).wait()
-
-
-def _receive_tensor(group: Any) -> tuple[str, Any] | None:
-    import torch
-
-    header = torch.zeros(_HEADER, dtype=torch.int64)
-    group.broadcast(header, 0).wait()
-    more, n, dtype, ndim = (int(x) for x in header[:4])
-    if not more:
-        return None
-    raw = torch.empty(n, dtype=torch.uint8)
-    group.broadcast(raw, 0).wait()
-    t = torch.empty(
-        [int(x) for x in header[4 : 4 + ndim]], dtype=getattr(torch, _WIRE_DTYPES[dtype])
-    )
-    group.broadcast(t, 0).wait()
-    return bytes(raw.tolist()).decode(), t
-
-
-class _Call:
-    """fn(*args) in a thread; `result()` joins it and raises what it raised."""
-
-    def __init__(self, fn: Any, *args: Any):
-        import threading
-
-        self.error: BaseException | None = None
-        self.value: Any = None
-        self.thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
-        self.thread.start()
-
-    def _run(self, fn: Any, args: tuple) -> None:
-        try:
-            self.value = fn(*args)
-        except BaseException as e:  # noqa: BLE001 - re-raised in result()
-            self.error = e
-
-    def result(self) -> Any:
-        self.thread.join()
-        if self.error is not None:
-            raise SamplerError(f"vllm server weight sync: {self.error}") from self.error
-        return self.value
 
 
 class VLLMServerSampler:
@@ -399,8 +367,8 @@ class VLLMServerSampler:
         store = TCPStore(self.sync_host, port, world, is_master=True, wait_for_workers=False)
         spec = json.dumps({"host": self.sync_host, "port": port, "world": world})
         body = {"method": "vt_join_sync_group", "args": [spec]}
-        joined = _Call(self._post, "/collective_rpc", body)  # the workers wait in the
-        self.group = ProcessGroupGloo(store, 0, world, timeout=_GROUP_TIMEOUT)  # rendezvous
+        joined = ThreadCall(self._post, "/collective_rpc", body)  # the workers wait in the
+        self.group = ProcessGroupGloo(store, 0, world, timeout=GROUP_TIMEOUT)  # rendezvous
         joined.result()
         self._store = store
 
@@ -410,10 +378,10 @@ class VLLMServerSampler:
         if self.group is None:
             self._join_group()
         body = {"method": "vt_load_weights_from_group"}
-        loading = _Call(self._post, "/collective_rpc", body)  # the workers read the stream
+        loading = ThreadCall(self._post, "/collective_rpc", body)  # the workers read the stream
         for name, t in weights:  # while this process writes it
-            _send_tensor(self.group, name, t)
-        self.group.broadcast(torch.zeros(_HEADER, dtype=torch.int64), 0).wait()
+            send_tensor(self.group, name, t)
+        self.group.broadcast(torch.zeros(HEADER, dtype=torch.int64), 0).wait()
         loading.result()
 
 
