@@ -78,6 +78,15 @@ def test_status_elsewhere_and_after_a_move_keeps_the_report(env, tmp_path, monke
     # the moved run is the same run: nothing re-runs when the recipe points at it
     r = load_recipe(str(tmp_path / "work/recipe.yaml"), {"run_dir": str(moved)})
     assert [a for _, a, _ in explain(r)] == ["skip", "skip"]
+    # ... and stays so after a run there adopts the folder (its manifest now names `moved`;
+    # the recorded configs are rewritten with it, or the next run would see them "changed")
+    r = load_recipe(str(tmp_path / "work/recipe.yaml"), {"run_dir": str(moved), "t_slow.n": "6"})
+    assert [a for _, a, _ in explain(r)] == ["skip", "run"]
+    execute(r, quiet=True)
+    assert Manifest(str(moved)).data["run_dir"] == str(moved)
+    assert [a for _, a, _ in explain(r)] == ["skip", "skip"]
+    config = json.dumps(Manifest(str(moved)).data["stages"])
+    assert "runs/r/" not in config and f"{moved}/" in config
 
 
 def test_a_rebuild_never_holds_less_than_the_report_it_replaces(env, tmp_path, monkeypatch):  # noqa: F811

@@ -414,6 +414,18 @@ def _run_stage(manifest: Manifest | None, ps: PlannedStage, run_dir: str) -> dic
     return outputs or {}
 
 
+def _adopt(manifest: Manifest, run_dir: str, run_dir_abs: str) -> None:
+    """A run folder copied or moved from elsewhere: its recorded stage configs name the old
+    folder; rewritten to this one, so that the next run compares them as unchanged (the runner
+    compares with both prefixes as ${run_dir}, but only the folder's latest name is kept)."""
+    old, old_abs = manifest.data.get("run_dir"), manifest.data.get("run_dir_abs")
+    if not old or rundir.portable(run_dir_abs, old, old_abs) == rundir.RUN_DIR_TOKEN:
+        return
+    for rec in manifest.data["stages"].values():
+        if rec.get("config"):
+            rec["config"] = rundir.relocate(rec["config"], old, old_abs, run_dir)
+
+
 def _close_engines() -> None:
     """A stage's vLLM engine ends with the stage (engines/vllm.py `close_live`: one in-process
     engine at a time, and its KV cache holds memory the next stage needs). Nothing to do when
@@ -458,6 +470,7 @@ def execute(recipe: Recipe, quiet: bool = False) -> dict[str, Any]:
         actions = dist.broadcast_object([a for _, a in plan(recipe)] if main else None)
         if main:
             manifest = Manifest(recipe.run_dir)
+            _adopt(manifest, recipe.run_dir, str(run_dir.resolve()))
             manifest.data.update(
                 recipe=recipe.path,
                 model=recipe.model,

@@ -67,6 +67,20 @@ def portable(value: Any, run_dir: str, run_dir_abs: str | None = None) -> Any:
     return value
 
 
+def relocate(value: Any, old: str, old_abs: str | None, new: str) -> Any:
+    """`value` with the old run folder prefix replaced by the new run folder: the recorded
+    configs of a moved or copied run, rewritten when a run adopts it, so that its next run
+    still compares them as unchanged."""
+    if isinstance(value, dict):
+        return {k: relocate(v, old, old_abs, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [relocate(v, old, old_abs, new) for v in value]
+    moved = portable(value, old, old_abs)
+    if isinstance(moved, str) and moved.startswith(RUN_DIR_TOKEN):
+        return str(new).rstrip("/") + moved[len(RUN_DIR_TOKEN) :]
+    return value
+
+
 def read_manifest(run_dir: str | Path) -> dict[str, Any]:
     """The run's manifest.json; one that is not valid JSON, or holds no `stages` mapping, is an
     error naming the file with what to do (never read as an empty run: `run` would then start
