@@ -73,10 +73,12 @@ def _import_vllm() -> Any:
     return vllm
 
 
-# On CPU vLLM reserves `gpu_memory_utilization` of the RAM for the KV cache as an engine starts:
-# at the GPU default 0.85, 19.4 GB and 54 s per engine for the tiny model on a 24 GB machine.
-# 0.1 (2.3 GB: ~95K tokens of a 0.5B Qwen2 in fp32) for a stage's sampler on CPU, unless given.
-CPU_KV_SHARE = 0.1
+# On CPU vLLM sizes the KV cache as `gpu_memory_utilization` x RAM minus the whole process's
+# RSS, allocated as the engine starts: at 0.85, 19.4 GB and 54 s per engine for the tiny model
+# (24 GB machine); at 0.1, no room at all once an in-process engine shares a process with a
+# trainer. So on CPU the cache has a fixed size (`kv_cache_memory_bytes`, unless the caller sets
+# one; vLLM then ignores the utilization): 2 GiB, ~80K tokens of a 0.5B Qwen2 in fp32.
+CPU_KV_BYTES = 2 << 30
 
 _LIVE: list[VLLMSampler] = []  # the in-process engine this process holds (at most one)
 
@@ -84,7 +86,7 @@ _LIVE: list[VLLMSampler] = []  # the in-process engine this process holds (at mo
 def close_live() -> None:
     """Shut down the vLLM engine this process holds, if any. vLLM supports one in-process engine
     at a time (its parallel groups are process-wide) and its KV cache keeps the memory it
-    reserved (on CPU, `gpu_memory_utilization` of the machine's RAM), so a new engine closes
+    reserved (on CPU, `CPU_KV_BYTES` of the machine's RAM), so a new engine closes
     the last one first, and the recipe runner calls this after every stage: one stage's engine
     never starves the next stage's training or engine."""
     while _LIVE:
@@ -129,7 +131,7 @@ class VLLMSampler:
         model: str,
         dtype: str = "auto",
         tensor_parallel_size: int = 1,
-        gpu_memory_utilization: float | None = None,
+        gpu_memory_utilization: float = 0.85,
         max_model_len: int | None = None,
         seed: int = 0,
         chat_template: bool = True,
@@ -144,8 +146,7 @@ class VLLMSampler:
         self.cuda = torch.cuda.is_available()
         if not self.cuda:  # vLLM's CPU backend: no graph compilation
             llm_kw.setdefault("enforce_eager", True)
-        if gpu_memory_utilization is None:
-            gpu_memory_utilization = 0.85 if self.cuda else CPU_KV_SHARE
+            llm_kw.setdefault("kv_cache_memory_bytes", CPU_KV_BYTES)
         kw = dict(
             model=str(model),
             dtype=dtype,
