@@ -331,8 +331,9 @@ def test_a_new_engine_closes_the_last_and_the_closed_one_says_so(tiny):
     from vibethinker.engines import vllm as ve
 
     a = ve.VLLMSampler(tiny, dtype="float32", gpu_memory_utilization=0.2)
-    b = ve.VLLMSampler(tiny, dtype="float32", gpu_memory_utilization=0.2)
+    b = ve.VLLMSampler(tiny)  # dtype auto: fp32 on CPU, as the hf engine (vLLM alone: bf16)
     assert ve._LIVE == [b]
+    assert b.llm.llm_engine.model_config.dtype == torch.float32
     params = SamplingParams(max_new_tokens=4)
     with pytest.raises(SamplerError, match="shut down"):
         a.generate(["1+1="], 1, params)

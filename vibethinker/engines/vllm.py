@@ -73,11 +73,10 @@ def _import_vllm() -> Any:
     return vllm
 
 
-# On CPU vLLM sizes the KV cache as `gpu_memory_utilization` x RAM minus the whole process's
-# RSS, allocated as the engine starts: at 0.85, 19.4 GB and 54 s per engine for the tiny model
-# (24 GB machine); at 0.1, no room at all once an in-process engine shares a process with a
-# trainer. So on CPU the cache has a fixed size (`kv_cache_memory_bytes`, unless the caller sets
-# one; vLLM then ignores the utilization): 2 GiB, ~80K tokens of a 0.5B Qwen2 in fp32.
+# On CPU vLLM sizes the KV cache as `gpu_memory_utilization` x RAM minus the process's RSS, at
+# start: at 0.85, 19.4 GB and 54 s per engine for the tiny model (24 GB RAM); at 0.1 no room once
+# an engine shares its process with a trainer. So on CPU a fixed size (`kv_cache_memory_bytes`
+# unless given; the utilization is then ignored): 2 GiB, ~80K tokens of a 0.5B Qwen2 in fp32.
 CPU_KV_BYTES = 2 << 30
 
 _LIVE: list[VLLMSampler] = []  # the in-process engine this process holds (at most one)
@@ -144,9 +143,10 @@ class VLLMSampler:
         import torch
 
         self.cuda = torch.cuda.is_available()
-        if not self.cuda:  # vLLM's CPU backend: no graph compilation
+        if not self.cuda:  # CPU: no graph compilation; auto = fp32 as the hf engine (vLLM: bf16)
             llm_kw.setdefault("enforce_eager", True)
             llm_kw.setdefault("kv_cache_memory_bytes", CPU_KV_BYTES)
+            dtype = "float32" if dtype == "auto" else dtype
         kw = dict(
             model=str(model),
             dtype=dtype,
