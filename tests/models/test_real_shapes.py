@@ -262,3 +262,5 @@ def test_vllm_engine_stops_on_the_turn_end_and_fills_the_context(qwen, monkeypat
     assert seen["sp"]["max_tokens"] is None and seen["sp"]["n"] == 2
     over = seen["llm"]["hf_overrides"]
     assert over["max_position_embeddings"] == 65536 and over["rope_scaling"]["factor"] == 2.0
+    s.close()  # the stand-in engine leaves the process's one-engine slot (engines/vllm.py)
+    assert vllm_engine._LIVE == []

@@ -35,6 +35,7 @@ engine-vs-trainer KL (`engine_kl`) every step.
 from __future__ import annotations
 
 import contextlib
+import gc
 import signal
 import threading
 from collections.abc import Iterable, Iterator
@@ -182,15 +183,14 @@ class VLLMSampler:
         return encode_prompt(self.tokenizer, prompt, bool(self.use_chat_template))
 
     def close(self) -> None:
-        """Shut the engine down and free its memory (a stage that builds one engine per model,
-        such as the probe over every checkpoint, calls it before building the next)."""
-        import gc
-
+        """Shut the engine down and free its memory (close_live calls it; closing twice is a no-op)."""
         if self in _LIVE:
             _LIVE.remove(self)
         if getattr(self, "llm", None) is None:
             return  # closed already
-        self.llm.llm_engine.engine_core.shutdown()
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        if core is not None:  # (a stand-in LLM in the tests has none)
+            core.shutdown()
         self.llm = None
         gc.collect()
 
