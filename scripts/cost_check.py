@@ -5,8 +5,8 @@ ledgers, its predicted rollout counts against the recorded ones (exact: the reci
     .venv/bin/python scripts/cost_check.py                      # recipes/tiny.yaml vs the demo
     .venv/bin/python scripts/cost_check.py --run runs/tiny      # vs that run's manifest + ledgers
 
-Without --run the recorded seconds are the demo's (README.md, "What the demo shows": the
-2026-12-06 run, on the 2-core host). Stages whose time the plan
+Without --run the recorded seconds are a 2026-12-06 demo's (docs/SCALING.md, "Checked against
+a run (CPU)"; on the 2-core host). Stages whose time the plan
 takes as given (data, construct, model: no model work to predict) are listed but not checked.
 The CPU's rates come from plan/probe.py's cached measurements: measure them on the machine and
 load the run had (`--refresh-probe`; a probe taken while other jobs share the cores predicts a
@@ -29,7 +29,7 @@ from vibethinker.plan.predict import predict  # noqa: E402
 from vibethinker.plan.probe import cpu_rates  # noqa: E402
 from vibethinker.recipe import load_recipe  # noqa: E402
 
-DEMO_SECONDS = {  # README.md's table of the recorded demo (2026-12-06, runs/tiny's manifest)
+DEMO_SECONDS = {  # a 2026-12-06 demo's stage seconds (19:47 UTC, runs/tiny's manifest; docs/SCALING.md)
     "construct": 45,
     "sft1": 384,
     "sft2": 121,
